@@ -1,0 +1,35 @@
+# The README's two commands: `make demo` and `make test`. Both build the local environment first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: setup demo test lint bench-sim clean-results
+
+setup: $(STAMP)
+
+# Reinstall only when the pins change. torch comes first so that pip takes the CPU build.
+$(STAMP): pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
+	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
+demo: setup
+	snakemake --profile profiles/local
+	@$(VENV)/bin/python -m brorl.outputs results
+
+## Run the test suite.
+test: setup
+	$(VENV)/bin/python -m pytest -q
+
+lint: setup
+	snakefmt --check .
+	snakemake --lint
+
+## Time the paper-scale simulation sweep against a straightforward implementation.
+bench-sim: setup
+	$(VENV)/bin/python -m brorl.simulation bench --out results/benchmarks/simulation_speed.json

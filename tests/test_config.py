@@ -1,0 +1,395 @@
+"""The config: config.yaml and the tiny preset validate, the schema documents every key, bad configs are named."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from brorl.config import ConfigError, deep_merge, load_schema, load_yaml_config, validate_config
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "config.yaml"
+TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
+
+
+def raw_config() -> dict:
+    """config.yaml as written, before defaults are filled."""
+    return yaml.safe_load(CONFIG.read_text())
+
+
+def resolve(node: dict, root: dict) -> dict:
+    """Follow local $refs; sibling keys win."""
+    while "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+# --------------------------------------------------------------------------------------------------- shipped files
+def test_shipped_config_validates():
+    cfg = load_yaml_config(CONFIG)
+    assert cfg["engine"] == "cluster"
+    assert [(a["name"], a["n"], a["prompts_per_step"]) for a in cfg["arms"] if a["enabled"]] == [
+        ("prorl_n16", 16, 512),
+        ("brorl_n512", 512, 128),
+    ]
+
+
+def test_default_path_is_config_yaml():
+    assert load_yaml_config() == load_yaml_config(CONFIG)
+
+
+def test_tiny_preset_validates_and_keeps_simulation_at_paper_scale():
+    paper, tiny = load_yaml_config(CONFIG), load_yaml_config(CONFIG, TINY)
+    assert tiny["engine"] == "embedded"
+    assert all(a["continued_steps"] <= 2 for a in tiny["arms"])
+    assert tiny["simulation"] == paper["simulation"]
+    assert tiny["training"]["lr0"] == paper["training"]["lr0"]  # merged, not replaced
+
+
+def test_schema_is_a_valid_json_schema():
+    jsonschema.Draft202012Validator.check_schema(load_schema())
+
+
+def undocumented(schema: dict) -> list[str]:
+    """Properties, at any depth (also inside $defs and list items), that lack a description or a default."""
+    missing = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            for key, sub in node.get("properties", {}).items():
+                # written on the property itself: a $ref target's description would say nothing about this key
+                missing.extend(f"{where}.{key}: {field}" for field in ("description", "default") if field not in sub)
+            for key, sub in node.items():
+                walk(sub, f"{where}.{key}")
+        elif isinstance(node, list):
+            for i, sub in enumerate(node):
+                walk(sub, f"{where}[{i}]")
+
+    walk(schema, "#")
+    return missing
+
+
+def test_every_schema_property_has_description_and_default():
+    assert not undocumented(load_schema())
+
+
+def test_undocumented_finds_a_planted_gap():
+    schema = load_schema()
+    del schema["$defs"]["optimizer"]["properties"]["eps"]["default"]
+    del schema["properties"]["simulation"]["properties"]["theory"]["properties"]["seed"]["description"]
+    del schema["$defs"]["arm"]["properties"]["name"]["description"]  # its $ref target has one: still a gap
+    assert set(undocumented(schema)) == {
+        "#.$defs.optimizer.eps: default",
+        "#.$defs.arm.name: description",
+        "#.properties.simulation.properties.theory.seed: description",
+    }
+
+
+def test_every_object_rejects_unknown_keys():
+    schema, open_objects = load_schema(), []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            if "properties" in node and node.get("additionalProperties") is not False:
+                open_objects.append(where)
+            for key, sub in node.items():
+                walk(sub, f"{where}.{key}")
+
+    walk(schema, "#")
+    assert not open_objects, open_objects
+
+
+def test_every_key_of_config_yaml_is_in_the_schema():
+    schema, unknown = load_schema(), []
+
+    def walk(value, node, where):
+        node = resolve(node, schema)
+        if isinstance(value, dict):
+            props = node.get("properties", {})
+            for key, sub in value.items():
+                if key not in props:
+                    unknown.append(f"{where}.{key}")
+                else:
+                    walk(sub, props[key], f"{where}.{key}")
+        elif isinstance(value, list) and isinstance(node.get("items"), dict):
+            for i, item in enumerate(value):
+                walk(item, node["items"], f"{where}[{i}]")
+
+    for path in (CONFIG, TINY):
+        walk(yaml.safe_load(path.read_text()), schema, path.name)
+    assert not unknown, unknown
+
+
+def test_schema_defaults_equal_config_yaml():
+    """The schema's defaults are the paper values: filling an empty config gives config.yaml (arms aside)."""
+    defaults, paper = validate_config({}), load_yaml_config(CONFIG)
+    for cfg in (defaults, paper):
+        cfg["arms"] = [a for a in cfg["arms"] if a["name"] in ("prorl_n16", "brorl_n512")]
+        cfg["analysis"]["n_sweep"]["arms"] = []
+        for arm in cfg["arms"]:
+            arm.pop("description")
+    assert defaults == paper
+
+
+# --------------------------------------------------------------------------------------------------- defaults
+def test_missing_keys_get_schema_defaults_in_place():
+    schema = load_schema()
+    cfg = raw_config()
+    del cfg["training"]["clip_eps_high"]
+    del cfg["arms"][1]["seed"]
+    del cfg["simulation"]["optimizer"]["eps"]
+    del cfg["evaluation"]
+    out = validate_config(cfg)
+    assert out is cfg
+    assert (
+        cfg["training"]["clip_eps_high"]
+        == schema["properties"]["training"]["properties"]["clip_eps_high"]["default"]
+        == 0.28
+    )
+    assert cfg["arms"][1]["seed"] == schema["$defs"]["arm"]["properties"]["seed"]["default"] == 1
+    assert cfg["simulation"]["optimizer"]["eps"] == 1.0e-8
+    assert cfg["evaluation"] == load_yaml_config(CONFIG)["evaluation"]
+
+
+def test_list_items_get_defaults():
+    cfg = raw_config()
+    cfg["arms"].append({"name": "extra", "n": 8, "prompts_per_step": 128, "continued_steps": 10})
+    validate_config(cfg)
+    assert cfg["arms"][-1]["enabled"] is True and cfg["arms"][-1]["report_steps"] == []
+
+
+def test_variant_overrides_inherit_instead_of_getting_optimizer_defaults():
+    cfg = raw_config()
+    cfg["simulation"]["sensitivity"]["variants"] = [
+        {"name": "eps_only", "optimizer": {"eps": 1.0e-6}},
+        {"name": "all_inherited"},
+    ]
+    validate_config(cfg)
+    first, second = cfg["simulation"]["sensitivity"]["variants"]
+    assert first["optimizer"] == {"name": None, "lr": None, "betas": None, "eps": 1.0e-6, "weight_decay": None}
+    assert set(second["optimizer"].values()) == {None}
+
+
+def test_required_keys_are_not_filled_from_defaults():
+    cfg = raw_config()
+    del cfg["arms"][1]["name"]
+    with pytest.raises(ConfigError, match=r"'arms\[1\]\.name': required but missing"):
+        validate_config(cfg)
+
+
+# --------------------------------------------------------------------------------------------------- merging
+def test_merge_matches_snakemake_configfile_merge(tmp_path):
+    from snakemake.utils import update_config
+
+    override = {
+        "training": {"lr0": 3.0e-6, "kl": {"coef": 0.0}},
+        "arms": [{"name": "only", "n": 8, "prompts_per_step": 64, "continued_steps": 5}],
+        "simulation": {"n_values": [4]},
+        "analysis": {"n_sweep": {"arms": []}, "comparison": {"treatment": "only", "control": "only2"}},
+    }
+    ours, theirs = deep_merge(raw_config(), override), raw_config()
+    update_config(theirs, copy.deepcopy(override))
+    assert ours == theirs
+    assert ours["training"]["kl"]["estimator"] == "k2" and ours["simulation"]["n_values"] == [4]
+
+    path = tmp_path / "override.yaml"
+    path.write_text(yaml.safe_dump(override))
+    with pytest.raises(ConfigError, match=r"'analysis\.comparison\.control': 'only2' is not the name of an arm"):
+        load_yaml_config(CONFIG, path)
+
+
+def test_empty_override_file_changes_nothing(tmp_path):
+    (tmp_path / "empty.yaml").write_text("# nothing\n")
+    assert load_yaml_config(CONFIG, tmp_path / "empty.yaml") == load_yaml_config(CONFIG)
+
+
+def test_non_mapping_file_is_rejected(tmp_path):
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_yaml_config(CONFIG, tmp_path / "list.yaml")
+
+
+# --------------------------------------------------------------------------------------------------- bad configs
+def _set(cfg: dict, path: list, value) -> None:
+    for part in path[:-1]:
+        cfg = cfg[part]
+    cfg[path[-1]] = value
+
+
+def _dup_arm(cfg):
+    cfg["arms"][1]["name"] = cfg["arms"][0]["name"]
+
+
+def _append_benchmark(cfg):
+    cfg["evaluation"]["benchmarks"].append("gsm8k")
+
+
+def _dup_variant(cfg):
+    cfg["simulation"]["sensitivity"]["variants"][1]["name"] = "adam_eps1e-6"
+
+
+def _report_late(cfg):
+    cfg["arms"][1]["report_steps"] = [191, 400]
+
+
+BAD = [
+    # (id, mutation, config key named, words that must appear)
+    ("unknown-top-level", lambda c: _set(c, ["shedule"], 1), "'shedule'", "unknown key"),
+    ("unknown-nested", lambda c: _set(c, ["training", "kl", "beta"], 0.1), "'training.kl.beta'", "unknown key"),
+    ("unknown-arm-key", lambda c: _set(c, ["arms", 0, "N"], 16), "'arms[0].N'", "unknown key"),
+    (
+        "wrong-type",
+        lambda c: _set(c, ["evaluation", "n_samples"], "sixteen"),
+        "'evaluation.n_samples'",
+        "is not of type 'integer'",
+    ),
+    ("yaml-exponent-string", lambda c: _set(c, ["training", "lr0"], "2e-6"), "'training.lr0'", "write 1.0e-6"),
+    ("arm-n-negative", lambda c: _set(c, ["arms", 1, "n"], -3), "'arms[1].n'", "-3 is less than the minimum of 1"),
+    ("arm-n-zero", lambda c: _set(c, ["arms", 0, "n"], 0), "'arms[0].n'", "less than the minimum of 1"),
+    ("arm-n-not-integer", lambda c: _set(c, ["arms", 0, "n"], 16.5), "'arms[0].n'", "is not of type 'integer'"),
+    ("unknown-benchmark", _append_benchmark, "'evaluation.benchmarks[21]'", "unknown benchmark 'gsm8k'"),
+    ("duplicate-arm-name", _dup_arm, "'arms[1].name'", "duplicate 'prorl_n16'"),
+    (
+        "negative-lr",
+        lambda c: _set(c, ["training", "lr0"], -1.0e-6),
+        "'training.lr0'",
+        "less than or equal to the minimum of 0",
+    ),
+    (
+        "sim-correct-ge-vocab",
+        lambda c: _set(c, ["simulation", "correct"], 128000),
+        "'simulation.correct'",
+        "must be less than simulation.vocab",
+    ),
+    (
+        "bad-arm-name",
+        lambda c: _set(c, ["arms", 0, "name"], "prorl n16/a"),
+        "'arms[0].name'",
+        "does not match the pattern",
+    ),
+    (
+        "top-p-above-one",
+        lambda c: _set(c, ["evaluation", "top_p"], 1.5),
+        "'evaluation.top_p'",
+        "1.5 is greater than the maximum of 1",
+    ),
+    (
+        "temperature-negative",
+        lambda c: _set(c, ["evaluation", "temperature"], -0.1),
+        "'evaluation.temperature'",
+        "-0.1 is less than the minimum of 0",
+    ),
+    (
+        "unknown-optimizer",
+        lambda c: _set(c, ["simulation", "optimizer", "name"], "lion"),
+        "'simulation.optimizer.name'",
+        "not an allowed value 'lion'",
+    ),
+    (
+        "duplicate-seeds",
+        lambda c: _set(c, ["simulation", "seeds"], [0, 1, 0]),
+        "'simulation.seeds'",
+        "duplicate values 0",
+    ),
+    (
+        "duplicate-n-values",
+        lambda c: _set(c, ["simulation", "n_values"], [4, 4]),
+        "'simulation.n_values'",
+        "duplicate values 4",
+    ),
+    ("empty-arms", lambda c: _set(c, ["arms"], []), "'arms'", "is empty"),
+    ("duplicate-variant", _dup_variant, "'simulation.sensitivity.variants[1].name'", "duplicate 'adam_eps1e-6'"),
+    (
+        "unknown-override-key",
+        lambda c: _set(c, ["simulation", "sensitivity", "variants", 0, "optimizer", "momentum"], 0.9),
+        "'simulation.sensitivity.variants[0].optimizer.momentum'",
+        "unknown key",
+    ),
+    (
+        "beta-out-of-range",
+        lambda c: _set(c, ["simulation", "optimizer", "betas"], [0.9, 1.0]),
+        "'simulation.optimizer.betas[1]'",
+        "greater than or equal to the maximum of 1",
+    ),
+    (
+        "bad-revision",
+        lambda c: _set(c, ["base_model", "revision"], "v 2"),
+        "'base_model.revision'",
+        "does not match the pattern",
+    ),
+    ("bad-engine", lambda c: _set(c, ["engine"], "slurm"), "'engine'", "not an allowed value 'slurm'"),
+    ("report-step-too-late", _report_late, "'arms[1].report_steps'", "exceed(s) continued_steps"),
+    (
+        "mini-batches-do-not-divide",
+        lambda c: _set(c, ["training", "mini_batches_per_step"], 3),
+        "'arms[0]'",
+        "not divisible by training.mini_batches_per_step = 3",
+    ),
+    (
+        "clip-high-below-low",
+        lambda c: _set(c, ["training", "clip_eps_high"], 0.1),
+        "'training.clip_eps_high'",
+        "Clip-Higher",
+    ),
+    (
+        "eval-tokens-beyond-context",
+        lambda c: _set(c, ["evaluation", "max_tokens"], 65536),
+        "'evaluation.max_tokens'",
+        "exceeds context.eval_max_len",
+    ),
+    (
+        "comparison-unknown-arm",
+        lambda c: _set(c, ["analysis", "comparison", "treatment"], "brorl_n64"),
+        "'analysis.comparison.treatment'",
+        "is not the name of an arm",
+    ),
+    (
+        "reset-not-on-checkpoint",
+        lambda c: _set(c, ["training", "reference_reset", "period_steps"], 210),
+        "'training.reference_reset.period_steps'",
+        "not a multiple of training.checkpoint_every",
+    ),
+]
+
+
+@pytest.mark.parametrize("mutate, key, words", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_malformed_config_is_named(mutate, key, words):
+    cfg = raw_config()
+    mutate(cfg)
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    message = str(info.value)
+    line = next((p for p in info.value.problems if f"config key {key}" in p), None)
+    assert line is not None, message
+    assert words in line, message
+
+
+def test_all_problems_are_reported_at_once():
+    cfg = raw_config()
+    cfg["arms"][1]["n"] = -3
+    cfg["arms"][2]["name"] = "prorl_n16"
+    cfg["simulation"]["correct"] = 200000
+    cfg["evaluation"]["top_p"] = 2
+    cfg["nonsense"] = True
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg)
+    text = str(info.value)
+    for key in ("'arms[1].n'", "'arms[2].name'", "'simulation.correct'", "'evaluation.top_p'", "'nonsense'"):
+        assert key in text, text
+
+
+def test_config_module_imports_no_heavy_libraries():
+    code = (
+        "import sys, brorl.config; heavy = [m for m in ('torch', 'numpy', 'pandas') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,336 @@
+"""Load, default-fill and validate the workflow config (config.yaml + workflow/schemas/config.schema.yaml).
+
+The Snakefile calls ``validate_config(config)`` on Snakemake's global ``config`` before any job starts. We do not use
+``snakemake.utils.validate``: it stops at the first error, words it as jsonschema's dump of schema and instance, and
+fills defaults into required keys too, which hides a missing arm name. Here every problem is collected and named by
+its config key (``arms[1].n``), and checks a JSON schema cannot express (unique arm names, cross-key constraints) run
+as well.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
+
+
+class ConfigError(ValueError):
+    """An invalid config; ``problems`` lists one plain-words line per offending key."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"invalid config ({len(self.problems)} problem(s)):\n{lines}")
+
+
+def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
+    """Return the config schema as a dict."""
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Merge ``override`` into ``base`` in place like Snakemake's --configfile: dicts recurse, lists and scalars replace."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def load_yaml_config(*paths: Path | str) -> dict:
+    """Load config.yaml (or ``paths[0]``), merge each later file over it, validate, and return the result."""
+    paths = paths or (DEFAULT_CONFIG_PATH,)
+    config: dict = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f)
+        if loaded is None:  # an empty override file changes nothing
+            continue
+        if not isinstance(loaded, dict):
+            raise ConfigError([f"{path}: top level must be a mapping of config keys, not {type(loaded).__name__}"])
+        deep_merge(config, loaded)
+    return validate_config(config)
+
+
+def validate_config(config: dict, schema: dict | None = None) -> dict:
+    """Fill schema defaults into ``config`` in place, validate it, run semantic checks; return the same dict.
+
+    Raises ConfigError naming every offending key as a dotted path (``arms[1].n``).
+    """
+    schema = load_schema() if schema is None else schema
+    if not isinstance(config, dict):
+        raise ConfigError([f"the config must be a mapping of keys, not {type(config).__name__}"])
+    _fill_defaults(config, schema, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: _key(e.absolute_path))
+    problems = [_describe(e) for e in errors] + _semantic_problems(config)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+# ----------------------------------------------------------------------------------------------------------- defaults
+def _resolve(node: dict, root: dict) -> dict:
+    """Follow local ``$ref``s (``#/$defs/x``); sibling keys of the ref win over the target's."""
+    while "$ref" in node:
+        target: Any = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _fill_defaults(instance: Any, node: dict, root: dict) -> None:
+    """Insert defaults for missing, non-required properties, recursing into objects and list items."""
+    node = _resolve(node, root)
+    if isinstance(instance, dict) and "properties" in node:
+        required = set(node.get("required", ()))
+        for key, sub in node["properties"].items():
+            sub = _resolve(sub, root)
+            if key not in instance and key not in required and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+            if key in instance:
+                _fill_defaults(instance[key], sub, root)
+    elif isinstance(instance, list) and isinstance(node.get("items"), dict):
+        for item in instance:
+            _fill_defaults(item, node["items"], root)
+
+
+# ------------------------------------------------------------------------------------------------------------ messages
+def _key(path: Iterable[Any]) -> str:
+    """Render a jsonschema path as a config key: ``arms[1].n``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _where(path: Iterable[Any]) -> str:
+    key = _key(path)
+    return f"config key '{key}'" if key else "the config"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """Turn one jsonschema error into one plain-words line naming the config key."""
+    path = list(error.absolute_path)
+    kind, value = error.validator, error.instance
+    if kind == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(value) - set(allowed))
+        return "; ".join(f"{_where(path + [k])}: unknown key (allowed here: {', '.join(allowed)})" for k in extra)
+    if kind == "required":
+        missing = [k for k in error.validator_value if k not in value]
+        return "; ".join(f"{_where(path + [k])}: required but missing" for k in missing)
+    if kind == "enum":
+        allowed = ", ".join("null" if v is None else str(v) for v in error.validator_value)
+        what = "unknown benchmark" if "benchmarks" in path else "not an allowed value"
+        return f"{_where(path)}: {what} {value!r} (allowed: {allowed})"
+    if kind == "uniqueItems":
+        dups = [v for v, c in Counter(map(repr, value)).items() if c > 1]
+        return f"{_where(path)}: has duplicate values {', '.join(dups)}; each value may appear once"
+    if kind == "pattern":
+        hint = (
+            " (names: letters, digits, '_', '.', '-', starting with a letter or digit)"
+            if path[-1] in ("name", "treatment", "control") or "arms" in path[:-1]
+            else ""
+        )
+        return f"{_where(path)}: {value!r} does not match the pattern {error.validator_value}{hint}"
+    if kind == "minItems" and error.validator_value == 1:
+        return f"{_where(path)}: is empty; give at least one entry"
+    if kind == "type" and isinstance(value, str):
+        hint = ""
+        try:
+            float(value)
+            hint = " (YAML reads 1e-6 as text: write 1.0e-6)"
+        except ValueError:
+            pass
+        return f"{_where(path)}: {error.message}{hint}"
+    return f"{_where(path)}: {error.message}"
+
+
+# ----------------------------------------------------------------------------------------------------------- semantics
+def _duplicates(items: list, label: str, what: str) -> list[str]:
+    """One problem per repeated value (None = missing, skipped), naming the repeat and the first occurrence."""
+    seen: dict[Any, int] = {}
+    problems = []
+    for i, value in enumerate(items):
+        if value is None:
+            continue
+        if value in seen:
+            problems.append(
+                f"config key '{label}[{i}]{what}': duplicate {value!r} (also at {label}[{seen[value]}]); "
+                "must be unique"
+            )
+        else:
+            seen[value] = i
+    return problems
+
+
+def _names(entries: list) -> list:
+    """The ``name`` of each list entry, None where an entry is malformed (the schema reports it)."""
+    return [e.get("name") if isinstance(e, dict) else None for e in entries]
+
+
+def _semantic_problems(cfg: dict) -> list[str]:
+    """Checks across keys that the schema cannot express.
+
+    Each check runs on its own: one that meets a malformed section (already reported by the schema) is skipped,
+    so that the other checks still report.
+    """
+    problems: list[str] = []
+    for check in _CHECKS:
+        try:
+            problems += check(cfg)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            pass
+    return problems
+
+
+def _check_arms(cfg: dict) -> list[str]:
+    arms, train = cfg["arms"], cfg["training"]
+    problems = _duplicates(_names(arms), "arms", ".name")
+    for i, arm in enumerate(arms):
+        try:
+            problems += _check_arm(i, arm, train)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # a malformed arm is reported by the schema
+    return problems
+
+
+def _check_arm(i: int, arm: dict, train: dict) -> list[str]:
+    counts = (arm["n"], arm["prompts_per_step"], arm["continued_steps"], train["mini_batches_per_step"])
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in counts):
+        return []  # the schema already reports bad counts; arithmetic on them would repeat it
+    problems = []
+    late = [s for s in arm["report_steps"] if s > arm["continued_steps"]]
+    if late:
+        problems.append(
+            f"config key 'arms[{i}].report_steps': {late} exceed(s) continued_steps " f"({arm['continued_steps']})"
+        )
+    # equal PPO mini-batches per step (paper) needs a whole number of samples per mini-batch
+    samples, mb = arm["n"] * arm["prompts_per_step"], train["mini_batches_per_step"]
+    if samples % mb:
+        problems.append(
+            f"config key 'arms[{i}]': n x prompts_per_step = {samples} samples is not divisible by "
+            f"training.mini_batches_per_step = {mb}"
+        )
+    if train["dynamic_sampling"]["enabled"] and arm["n"] < 2:
+        problems.append(
+            f"config key 'arms[{i}].n': dynamic sampling needs at least 2 rollouts per prompt, got " f"{arm['n']}"
+        )
+    return problems
+
+
+def _check_training(cfg: dict) -> list[str]:
+    train, problems = cfg["training"], []
+    if train["clip_eps_high"] < train["clip_eps_low"]:
+        problems.append(
+            f"config key 'training.clip_eps_high': {train['clip_eps_high']} is below "
+            f"training.clip_eps_low = {train['clip_eps_low']} (Clip-Higher needs high >= low)"
+        )
+    low, high = train["dynamic_sampling"]["score_range"]
+    if not low < high:
+        problems.append(f"config key 'training.dynamic_sampling.score_range': low {low} must be below high {high}")
+    reset = train["reference_reset"]
+    # a reset restarts from an exported checkpoint, so one must exist at every reset step
+    if reset["enabled"] and reset["period_steps"] % train["checkpoint_every"]:
+        problems.append(
+            f"config key 'training.reference_reset.period_steps': {reset['period_steps']} is not a "
+            f"multiple of training.checkpoint_every = {train['checkpoint_every']}"
+        )
+    return problems
+
+
+def _check_lengths(cfg: dict) -> list[str]:
+    ctx, problems = cfg["context"], []
+    if ctx["train_max_len"] < ctx["base_max_len"]:
+        problems.append(
+            f"config key 'context.train_max_len': {ctx['train_max_len']} is below "
+            f"context.base_max_len = {ctx['base_max_len']}"
+        )
+    if cfg["evaluation"]["max_tokens"] > ctx["eval_max_len"]:
+        problems.append(
+            f"config key 'evaluation.max_tokens': {cfg['evaluation']['max_tokens']} exceeds "
+            f"context.eval_max_len = {ctx['eval_max_len']}"
+        )
+    if cfg["engine"] == "embedded":  # the tiny model cannot attend beyond its positions
+        model = cfg["base_model"]["embedded_model"]
+        need = ctx["prompt_max_len"] + max(ctx["train_max_len"], ctx["eval_max_len"])
+        if need > model["max_position_embeddings"]:
+            problems.append(
+                f"config key 'context.prompt_max_len': prompt_max_len + the longest response budget = "
+                f"{need} tokens exceeds base_model.embedded_model.max_position_embeddings = "
+                f"{model['max_position_embeddings']} (engine is embedded)"
+            )
+    return problems
+
+
+def _check_embedded_model(cfg: dict) -> list[str]:
+    model = cfg["base_model"]["embedded_model"]
+    if model["num_heads"] % model["num_kv_heads"]:
+        return [
+            f"config key 'base_model.embedded_model.num_kv_heads': {model['num_kv_heads']} does not divide "
+            f"num_heads = {model['num_heads']}"
+        ]
+    return []
+
+
+def _check_unique_entries(cfg: dict) -> list[str]:
+    layouts = [(x.get("prompts"), x.get("n")) if isinstance(x, dict) else None for x in cfg["throughput"]["layouts"]]
+    return (
+        _duplicates(_names(cfg["train_data"]["sources"]), "train_data.sources", ".name")
+        + _duplicates(layouts, "throughput.layouts", "")
+        + _duplicates(_names(cfg["simulation"]["sensitivity"]["variants"]), "simulation.sensitivity.variants", ".name")
+    )
+
+
+def _check_analysis(cfg: dict) -> list[str]:
+    arms = {a["name"]: a for a in cfg["arms"] if isinstance(a, dict) and "name" in a}
+    comparison, sweep, problems = cfg["analysis"]["comparison"], cfg["analysis"]["n_sweep"], []
+    for role in ("treatment", "control"):
+        if comparison[role] not in arms:
+            problems.append(
+                f"config key 'analysis.comparison.{role}': {comparison[role]!r} is not the name of an "
+                f"arm (arms: {', '.join(arms)})"
+            )
+    if comparison["treatment"] == comparison["control"]:
+        problems.append("config key 'analysis.comparison.control': must differ from analysis.comparison.treatment")
+    for j, name in enumerate(sweep["arms"]):
+        if name not in arms:
+            problems.append(f"config key 'analysis.n_sweep.arms[{j}]': {name!r} is not the name of an arm")
+        elif arms[name]["continued_steps"] < sweep["step"]:
+            problems.append(
+                f"config key 'analysis.n_sweep.step': {sweep['step']} is beyond the continued_steps "
+                f"({arms[name]['continued_steps']}) of sweep arm {name!r}"
+            )
+    return problems
+
+
+def _check_simulation(cfg: dict) -> list[str]:
+    sim = cfg["simulation"]
+    if sim["correct"] >= sim["vocab"]:
+        return [
+            f"config key 'simulation.correct': {sim['correct']} must be less than simulation.vocab = "
+            f"{sim['vocab']} (token 0, the anchor, is incorrect)"
+        ]
+    return []
+
+
+_CHECKS = (
+    _check_arms,
+    _check_training,
+    _check_lengths,
+    _check_embedded_model,
+    _check_unique_entries,
+    _check_analysis,
+    _check_simulation,
+)

@@ -1,0 +1,152 @@
+"""Command line of the simulation stage: ``python -m brorl.simulation {run,check-theory,figure,claims,bench}``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .spec import OptimizerSpec, SimulationError, SimulationSpec
+
+
+def _add_problem_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--vocab", type=int, default=128_000, help="vocabulary size V")
+    p.add_argument("--correct", type=int, default=10_000, help="number of correct tokens C (reward +1)")
+    p.add_argument("--init-correct", type=float, default=3.0, help="initial logit a of every correct token")
+    p.add_argument("--init-anchor", type=float, default=5.0, help="initial logit b of the incorrect anchor token")
+
+
+def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--optimizer", default="adamw", help="adamw or sgd")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), metavar=("BETA1", "BETA2"))
+    p.add_argument("--eps", type=float, default=1e-8, help="Adam epsilon")
+    p.add_argument("--weight-decay", type=float, default=0.0)
+
+
+def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
+    opt = OptimizerSpec(a.optimizer, a.lr, tuple(a.betas), a.eps, a.weight_decay)
+    return SimulationSpec(a.vocab, a.correct, a.init_correct, a.init_anchor, n, a.steps, seed, opt)
+
+
+def _cmd_run(a: argparse.Namespace) -> None:
+    from ..provenance import provenance
+    from .engine import simulate
+    from .io import write_run
+
+    spec = _spec(a, a.n, a.seed)
+    df = simulate(spec, progress=True)
+    write_run(df, {"spec": spec.as_dict(), "label": a.label, "provenance": provenance()}, a.out)
+    last = df.iloc[-1]
+    print(
+        f"N={spec.n} seed={spec.seed}: Q_pos {df.q_pos.iloc[0]:.4f} -> {last.q_pos:.4f}, "
+        f"{last.pct_improved:.1f}% of correct tokens improved, worst drop {last.worst_drop:.3g} -> {a.out}"
+    )
+
+
+def _cmd_check_theory(a: argparse.Namespace) -> None:
+    from ..provenance import provenance
+    from .theory_checks import run_theory_checks
+
+    spec = _spec(a, a.n_values[0], a.seed)
+    report = run_theory_checks(spec, a.n_values, a.mc_trials, a.theorem_draws, a.finite_step, a.seed)
+    report["provenance"] = provenance()
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(f"theory checks: {'all passed' if report['passed'] else 'SOME FAILED'} -> {a.out}")
+    if not report["passed"] and a.strict:
+        sys.exit(1)
+
+
+def _cmd_figure(a: argparse.Namespace) -> None:
+    from .figure import plot_figure3
+    from .io import read_runs
+
+    plot_figure3(read_runs(a.runs), Path(a.png), Path(a.pdf))
+    print(f"Figure 3 -> {a.png}, {a.pdf}")
+
+
+def _cmd_claims(a: argparse.Namespace) -> None:
+    from ..tables import write_table
+    from .claims import claims_table, sensitivity_table
+    from .io import read_runs
+
+    claims = claims_table(read_runs(a.runs), a.near_zero_rel_tol, a.full_improvement_pct)
+    write_table(claims, a.out_md, a.out_csv, title="Figure 3 claims: do they hold in this reproduction?")
+    if a.sensitivity_runs:
+        table = sensitivity_table(read_runs(a.sensitivity_runs), a.near_zero_rel_tol, a.full_improvement_pct)
+        write_table(table, a.sensitivity_md, a.sensitivity_csv, title="Optimizer sensitivity of the Figure 3 claims")
+    print(claims.to_string(index=False))
+
+
+def _cmd_bench(a: argparse.Namespace) -> None:
+    from .bench import run_benchmark
+
+    run_benchmark(a, _spec)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used by tests)."""
+    parser = argparse.ArgumentParser(prog="python -m brorl.simulation", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="one simulation run -> parquet with step, q_pos, pct_improved, worst_drop, ...")
+    _add_problem_args(run)
+    _add_optimizer_args(run)
+    run.add_argument("--n", type=int, required=True, help="i.i.d. draws (rollouts) per step")
+    run.add_argument("--steps", type=int, default=1000)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--label", default="main", help="run family (e.g. a sensitivity variant), stored in the file")
+    run.add_argument("--out", required=True)
+    run.set_defaults(func=_cmd_run)
+
+    th = sub.add_parser("check-theory", help="Theorem 1 (first order) and Lemma 2 (Monte Carlo) checks -> JSON")
+    _add_problem_args(th)
+    th.add_argument("--n-values", type=int, nargs="+", default=[4, 16, 512, 51200])
+    th.add_argument("--mc-trials", type=int, default=2000)
+    th.add_argument("--theorem-draws", type=int, default=20)
+    th.add_argument("--finite-step", type=float, default=1e-7, help="max |dz| of the finite-step check")
+    th.add_argument("--seed", type=int, default=1234)
+    th.add_argument("--strict", action="store_true", help="exit 1 when a check fails")
+    th.add_argument("--out", required=True)
+    th.set_defaults(func=_cmd_check_theory, steps=1, optimizer="adamw", lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                    weight_decay=0.0)  # fmt: skip
+
+    fig = sub.add_parser("figure", help="Figure 3 (three panels) from run files")
+    fig.add_argument("--runs", nargs="+", required=True)
+    fig.add_argument("--png", required=True)
+    fig.add_argument("--pdf", required=True)
+    fig.set_defaults(func=_cmd_figure)
+
+    cl = sub.add_parser("claims", help="claims table (and optimizer-sensitivity table) from run files")
+    cl.add_argument("--runs", nargs="+", required=True)
+    cl.add_argument("--sensitivity-runs", nargs="*", default=[])
+    cl.add_argument("--near-zero-rel-tol", type=float, default=0.01)
+    cl.add_argument("--full-improvement-pct", type=float, default=99.9)
+    cl.add_argument("--out-md", required=True)
+    cl.add_argument("--out-csv", required=True)
+    cl.add_argument("--sensitivity-md")
+    cl.add_argument("--sensitivity-csv")
+    cl.set_defaults(func=_cmd_claims)
+
+    bench = sub.add_parser("bench", help="time the paper sweep: this engine vs autograd + multinomial + torch AdamW")
+    _add_problem_args(bench)
+    _add_optimizer_args(bench)
+    bench.add_argument("--n-values", type=int, nargs="+", default=[4, 8, 16, 512, 51200])
+    bench.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    bench.add_argument("--steps", type=int, default=1000)
+    bench.add_argument("--workers", type=int, default=2)
+    bench.add_argument("--out", required=True)
+    bench.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point; bad parameters end with one clear line and exit status 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except SimulationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
