@@ -47,45 +47,14 @@ def _single_thread():
         torch.set_num_threads(before)
 
 
-def _softmax(s: Slots) -> None:
-    """p = softmax(z) per member over the whole vocabulary, and mp = multiplicity * p per slot."""
-    p, mp = s["p"], s["mp"]
+def _softmax(s: Slots) -> float:
+    """p = softmax(z) per member over the whole vocabulary; returns the largest logit (for stability only)."""
+    p = s["p"]
     np.subtract(s["z"], s["z"].max(), out=p)
     s.torch("p").exp_()
-    np.multiply(s["mult"], p, out=mp)
-    total = mp.sum()
+    total = sum(s.weighted_sum(g, p) for g in s.groups)
     p /= total
-    mp /= total
-
-
-def _theorem_terms(s: Slots, draws: "_Draws", q_pos: float, r_correct: float, r_wrong: float) -> TheoremTerms:
-    """Theorem 1's sums over the DISTINCT drawn slots, with the (centered) rewards the update sees.
-
-    Leaves cw * p in s["tmp"] for the first-order dQ_pos of the same step.
-    """
-    p = s["p"]
-    p2d = draws.p * draws.p
-    np.multiply(s["cw"], p, out=s["tmp"])
-    sum_pos2 = float(np.dot(s["tmp"], p))
-    sum_all2 = float(np.dot(s["mp"], p))
-    pos = draws.correct
-    a2, b2 = float(p2d[pos].sum()), float(p2d[~pos].sum())
-    p_pos, p_neg = float(draws.p[pos].sum()), float(draws.p[~pos].sum())
-    return TheoremTerms(
-        q_pos=q_pos, a2=a2, b2=b2, u_pos2=sum_pos2 - a2, u_neg2=sum_all2 - sum_pos2 - b2,
-        p_pos=p_pos, p_neg=p_neg, s_r=r_correct * p_pos + r_wrong * p_neg,
-    )  # fmt: skip
-
-
-def _record_metrics(s: Slots, rec: dict, t: int, n_correct: int, q_pos: float) -> None:
-    """Q_pos, percent of correct tokens above their step-0 probability, worst drop."""
-    p, cw, tmp = s["p"], s["cw"], s["tmp"]
-    rec["q_pos"][t] = q_pos
-    np.greater(p, s["p0"], out=tmp, casting="unsafe")
-    rec["pct_improved"][t] = 100.0 * float(np.dot(cw, tmp)) / n_correct
-    np.subtract(p, s["p0"], out=tmp)
-    tmp += s["drop_mask"]
-    rec["worst_drop"][t] = float(tmp.min())
+    return total
 
 
 class _Draws:
@@ -110,6 +79,21 @@ def _gradient(s: Slots, d: _Draws, n: int) -> float:
     return baseline
 
 
+def _theorem_terms(s: Slots, d: _Draws, q_pos: float, r_correct: float, r_wrong: float) -> TheoremTerms:
+    """Theorem 1's sums over the DISTINCT drawn slots, with the (centered) rewards the update sees."""
+    p = s["p"]
+    sq = {g.correct: 0.0 for g in s.groups}
+    for g in s.groups:
+        sq[g.correct] += s.weighted_sum(g, p, p)
+    p2d = d.p * d.p
+    a2, b2 = float(p2d[d.correct].sum()), float(p2d[~d.correct].sum())
+    p_pos, p_neg = float(d.p[d.correct].sum()), float(d.p[~d.correct].sum())
+    return TheoremTerms(
+        q_pos=q_pos, a2=a2, b2=b2, u_pos2=sq.get(True, 0.0) - a2, u_neg2=sq.get(False, 0.0) - b2,
+        p_pos=p_pos, p_neg=p_neg, s_r=r_correct * p_pos + r_wrong * p_neg,
+    )  # fmt: skip
+
+
 def simulate(spec: SimulationSpec, progress: bool = False, on_draws: DrawHook | None = None) -> pd.DataFrame:
     """Run one simulation and return the per-step table (columns ``COLUMNS``, T+1 rows)."""
     with _single_thread():
@@ -119,17 +103,21 @@ def simulate(spec: SimulationSpec, progress: bool = False, on_draws: DrawHook | 
 def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -> pd.DataFrame:
     rng = np.random.default_rng(spec.seed)
     s = Slots(spec.token_groups())
+    correct = [g for g in s.groups if g.correct]
     opt, n, steps = spec.optimizer, spec.n, spec.steps
     rec = {c: np.full(steps + 1, np.nan) for c in COLUMNS}
     rec["step"] = np.arange(steps + 1, dtype=np.float64)
 
     _softmax(s)
-    s.set_initial_probabilities()
-    correct_groups = s.group_correct
+    for g in s.groups:
+        g.p0 = float(s.p[g.off])
     for t in tqdm(range(steps + 1), desc=f"simulate N={n} seed={spec.seed}", disable=not progress, mininterval=1):
-        masses = s.group_masses()
-        q_pos = float(masses[correct_groups].sum())
-        _record_metrics(s, rec, t, spec.correct, q_pos)
+        p = s["p"]
+        masses = np.array([s.weighted_sum(g, p) for g in s.groups])
+        q_pos = float(sum(m for g, m in zip(s.groups, masses) if g.correct))
+        rec["q_pos"][t] = q_pos
+        rec["pct_improved"][t] = 100.0 * sum(s.count_above(g, p, g.p0) for g in correct) / spec.correct
+        rec["worst_drop"][t] = min(s.min_member(g, p) - g.p0 for g in correct)
         if t > 0:
             rec["dq_actual"][t - 1] = q_pos - rec["q_pos"][t - 1]
         if t == steps:
@@ -137,15 +125,17 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
 
         draws = _Draws(s, *s.draw(n, masses, rng))
         if on_draws is not None:
-            on_draws(t, s["ids"][draws.idx], draws.cnt)
+            on_draws(t, s.token_ids(draws.idx), draws.cnt)
         baseline = _gradient(s, draws, n)
         terms = _theorem_terms(s, draws, q_pos, R_CORRECT - baseline, R_WRONG - baseline)
         _record_terms(rec, t, terms, opt.lr, n, baseline)
-        rec["distinct_drawn"][t] = float(s.handed_out.sum())
+        rec["distinct_drawn"][t] = float(sum(g.handed_out for g in s.groups))
 
         optimizer_step(opt, t + 1, s.torch("z"), s.torch("grad"), s.torch("m"), s.torch("v"), s.torch("dz"))
-        # Exact first-order change of Q_pos along the update actually taken (s["tmp"] holds cw * p).
-        rec["dq_first_order"][t] = float(np.dot(s["tmp"], s["dz"])) - q_pos * float(np.dot(s["mp"], s["dz"]))
+        # Exact first-order change of Q_pos along the update actually taken (any optimizer).
+        pdz = {g.name: s.weighted_sum(g, s["p"], s["dz"]) for g in s.groups}
+        pdz_pos = sum(pdz[g.name] for g in correct)
+        rec["dq_first_order"][t] = pdz_pos - q_pos * sum(pdz.values())
         _softmax(s)
 
     return pd.DataFrame(rec, columns=list(COLUMNS)).astype({"step": np.int64})
@@ -153,9 +143,8 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
 
 def _record_terms(rec: dict, t: int, terms: TheoremTerms, lr: float, n: int, baseline: float) -> None:
     """Write Theorem 1's terms for the update at step t (centered rewards, eta = lr)."""
-    for key, value in terms.as_dict().items():
-        if key != "q_pos":
-            rec[key][t] = value
+    for key in ("a2", "b2", "u_pos2", "u_neg2", "p_pos", "p_neg", "s_r"):
+        rec[key][t] = getattr(terms, key)
     rec["reward_mean"][t] = baseline
     parts = theorem1_components(terms, lr, n, R_CORRECT - baseline, R_WRONG - baseline)
     rec["thm1_sampled_correct"][t], rec["thm1_sampled_incorrect"][t], rec["thm1_unsampled_coupling"][t] = parts

@@ -32,7 +32,7 @@ def simulate_reference(spec: SimulationSpec, replay: Draws | None = None) -> pd.
     """Dense simulation; with ``replay`` (step -> (token ids, counts)) it uses those draws instead of sampling."""
     z0, rewards_np = spec.dense_init()
     rewards = torch.from_numpy(rewards_np)
-    correct = rewards > 0
+    correct = slice(spec.vocab - spec.correct, spec.vocab)  # the correct tokens are the last C ids
     z = torch.tensor(z0, requires_grad=True)
     opt = make_optimizer(spec, [z])
     gen = torch.Generator().manual_seed(spec.seed)

@@ -7,7 +7,10 @@ O(tokens drawn so far) instead of O(V); at large N every token is drawn within a
 a dense implementation. The dynamics are exactly the dense model's: tests replay the same draws through autograd
 and torch.optim.AdamW.
 
-Layout: slots 0..G-1 are the pools of the G groups; drawn tokens are appended after them.
+Layout: each group owns a contiguous range [off, off + size + 1): its pool slot at ``off``, then its drawn
+tokens in order of first draw. Groups are laid out from smallest to largest, so the unused tail of a range (dead
+slots: multiplicity 0, never read by any sum) is small except in the last group, which lies past the ``span`` of
+slots the vector maths runs over.
 """
 
 from __future__ import annotations
@@ -15,103 +18,117 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-_FLOAT_BUFFERS = ("z", "m", "v", "p", "mp", "dz", "grad", "tmp", "mult", "cw", "p0", "reward", "drop_mask")
+_BUFFERS = ("z", "m", "v", "p", "dz", "grad")
+
+
+class Group:
+    """Bookkeeping of one group: where its slots are and how many members are still pooled."""
+
+    def __init__(self, name: str, size: int, logit: float, reward: float, first_id: int, off: int) -> None:
+        self.name, self.size, self.logit, self.reward, self.first_id, self.off = name, size, logit, reward, first_id, off
+        self.pool = size  # never-drawn members
+        self.used = 1  # slots in use: the pool slot plus one per drawn token
+        self.p0 = float("nan")  # each member's probability at step 0 (all equal)
+
+    @property
+    def correct(self) -> bool:
+        return self.reward > 0
+
+    @property
+    def members(self) -> slice:
+        """Slots of drawn tokens (multiplicity 1 each)."""
+        return slice(self.off + 1, self.off + self.used)
+
+    @property
+    def handed_out(self) -> int:
+        return self.size - self.pool
 
 
 class Slots:
-    """Flat per-slot arrays over pools and drawn tokens; ``k`` slots are in use."""
+    """Per-slot buffers (z, Adam moments, p, dz, grad) over all groups; vector maths runs over ``span``."""
 
     def __init__(self, groups: list[tuple[str, int, float, float]]) -> None:
-        n_groups = len(groups)
-        cap = sum(size for _, size, _, _ in groups) + n_groups
-        for name in _FLOAT_BUFFERS:
-            setattr(self, name, np.zeros(cap))
-        self.group = np.zeros(cap, dtype=np.int64)
-        self.ids = np.full(cap, -1, dtype=np.int64)
-        self.k = n_groups
-        self.names = [g[0] for g in groups]
-        self.group_reward = np.array([g[3] for g in groups], dtype=np.float64)
-        self.group_correct = self.group_reward > 0
-        self.first_id = np.cumsum([0] + [g[1] for g in groups[:-1]])
-        self.handed_out = np.zeros(n_groups, dtype=np.int64)
-        # Slot indices of each group's drawn tokens, in order of first draw (for uniform member proposals).
-        self.members = [np.zeros(g[1], dtype=np.int64) for g in groups]
-        self.n_members = np.zeros(n_groups, dtype=np.int64)
-        for i, (_, size, logit, reward) in enumerate(groups):
-            self.z[i], self.mult[i], self.reward[i], self.group[i] = logit, size, reward, i
-        self.cw[:n_groups] = np.where(self.group_correct, self.mult[:n_groups], 0.0)
-        self._views: dict[str, np.ndarray] = {}
-        self._tviews: dict[str, torch.Tensor] = {}
+        first_ids = np.cumsum([0] + [g[1] for g in groups[:-1]])
+        order = sorted(range(len(groups)), key=lambda i: groups[i][1])
+        self.groups: list[Group] = []
+        off = 0
+        for i in order:
+            name, size, logit, reward = groups[i]
+            self.groups.append(Group(name, size, logit, reward, int(first_ids[i]), off))
+            off += size + 1
+        for name in _BUFFERS:
+            setattr(self, name, np.zeros(off))
+        self.reward = np.zeros(off)
+        for g in self.groups:
+            self.z[g.off : g.off + g.size + 1] = g.logit  # dead slots start like the pool: harmless, finite
+            self.reward[g.off : g.off + g.size + 1] = g.reward
+        self.span = 0
+        self._update_span()
+
+    def _update_span(self) -> None:
+        last = self.groups[-1]
+        self.span = last.off + last.used
+        self._views = {name: getattr(self, name)[: self.span] for name in (*_BUFFERS, "reward")}
+        self._tviews = {name: torch.from_numpy(v) for name, v in self._views.items()}
 
     def __getitem__(self, name: str) -> np.ndarray:
-        """The slots in use of buffer ``name`` (a numpy view)."""
-        view = self._views.get(name)
-        if view is None:
-            view = self._views[name] = getattr(self, name)[: self.k]
-        return view
+        """Buffer ``name`` over the span (a numpy view)."""
+        return self._views[name]
 
     def torch(self, name: str) -> torch.Tensor:
-        """The same view as a torch tensor sharing memory (torch's exp and sqrt are faster here)."""
-        view = self._tviews.get(name)
-        if view is None:
-            view = self._tviews[name] = torch.from_numpy(self[name])
-        return view
+        """The same view as a torch tensor sharing memory (torch's exp is faster here)."""
+        return self._tviews[name]
 
-    def pool(self, g: int) -> int:
-        """Number of never-drawn members of group ``g``."""
-        return int(self.mult[g])
+    def weighted_sum(self, g: Group, x: np.ndarray, y: np.ndarray | None = None) -> float:
+        """Sum over g's members (pool counted with its multiplicity) of x, or of x * y."""
+        ms = g.members
+        if y is None:
+            return float(x[ms].sum()) + g.pool * float(x[g.off])
+        return float(np.dot(x[ms], y[ms])) + g.pool * float(x[g.off] * y[g.off])
 
-    def set_initial_probabilities(self) -> None:
-        """Record p at step 0 as every member's reference, and mark which slots count for the worst drop."""
-        self.p0[: self.k] = self.p[: self.k]
-        # 0 where a slot holds correct members (the worst drop is a min over them), +inf elsewhere.
-        self.drop_mask[: self.k] = np.where(self.cw[: self.k] > 0, 0.0, np.inf)
+    def min_member(self, g: Group, x: np.ndarray) -> float:
+        """Smallest x over g's members (the pool slot only while it holds members)."""
+        lo = float(x[g.members].min()) if g.used > 1 else np.inf
+        return min(lo, float(x[g.off])) if g.pool > 0 else lo
 
-    def group_masses(self) -> np.ndarray:
-        """Probability mass of each group."""
-        return np.bincount(self["group"], weights=self["mp"], minlength=len(self.names))
+    def count_above(self, g: Group, x: np.ndarray, threshold: float) -> float:
+        """Number of g's members whose x exceeds ``threshold``."""
+        return float(np.count_nonzero(x[g.members] > threshold)) + (g.pool if x[g.off] > threshold else 0.0)
 
     def draw(self, n: int, masses: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """N i.i.d. draws from p given the group masses. Returns (slot indices, draw counts) of the distinct
         drawn slots, sorted, with the pools' draws already moved to new slots."""
         per_group = rng.multinomial(n, masses / masses.sum())
-        p_max = self._group_max()
-        chosen = np.concatenate(
-            [self._draw_group(g, int(c), float(p_max[g]), rng) for g, c in enumerate(per_group) if c]
-        )
-        if n * 8 < self.k:  # few draws: sorting them beats a pass over every slot
+        chosen = np.concatenate([self._draw_group(g, int(c), rng) for g, c in zip(self.groups, per_group) if c])
+        if n * 8 < self.span:  # few draws: sorting them beats a pass over every slot
             idx, cnt = np.unique(chosen, return_counts=True)
         else:
-            cnt = np.bincount(chosen, minlength=self.k)
+            cnt = np.bincount(chosen, minlength=self.span)
             idx = np.flatnonzero(cnt)
             cnt = cnt[idx]
         return self._activate_pool_draws(idx, cnt.astype(np.float64), rng)
 
-    def _group_max(self) -> np.ndarray:
-        """Largest p in each group (pools included: a bound that is still valid once a pool is empty)."""
-        out = torch.zeros(len(self.names), dtype=torch.float64)
-        out.scatter_reduce_(0, torch.from_numpy(self["group"]), self.torch("p"), reduce="amax")
-        return out.numpy()
-
-    def _draw_group(self, g: int, n: int, p_max: float, rng: np.random.Generator) -> np.ndarray:
-        """Exact rejection sampling inside group g: a uniform member, accepted with p_member / p_max.
+    def _draw_group(self, g: Group, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Exact rejection sampling inside a group: a uniform member, accepted with p_member / max p.
 
         Members start equal and drift slowly, so acceptance stays near 1. One uniform serves both choices: its
         integer part picks the member, its fractional part decides acceptance (independent and uniform).
         """
-        pool, drawn = self.pool(g), self.members[g][: self.n_members[g]]
         p = self.p
-        out, need = [], n
+        p_max = float(p[g.members].max()) if g.used > 1 else 0.0
+        if g.pool > 0:
+            p_max = max(p_max, float(p[g.off]))
+        out, need, n_members = [], n, g.pool + g.used - 1
         while need > 0:
             u = rng.random(need)
-            u *= pool + len(drawn)
+            u *= n_members
             member = u.astype(np.int64)
             u -= member
             u *= p_max
-            if pool == 0:  # every member has its own slot (the usual case at large N)
-                slot = drawn[member]
-            else:
-                slot = np.where(member < pool, g, drawn[np.maximum(member - pool, 0)] if len(drawn) else g)
+            # members 0..pool-1 are the pool slot; member pool + j is drawn token j at off + 1 + j
+            slot = member + (g.off + 1 - g.pool)
+            if g.pool > 0:
+                np.maximum(slot, g.off, out=slot)
             keep = u < p[slot]
             out.append(slot[keep])
             need -= int(np.count_nonzero(keep))
@@ -121,37 +138,35 @@ class Slots:
         self, idx: np.ndarray, cnt: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each pool draw picks a uniformly random never-drawn member (repeats possible); give them slots."""
-        n_pools = int(np.searchsorted(idx, len(self.names)))  # idx is sorted and pools come first
-        if n_pools == 0:
+        pool_hits = [(g, int(cnt[i])) for g in self.groups for i in np.flatnonzero(idx == g.off)]
+        if not pool_hits:
             return idx, cnt
-        new_idx, new_cnt = [idx[n_pools:]], [cnt[n_pools:]]
-        for g, c in zip(idx[:n_pools], cnt[:n_pools]):
-            _, picks = np.unique(rng.integers(0, self.pool(int(g)), size=int(c)), return_counts=True)
-            new_idx.append(np.arange(self.k, self.k + len(picks)))
+        keep = np.isin(idx, [g.off for g, _ in pool_hits], invert=True)
+        new_idx, new_cnt = [idx[keep]], [cnt[keep]]
+        for g, c in pool_hits:
+            _, picks = np.unique(rng.integers(0, g.pool, size=c), return_counts=True)
+            new_idx.append(np.arange(g.off + g.used, g.off + g.used + len(picks)))
             new_cnt.append(picks.astype(np.float64))
-            self._activate(int(g), len(picks))
-        return np.concatenate(new_idx), np.concatenate(new_cnt)
+            self._activate(g, len(picks))
+        idx, cnt = np.concatenate(new_idx), np.concatenate(new_cnt)
+        order = np.argsort(idx, kind="stable")
+        return idx[order], cnt[order]
 
-    def _activate(self, g: int, n_new: int) -> None:
-        """Append ``n_new`` slots for members of group g's pool, copying the pool's state."""
-        lo, hi = self.k, self.k + n_new
-        for name in ("z", "m", "v", "p", "p0", "reward"):
+    def _activate(self, g: Group, n_new: int) -> None:
+        """Give ``n_new`` pool members of g their own slots, copying the pool's state."""
+        lo, hi = g.off + g.used, g.off + g.used + n_new
+        for name in ("z", "m", "v", "p"):
             buf = getattr(self, name)
-            buf[lo:hi] = buf[g]
-        self.mult[lo:hi] = 1.0
-        self.mult[g] -= n_new
-        self.mp[lo:hi] = self.p[g]
-        self.mp[g] = self.mult[g] * self.p[g]
-        correct = self.group_correct[g]
-        self.cw[lo:hi] = 1.0 if correct else 0.0
-        self.cw[g] = self.mult[g] if correct else 0.0
-        self.drop_mask[lo:hi] = 0.0 if correct else np.inf
-        self.drop_mask[g] = 0.0 if correct and self.mult[g] > 0 else np.inf
-        self.group[lo:hi] = g
-        self.ids[lo:hi] = self.first_id[g] + self.handed_out[g] + np.arange(n_new)
-        self.handed_out[g] += n_new
-        self.members[g][self.n_members[g] : self.n_members[g] + n_new] = np.arange(lo, hi)
-        self.n_members[g] += n_new
-        self.k = hi
-        self._views.clear()
-        self._tviews.clear()
+            buf[lo:hi] = buf[g.off]
+        g.pool -= n_new
+        g.used += n_new
+        if g is self.groups[-1]:
+            self._update_span()
+
+    def token_ids(self, idx: np.ndarray) -> np.ndarray:
+        """Vocabulary ids of slots (drawn tokens only): the j-th drawn member of a group is first_id + j."""
+        out = np.empty(len(idx), dtype=np.int64)
+        for g in self.groups:
+            inside = (idx > g.off) & (idx < g.off + g.used)
+            out[inside] = g.first_id + idx[inside] - g.off - 1
+        return out
