@@ -97,7 +97,7 @@ class Slots:
 
     def draw(self, n: int, masses: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """N i.i.d. draws from p given the group masses. Returns (slot indices, draw counts) of the distinct
-        drawn slots, sorted, with the pools' draws already moved to new slots."""
+        drawn slots, with the pools' draws already moved to new slots."""
         per_group = rng.multinomial(n, masses / masses.sum())
         chosen = np.concatenate([self._draw_group(g, int(c), rng) for g, c in zip(self.groups, per_group) if c])
         if n * 8 < self.span:  # few draws: sorting them beats a pass over every slot
@@ -138,19 +138,23 @@ class Slots:
         self, idx: np.ndarray, cnt: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each pool draw picks a uniformly random never-drawn member (repeats possible); give them slots."""
-        pool_hits = [(g, int(cnt[i])) for g in self.groups for i in np.flatnonzero(idx == g.off)]
-        if not pool_hits:
+        offs = np.array([g.off for g in self.groups])
+        pos = np.minimum(np.searchsorted(idx, offs), len(idx) - 1)  # idx is sorted
+        hit = idx[pos] == offs
+        if not hit.any():
             return idx, cnt
-        keep = np.isin(idx, [g.off for g, _ in pool_hits], invert=True)
+        keep = np.ones(len(idx), dtype=bool)
+        keep[pos[hit]] = False
         new_idx, new_cnt = [idx[keep]], [cnt[keep]]
-        for g, c in pool_hits:
-            _, picks = np.unique(rng.integers(0, g.pool, size=c), return_counts=True)
+        for g, i in zip(self.groups, pos):
+            if idx[i] != g.off:
+                continue
+            c = int(cnt[i])
+            picks = np.ones(1) if c == 1 else np.unique(rng.integers(0, g.pool, size=c), return_counts=True)[1]
             new_idx.append(np.arange(g.off + g.used, g.off + g.used + len(picks)))
             new_cnt.append(picks.astype(np.float64))
             self._activate(g, len(picks))
-        idx, cnt = np.concatenate(new_idx), np.concatenate(new_cnt)
-        order = np.argsort(idx, kind="stable")
-        return idx[order], cnt[order]
+        return np.concatenate(new_idx), np.concatenate(new_cnt)
 
     def _activate(self, g: Group, n_new: int) -> None:
         """Give ``n_new`` pool members of g their own slots, copying the pool's state."""

@@ -1,0 +1,151 @@
+"""Claims and sensitivity tables, table writing, Figure 3 and provenance."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from brorl.provenance import provenance
+from brorl.simulation.claims import claims_table, sensitivity_table
+from brorl.tables import write_table
+
+Q0, C = 0.6, 10
+P0 = Q0 / C  # a correct token's initial probability in the hand-made runs
+
+
+def _runs(finals: dict[int, tuple[float, float, float]], label: str = "main", seeds=(0, 1), **opt) -> pd.DataFrame:
+    """Hand-made runs: per N the final (q_pos, pct_improved, worst_drop), reached linearly over steps 0..2."""
+    rows = []
+    settings = {"optimizer": "adamw", "lr": 1e-3, "eps": 1e-8, "weight_decay": 0.0, **opt}
+    for n, (q, pct, drop) in finals.items():
+        for seed in seeds:
+            for step in range(3):
+                f = step / 2
+                rows.append({"step": step, "q_pos": Q0 + f * (q - Q0), "pct_improved": f * pct,
+                             "worst_drop": f * drop, "label": label, "n": n, "seed": seed, "vocab": 100,
+                             "correct": C, "path": f"{label}_{n}_{seed}.parquet", **settings})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+GOOD = {4: (0.59, 20.0, -0.1 * P0), 8: (0.595, 30.0, -0.1 * P0), 16: (0.61, 40.0, -0.1 * P0),
+        512: (0.64, 99.0, -0.001 * P0), 51200: (0.65, 100.0, 0.0)}  # fmt: skip
+
+
+def _holds(table: pd.DataFrame) -> dict[str, str]:
+    return dict(zip(table["claim"], table["holds"]))
+
+
+def test_every_claim_holds() -> None:
+    table = claims_table(_runs(GOOD), near_zero_rel_tol=0.01, full_improvement_pct=99.9)
+    assert _holds(table) == {"1": "yes", "2": "yes", "3": "yes", "4": "yes", "ref": "info"}
+    assert {"claim", "paper", "measured", "holds", "note"} <= set(table.columns)
+    measured = table.set_index("claim").loc["1", "measured"]
+    assert "N=512: 0.6400" in measured and "N=51200: 0.6500" in measured
+    assert "0.64" in table.set_index("claim").loc["ref", "measured"]
+
+
+def test_every_claim_fails() -> None:
+    bad = {4: (0.59, 100.0, 0.0), 8: (0.58, 100.0, 0.0), 512: (0.64, 80.0, -0.06 * P0), 51200: (0.63, 99.0, -1e-9)}
+    holds = _holds(claims_table(_runs(bad), 0.01, 99.9))
+    assert holds == {"1": "no", "2": "no", "3": "no", "4": "no", "ref": "info"}
+
+
+def test_thresholds_decide_claims_3_and_4() -> None:
+    runs = _runs({512: (0.64, 99.0, -0.05 * P0), 51200: (0.65, 99.5, 0.0)})
+    assert _holds(claims_table(runs, 0.01, 99.9))["3"] == "no"
+    assert _holds(claims_table(runs, 0.1, 99.0)) == {"1": "yes", "2": "not run", "3": "yes", "4": "yes", "ref": "info"}
+
+
+def test_claims_without_their_n_are_not_run_not_dropped() -> None:
+    table = claims_table(_runs({4: GOOD[4]}), 0.01, 99.9)
+    assert list(table["claim"]) == ["1", "2", "3", "4", "ref"]
+    assert _holds(table) == {"1": "not run", "2": "yes", "3": "not run", "4": "not run", "ref": "not run"}
+    assert "N = 8 not run" in table.set_index("claim").loc["2", "note"]
+
+
+def test_claims_use_the_main_family_and_the_final_step() -> None:
+    runs = pd.concat([_runs(GOOD), _runs({4: (0.7, 0.0, 0.0), 8: (0.1, 0.0, 0.0)}, label="other")])
+    assert _holds(claims_table(runs, 0.01, 99.9))["1"] == "yes"
+    # Seed means: one seed with a drop and one without averages to a drop.
+    mixed = _runs({4: GOOD[4]}, seeds=(0,))
+    flat = _runs({4: (0.59, 100.0, 0.0)}, seeds=(1,))
+    table = claims_table(pd.concat([mixed, flat]), 0.01, 99.9)
+    assert _holds(table)["2"] == "yes" and "1/2 single runs agree" in table.set_index("claim").loc["2", "note"]
+
+
+def test_sensitivity_table_one_row_per_label() -> None:
+    runs = pd.concat([
+        _runs(GOOD),
+        _runs({4: GOOD[4], 512: (0.64, 80.0, -0.06 * P0)}, label="eps1e-6", seeds=(0,), eps=1e-6),
+    ])  # fmt: skip
+    table = sensitivity_table(runs, 0.01, 99.9)
+    assert list(table["label"]) == ["main", "eps1e-6"]
+    row = table.set_index("label").loc["eps1e-6"]
+    assert row["eps"] == 1e-6 and np.isnan(row["Q_pos(T) N=8"]) and row["Q_pos(T) N=512"] == pytest.approx(0.64)
+    assert (row["claim 1"], row["claim 2"], row["claim 3"], row["claim 4"]) == ("yes", "yes", "no", "not run")
+    assert tuple(table.set_index("label").loc["main", ["claim 1", "claim 2", "claim 3", "claim 4"]]) == ("yes",) * 4
+    assert {"% improved at largest N", "% improved N=512", "worst drop N=512"} <= set(table.columns)
+
+
+def test_write_table(tmp_path) -> None:
+    df = pd.DataFrame({"name": ["a_b", "c|d"], "value": [-3.6e-6, 0.6408], "n": [4, 51200]})
+    md, csv, tex = tmp_path / "x" / "t.md", tmp_path / "y" / "t.csv", tmp_path / "z" / "t.tex"
+    write_table(df, md, csv, tex, title="My title")
+    text = md.read_text()
+    assert text.startswith("# My title\n") and "Produced by" in text
+    assert "-3.6e-6" in text and "0.6408" in text and r"c\|d" in text
+    back = pd.read_csv(csv)
+    assert back["value"].iloc[0] == -3.6e-6 and list(back.columns) == ["name", "value", "n"]
+    latex = tex.read_text()
+    assert r"\toprule" in latex and r"a\_b" in latex and r"\bottomrule" in latex
+    write_table(df, tmp_path / "u.md", tmp_path / "u.csv")  # no tex, no title
+    assert not (tmp_path / "u.tex").exists() and (tmp_path / "u.md").read_text().startswith("Produced by")
+
+
+def test_plot_figure3_from_real_runs(tmp_path) -> None:
+    from brorl.simulation import SimulationSpec, simulate
+    from brorl.simulation.figure import plot_figure3
+    from brorl.simulation.io import read_runs, write_run
+
+    paths = []
+    for n, seed in ((4, 0), (64, 0), (64, 1)):
+        spec = SimulationSpec(vocab=300, correct=30, n=n, steps=8, seed=seed)
+        path = tmp_path / f"n{n}_s{seed}.parquet"
+        write_run(simulate(spec), {"spec": spec.as_dict(), "label": "main"}, path)
+        paths.append(path)
+    runs = read_runs(paths)
+    png, pdf = tmp_path / "fig" / "f.png", tmp_path / "fig" / "f.pdf"
+    plot_figure3(runs, png, pdf)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1_000
+    claims_table(runs, 0.01, 99.9)  # real runs go through the claims code too
+
+
+def test_provenance_keys_and_json() -> None:
+    record = provenance({"stage": "test"})
+    json.dumps(record)
+    assert {"git", "packages", "python", "machine", "timestamp_utc", "stage"} <= set(record)
+    assert {"commit", "dirty"} <= set(record["git"])
+    for name in ("torch", "numpy", "pandas", "snakemake", "vllm", "openrlhf", "transformers", "math-verify",
+                 "reasoning-gym"):  # fmt: skip
+        assert name in record["packages"]
+    assert record["packages"]["numpy"] == np.__version__
+    assert record["machine"]["nproc"] >= 1 and record["timestamp_utc"].endswith("+00:00")
+
+
+def test_provenance_does_not_import_heavy_packages() -> None:
+    code = ("import sys, json, brorl.provenance as p; json.dumps(p.provenance()); "
+            "print([m for m in ('torch', 'numpy', 'pandas') if m in sys.modules])")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_provenance_outside_git(tmp_path) -> None:
+    from brorl.provenance import git_state
+
+    assert git_state(tmp_path) == {"commit": None, "dirty": None, "root": None}

@@ -1,0 +1,254 @@
+"""Which of the paper's Figure 3 claims hold in a set of simulation runs (pure pandas / numpy).
+
+Input: the long table of ``io.read_runs`` (one row per run and step, with run columns label, n, seed, optimizer,
+lr, eps, weight_decay, vocab, correct, path). Every number is taken at each run's final step T and averaged over
+seeds; whether a claim holds is decided on those seed means, and the note says how many single seeds agree.
+A claim whose N values are missing from the runs is reported as "not run", never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+PAPER_QPOS_512 = 0.64  # the paper's "about 0.64" for Q_pos after 1000 steps at N = 512
+PAPER_N = (4, 8, 16, 512, 51200)
+SMALL_N = (4, 8)
+NEAR_ZERO_N = 512
+STRICT_N = 51200
+YES, NO, NOT_RUN, INFO = "yes", "no", "not run", "info"
+
+CLAIMS = {
+    1: "Larger N grows Q_pos faster",
+    2: "Small N (4, 8): some correct tokens lose probability",
+    3: "N = 512: worst drop essentially zero",
+    4: "N = 51200: worst drop zero or positive, ~100% of correct tokens improved",
+}
+PAPER_TEXT = {
+    1: "Q_pos rises faster with more rollouts per step (final Q_pos ordered in N)",
+    2: "knowledge shrinkage at N = 4 and 8: worst drop < 0, not all correct tokens improve",
+    3: "worst drop ~ 0 at N = 512",
+    4: "worst drop strictly 0 and ~100% of correct tokens improved at N = 51200",
+}
+
+REQUIRED = ("label", "n", "seed", "step", "q_pos", "pct_improved", "worst_drop", "correct")
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    """Readable number: scientific below 1e-3 in magnitude."""
+    if x is None or not np.isfinite(x):
+        return "nan"
+    if x != 0 and abs(x) < 1e-3:
+        return f"{x:.{digits - 1}e}".replace("e-0", "e-")
+    return f"{x:.{digits}g}"
+
+
+def _check_columns(runs: pd.DataFrame) -> None:
+    missing = [c for c in REQUIRED if c not in runs.columns]
+    if missing:
+        raise ValueError(f"runs table lacks columns {missing}; expected the output of io.read_runs")
+    if runs.empty:
+        raise ValueError("runs table is empty")
+
+
+def final_rows(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (label, n, seed, path): its final step, plus p0 = a correct token's p at step 0."""
+    _check_columns(runs)
+    key = ["label", "n", "seed"] + (["path"] if "path" in runs.columns else [])
+    ordered = runs.sort_values(key + ["step"])
+    first = ordered.groupby(key, sort=False).head(1).set_index(key)
+    last = ordered.groupby(key, sort=False).tail(1).set_index(key).copy()
+    if (first["step"] != 0).any():
+        raise ValueError("every run must start at step 0 (p_i(0) is taken from it)")
+    last["p0"] = first["q_pos"] / first["correct"]
+    last["q_pos0"] = first["q_pos"]
+    return last.reset_index()
+
+
+@dataclass
+class _Family:
+    """Final-step numbers of one run family: per-N seed means and the per-seed rows."""
+
+    finals: pd.DataFrame  # one row per run
+    means: pd.DataFrame  # index n, mean over seeds
+
+    @classmethod
+    def of(cls, runs: pd.DataFrame) -> "_Family":
+        finals = final_rows(runs)
+        means = finals.groupby("n")[["step", "q_pos", "pct_improved", "worst_drop", "p0", "q_pos0"]].mean()
+        return cls(finals, means.sort_index())
+
+    @property
+    def ns(self) -> list[int]:
+        return [int(n) for n in self.means.index]
+
+    def seeds(self, n: int) -> pd.DataFrame:
+        return self.finals[self.finals["n"] == n]
+
+
+def _agree(per_seed: pd.Series, holds: bool) -> str:
+    """How many single seeds give the same verdict as the seed mean."""
+    same = int((per_seed == holds).sum())
+    return f"{same}/{len(per_seed)} seeds agree"
+
+
+def _claim1(f: _Family) -> dict:
+    ns = f.ns
+    if len(ns) < 2:
+        return {"N": ", ".join(map(str, ns)) or "-", "measured": "-", "holds": NOT_RUN,
+                "note": "needs runs at two or more N"}  # fmt: skip
+    q = f.means["q_pos"]
+    holds = bool(np.all(np.diff(q.to_numpy()) > 0))
+    measured = "Q_pos(T): " + ", ".join(f"N={n}: {q[n]:.4f}" for n in ns)
+    measured += f" (Q_pos(0) = {f.means['q_pos0'].iloc[0]:.4f})"
+    # Per seed: is the ordering strict for each seed index present at every N?
+    pivot = f.finals.pivot_table(index="seed", columns="n", values="q_pos").dropna()
+    per_seed = pd.Series([bool(np.all(np.diff(row.to_numpy()) > 0)) for _, row in pivot.iterrows()], dtype=bool)
+    note = "final Q_pos strictly increasing in N" if holds else "final Q_pos not strictly increasing in N"
+    missing = [n for n in PAPER_N if n not in ns]
+    if len(per_seed):
+        note += f"; {_agree(per_seed, holds)}"
+    if missing:
+        note += f"; paper N not run: {', '.join(map(str, missing))}"
+    falls = [n for n in ns if f.means.loc[n, "q_pos"] < f.means.loc[n, "q_pos0"]]
+    if falls:
+        note += f"; Q_pos falls below Q_pos(0) at N = {', '.join(map(str, falls))}"
+    return {"N": ", ".join(map(str, ns)), "measured": measured, "holds": YES if holds else NO, "note": note}
+
+
+def _claim2(f: _Family) -> dict:
+    present = [n for n in SMALL_N if n in f.ns]
+    if not present:
+        return {"N": "4, 8", "measured": "-", "holds": NOT_RUN, "note": "no runs at N = 4 or 8"}
+    parts, verdicts, agree = [], [], []
+    for n in present:
+        m = f.means.loc[n]
+        verdicts.append(bool(m["worst_drop"] < 0 and m["pct_improved"] < 100))
+        s = f.seeds(n)
+        agree.append(((s["worst_drop"] < 0) & (s["pct_improved"] < 100)) == verdicts[-1])
+        parts.append(f"N={n}: worst drop {_fmt(m['worst_drop'])} ({_fmt(100 * m['worst_drop'] / m['p0'], 3)}% of "
+                     f"p_i(0)), {m['pct_improved']:.1f}% improved")  # fmt: skip
+    holds = all(verdicts)
+    agree_all = pd.concat(agree)
+    note = f"worst_drop(T) < 0 and % improved < 100 at {'each' if len(present) > 1 else 'this'} N; " + (
+        f"{int(agree_all.sum())}/{len(agree_all)} single runs agree"
+    )
+    missing = [n for n in SMALL_N if n not in present]
+    if missing:
+        note += f"; N = {', '.join(map(str, missing))} not run"
+    return {"N": ", ".join(map(str, present)), "measured": "; ".join(parts), "holds": YES if holds else NO,
+            "note": note}  # fmt: skip
+
+
+def _claim3(f: _Family, tol: float) -> dict:
+    n = NEAR_ZERO_N
+    if n not in f.ns:
+        return {"N": str(n), "measured": "-", "holds": NOT_RUN, "note": f"no runs at N = {n}"}
+    m = f.means.loc[n]
+    holds = bool(abs(m["worst_drop"]) <= tol * m["p0"])
+    s = f.seeds(n)
+    per_seed = (s["worst_drop"].abs() <= tol * s["p0"]).reset_index(drop=True)
+    measured = (f"worst drop {_fmt(m['worst_drop'])} = {_fmt(100 * m['worst_drop'] / m['p0'], 3)}% of p_i(0) = "
+                f"{_fmt(m['p0'])}; {m['pct_improved']:.1f}% improved")  # fmt: skip
+    note = f"criterion |worst drop| <= {tol:g} x p_i(0) = {_fmt(tol * m['p0'])}; {_agree(per_seed, holds)}"
+    return {"N": str(n), "measured": measured, "holds": YES if holds else NO, "note": note}
+
+
+def _claim4(f: _Family, pct: float) -> dict:
+    n = STRICT_N
+    if n not in f.ns:
+        return {"N": str(n), "measured": "-", "holds": NOT_RUN, "note": f"no runs at N = {n}"}
+    m = f.means.loc[n]
+    holds = bool(m["worst_drop"] >= 0 and m["pct_improved"] >= pct)
+    s = f.seeds(n)
+    per_seed = ((s["worst_drop"] >= 0) & (s["pct_improved"] >= pct)).reset_index(drop=True)
+    measured = f"worst drop {_fmt(m['worst_drop'])}; {m['pct_improved']:.2f}% improved"
+    note = f"criterion worst drop >= 0 and >= {pct:g}% improved at the final step; {_agree(per_seed, holds)}"
+    return {"N": str(n), "measured": measured, "holds": YES if holds else NO, "note": note}
+
+
+def _reference(f: _Family) -> dict:
+    n = NEAR_ZERO_N
+    if n not in f.ns:
+        return {"N": str(n), "measured": "-", "holds": NOT_RUN, "note": f"no runs at N = {n}"}
+    m = f.means.loc[n]
+    diff = m["q_pos"] - PAPER_QPOS_512
+    return {"N": str(n), "measured": f"Q_pos(T = {int(m['step'])}) = {m['q_pos']:.4f}", "holds": INFO,
+            "note": f"differs from {PAPER_QPOS_512} by {diff:+.4f} (informational, not a claim of the figure)"}
+
+
+def _evaluate(runs: pd.DataFrame, tol: float, pct: float) -> tuple[_Family, dict[int | str, dict]]:
+    f = _Family.of(runs)
+    return f, {1: _claim1(f), 2: _claim2(f), 3: _claim3(f, tol), 4: _claim4(f, pct), "ref": _reference(f)}
+
+
+def main_family(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs labelled "main", or all runs when no run has that label."""
+    _check_columns(runs)
+    main = runs[runs["label"] == "main"]
+    return main if len(main) else runs
+
+
+def _check_thresholds(tol: float, pct: float) -> None:
+    if not tol >= 0:
+        raise ValueError(f"near_zero_rel_tol must be >= 0, got {tol}")
+    if not 0 <= pct <= 100:
+        raise ValueError(f"full_improvement_pct must be in [0, 100], got {pct}")
+
+
+def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_pct: float) -> pd.DataFrame:
+    """One row per Figure 3 claim (plus the Q_pos ~ 0.64 reference row) for the "main" run family.
+
+    Columns: claim (id), statement, paper, N, measured (seed means at the final step), holds (yes / no /
+    not run / info), note (criterion, seed agreement, missing N).
+    """
+    _check_thresholds(near_zero_rel_tol, full_improvement_pct)
+    fam = main_family(runs)
+    f, results = _evaluate(fam, near_zero_rel_tol, full_improvement_pct)
+    rows = []
+    for cid in (1, 2, 3, 4):
+        rows.append({"claim": str(cid), "statement": CLAIMS[cid], "paper": PAPER_TEXT[cid], **results[cid]})
+    rows.append({"claim": "ref", "statement": "Q_pos after 1000 steps at N = 512",
+                 "paper": f"about {PAPER_QPOS_512}", **results["ref"]})  # fmt: skip
+    table = pd.DataFrame(rows, columns=["claim", "statement", "paper", "N", "measured", "holds", "note"])
+    return table
+
+
+def _settings(runs: pd.DataFrame) -> dict:
+    """Optimizer settings of one family (joined when they differ between its runs)."""
+    out = {}
+    for col in ("optimizer", "lr", "eps", "weight_decay"):
+        if col in runs.columns:
+            vals = list(dict.fromkeys(runs[col].tolist()))
+            out[col] = vals[0] if len(vals) == 1 else " / ".join(map(str, vals))
+    return out
+
+
+def sensitivity_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_pct: float) -> pd.DataFrame:
+    """One row per run family (``label``): optimizer settings, final Q_pos per N, % improved, worst drop at
+    N = 512, and whether each of the four claims holds (yes / no / not run)."""
+    _check_thresholds(near_zero_rel_tol, full_improvement_pct)
+    _check_columns(runs)
+    all_ns = sorted(int(n) for n in runs["n"].unique())
+    rows = []
+    for label in dict.fromkeys(runs["label"].tolist()):
+        fam = runs[runs["label"] == label]
+        f, results = _evaluate(fam, near_zero_rel_tol, full_improvement_pct)
+        row: dict = {"label": label, **_settings(fam), "seeds": int(f.finals.groupby("n")["seed"].nunique().max())}
+        for n in all_ns:
+            row[f"Q_pos(T) N={n}"] = float(f.means.loc[n, "q_pos"]) if n in f.ns else np.nan
+        largest = max(f.ns)
+        row["largest N"] = largest
+        row["% improved at largest N"] = float(f.means.loc[largest, "pct_improved"])
+        has512 = NEAR_ZERO_N in f.ns
+        row[f"% improved N={NEAR_ZERO_N}"] = float(f.means.loc[NEAR_ZERO_N, "pct_improved"]) if has512 else np.nan
+        row[f"worst drop N={NEAR_ZERO_N}"] = float(f.means.loc[NEAR_ZERO_N, "worst_drop"]) if has512 else np.nan
+        row[f"worst drop / p_i(0) N={NEAR_ZERO_N}"] = (
+            float(f.means.loc[NEAR_ZERO_N, "worst_drop"] / f.means.loc[NEAR_ZERO_N, "p0"]) if has512 else np.nan
+        )
+        for cid in (1, 2, 3, 4):
+            row[f"claim {cid}"] = results[cid]["holds"]
+        rows.append(row)
+    return pd.DataFrame(rows)

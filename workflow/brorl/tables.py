@@ -1,0 +1,138 @@
+"""Writing result tables: markdown (for the report), CSV (full precision, for machines), optional LaTeX (booktabs).
+
+No optional dependencies: markdown and LaTeX are written by hand (pandas' to_markdown needs tabulate and its
+to_latex needs jinja2).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from datetime import datetime, timezone
+from numbers import Integral, Real
+from pathlib import Path
+
+import pandas as pd
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}  # fmt: skip
+
+
+def format_value(x: object) -> str:
+    """A cell as text: integers as is, floats with 4 significant digits, scientific below 1e-3 or from 1e6."""
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, Integral):
+        return str(int(x))
+    if isinstance(x, Real):
+        v = float(x)
+        if math.isnan(v):
+            return ""
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == 0:
+            return "0"
+        if abs(v) < 1e-3 or abs(v) >= 1e6:
+            mantissa, exponent = f"{v:.3e}".split("e")
+            return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+        return f"{v:.4g}"
+    return str(x)
+
+
+def _collapse_lists(args: list[str], keep: int = 2) -> list[str]:
+    """Shorten long runs of positional values (file lists): the first ``keep``, then "... (k more)"."""
+    out: list[str] = []
+    run: list[str] = []
+    for arg in [*args, "--"]:
+        if arg.startswith("-") and not _is_number(arg):
+            out += run if len(run) <= keep + 1 else [*run[:keep], f"... ({len(run) - keep} more)"]
+            run = []
+            out.append(arg)
+        else:
+            run.append(arg)
+    return out[:-1]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _how_produced() -> str:
+    """One line: the command (``python -m pkg ...`` when run with -m), commit and UTC time."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:
+        prog = "python -m " + spec.name.removesuffix(".__main__")
+    else:
+        prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    command = " ".join([prog, *_collapse_lists(sys.argv[1:])])
+    try:
+        from .provenance import git_state
+
+        git = git_state()
+    except Exception:  # provenance must never stop a table from being written
+        git = {"commit": None, "dirty": None}
+    commit = "no git checkout" if not git.get("commit") else (
+        f"commit {git['commit'][:12]}{' (uncommitted changes)' if git.get('dirty') else ''}"
+    )
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Produced by `{command}` ({commit}, {when}); full-precision values are in the CSV."
+
+
+def _markdown(df: pd.DataFrame, title: str | None) -> str:
+    def cell(x: object) -> str:
+        return format_value(x).replace("|", r"\|").replace("\n", " ")
+
+    lines = []
+    if title:
+        lines += [f"# {title}", ""]
+    lines += [_how_produced(), ""]
+    lines.append("| " + " | ".join(cell(c) for c in df.columns) + " |")
+    lines.append("|" + "|".join("---" for _ in df.columns) + "|")
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _latex(df: pd.DataFrame, title: str | None) -> str:
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
+    spec = "".join("r" if n else "l" for n in numeric)
+    lines = [r"% requires \usepackage{booktabs}"]
+    if title:
+        lines.append(f"% {title}")
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
+    lines.append(" & ".join(_latex_escape(str(c)) for c in df.columns) + r" \\")
+    lines.append(r"\midrule")
+    for row in df.itertuples(index=False):
+        lines.append(" & ".join(_latex_escape(format_value(v)) for v in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(
+    df: pd.DataFrame, md_path: str | Path, csv_path: str | Path, tex_path: str | Path | None = None,
+    title: str | None = None,
+) -> None:  # fmt: skip
+    """Write ``df`` as markdown (title heading, a line saying how it was produced, readable numbers), as CSV
+    (raw values) and, when ``tex_path`` is given, as a LaTeX booktabs tabular. Parent folders are created."""
+    outputs = [(Path(md_path), _markdown(df, title))]
+    if tex_path is not None:
+        outputs.append((Path(tex_path), _latex(df, title)))
+    for path, text in outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    csv_path = Path(csv_path)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(csv_path, index=False)
