@@ -1,0 +1,49 @@
+# BroRL reproduction (Hu et al., arXiv 2510.01180): the table of contents of the workflow.
+# Stages live in workflow/rules/<stage>.smk, their logic in the `brorl` package (workflow/brorl/).
+# Path grammar (outputs; logs and benchmarks mirror them under results/logs/ and results/benchmarks/):
+#   results/simulation/N{n}_seed{seed}.parquet                      one token-level run (Figure 3)
+#   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
+#   results/simulation/theory_checks.json                           Theorem 1 / Lemma 2 / Corollary 3 checks
+#   results/figures/<name>.{png,pdf}, results/tables/<name>.{md,csv} the paper's figures and tables
+import os
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+# The package is importable here (input functions) and in every shell job (`python -m brorl...`), installed or not.
+PACKAGE_DIR = str(Path(workflow.basedir) / "workflow")
+if PACKAGE_DIR not in sys.path:
+    sys.path.insert(0, PACKAGE_DIR)
+if PACKAGE_DIR not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ.update(
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [PACKAGE_DIR, os.environ.get("PYTHONPATH")])
+        )
+    )
+
+from brorl.config import validate_config
+
+
+# The paper's experiment, found beside this file also under --directory; --configfile files merge over it.
+configfile: os.path.join(workflow.basedir, "config.yaml")
+
+
+# Fill schema defaults in place and check every key: a bad config stops here, before any job, naming the key.
+validate_config(config)
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/simulation.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        get_final_outputs(),
+    localrule: True

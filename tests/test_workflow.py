@@ -1,0 +1,207 @@
+"""The Snakemake workflow: DAG of the paper config and the tiny preset, bad configs stop it, lint and format are
+clean, and a small simulation runs for real through Snakemake, end to end, and is then up to date."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from brorl.config import load_yaml_config
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent  # the venv's snakemake, snakefmt and shfmt
+CONFIG = ROOT / "config.yaml"
+TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
+
+# A small simulation (seconds per job) that still exercises every simulation rule.
+SMALL_SIMULATION = {
+    "simulation": {
+        "vocab": 2000,
+        "correct": 200,
+        "steps": 50,
+        "n_values": [4, 64],
+        "seeds": [0],
+        "sensitivity": {
+            "n_values": [4, 64],
+            "seeds": [0],
+            "variants": [{"name": "sgd", "optimizer": {"name": "sgd", "lr": 1000.0}}],
+        },
+        "theory": {"mc_trials": 50, "n_values": [4, 64], "theorem_draws": 5},
+    }
+}
+
+
+def snakemake(*args: str | Path, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the venv's snakemake with the venv first on PATH (jobs call `python -m brorl...`, snakefmt calls shfmt)."""
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+    return subprocess.run(
+        [str(BIN / "snakemake"), *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def output_of(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout + proc.stderr
+
+
+def job_counts(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    """The 'Job stats' table of a dry run as {rule: count} (without the total)."""
+    text = output_of(proc)
+    assert "Job stats:" in text, text
+    table = text.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
+    total = counts.pop("total")
+    assert total == sum(counts.values())
+    return counts
+
+
+def expected_simulation_counts(cfg: dict) -> dict[str, int]:
+    sim, sens = cfg["simulation"], cfg["simulation"]["sensitivity"]
+    counts = {
+        "simulate_token_level": len(sim["n_values"]) * len(sim["seeds"]),
+        "check_theory": 1,
+        "plot_simulation": 1,
+        "tabulate_simulation": 1,
+        "all": 1,
+    }
+    if sens["enabled"]:
+        counts["simulate_sensitivity"] = len(sens["variants"]) * len(sens["n_values"]) * len(sens["seeds"])
+    return counts
+
+
+def write_yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------- dry runs
+def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
+    cfg = load_yaml_config(CONFIG)
+    proc = snakemake("-n", "--directory", tmp_path)  # config.yaml is found beside the Snakefile
+    assert proc.returncode == 0, output_of(proc)
+    counts = job_counts(proc)
+    assert counts == expected_simulation_counts(cfg)
+    assert counts["simulate_token_level"] == 15 and counts["simulate_sensitivity"] == 24  # the paper's 5 N x 3 seeds
+    text = output_of(proc)
+    for n in cfg["simulation"]["n_values"]:
+        for seed in cfg["simulation"]["seeds"]:
+            assert f"results/simulation/N{n}_seed{seed}.parquet" in text
+    for variant in cfg["simulation"]["sensitivity"]["variants"]:
+        assert f"results/simulation/sensitivity/{variant['name']}/N512_seed0.parquet" in text
+    for target in ("figure3.png", "figure3.pdf", "simulation_claims.md", "optimizer_sensitivity.csv"):
+        assert target in text
+
+
+def test_dry_run_from_the_repo_root_uses_config_yaml():
+    proc = snakemake("-n")
+    assert proc.returncode == 0, output_of(proc)
+    assert job_counts(proc) == expected_simulation_counts(load_yaml_config(CONFIG))
+
+
+def test_dry_run_with_the_local_profile_uses_the_tiny_preset():
+    proc = snakemake("-n", "--profile", "profiles/local")
+    text = output_of(proc)
+    assert proc.returncode == 0, text
+    assert "profiles/local" in text and "profiles/default" in text  # the workflow profile applies too
+    assert "config.yaml is extended by additional config" in text  # tiny.yaml merged over config.yaml
+    assert re.search(r"Config file\(s\): .*workflow/presets/tiny\.yaml", text), text
+    assert job_counts(proc) == expected_simulation_counts(load_yaml_config(CONFIG, TINY))
+
+
+def test_sensitivity_disabled_drops_its_jobs_and_tables(tmp_path):
+    override = write_yaml(tmp_path / "override.yaml", {"simulation": {"sensitivity": {"enabled": False}}})
+    proc = snakemake("-n", "--directory", tmp_path, "--configfile", override)
+    text = output_of(proc)
+    assert proc.returncode == 0, text
+    assert "simulate_sensitivity" not in job_counts(proc)
+    assert "optimizer_sensitivity" not in text
+    claims_cmd = text.split("python -m brorl.simulation claims", 1)[1].split(">", 1)[0]
+    assert re.search(r"--sensitivity-runs\s+--near-zero-rel-tol", claims_cmd), claims_cmd  # empty, not ''
+
+
+def test_simulation_disabled_leaves_nothing_to_run(tmp_path):
+    override = write_yaml(tmp_path / "override.yaml", {"simulation": {"enabled": False}})
+    proc = snakemake("-n", "--directory", tmp_path, "--configfile", override)
+    assert proc.returncode == 0, output_of(proc)
+    assert "simulate_token_level" not in output_of(proc)
+
+
+# ------------------------------------------------------------------------------------------------- bad configs
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ({"simulation": {"n_values": [0]}}, "simulation.n_values[0]"),
+        ({"simulation": {"sensitivity": {"colour": "blue"}}}, "simulation.sensitivity.colour"),
+        ({"simulation": {"correct": 200000}}, "simulation.correct"),
+    ],
+)
+def test_a_bad_config_stops_snakemake_before_any_job_naming_the_key(tmp_path, override, key):
+    bad = write_yaml(tmp_path / "bad.yaml", override)
+    proc = snakemake("--cores", "1", "--directory", tmp_path, "--configfile", bad)  # a real run, not -n
+    text = output_of(proc)
+    assert proc.returncode != 0
+    assert "invalid config" in text and f"config key '{key}'" in text, text
+    assert not (tmp_path / "results").exists()  # no job started
+    assert "Building DAG" not in text and "rule simulate" not in text
+
+
+# --------------------------------------------------------------------------------------------- lint and format
+def test_snakefmt_check_is_clean():
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+    proc = subprocess.run(
+        [str(BIN / "snakefmt"), "--check", "."], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, output_of(proc)
+
+
+@pytest.mark.parametrize("profile", [[], ["--profile", "profiles/local"]], ids=["paper", "tiny"])
+def test_snakemake_lint_is_clean(profile):
+    proc = snakemake("--lint", *profile)
+    text = output_of(proc)
+    assert proc.returncode == 0, text
+    assert "Congratulations, your workflow is in a good condition!" in text, text
+
+
+# ----------------------------------------------------------------------------------------------- real run
+def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
+    override = write_yaml(tmp_path / "small.yaml", SMALL_SIMULATION)
+    args = ("--cores", "2", "--directory", tmp_path, "--configfile", override)
+    proc = snakemake(*args)
+    assert proc.returncode == 0, output_of(proc)[-6000:]
+
+    results = tmp_path / "results"
+    runs = [results / f"simulation/N{n}_seed0.parquet" for n in (4, 64)]
+    sensitivity = [results / f"simulation/sensitivity/sgd/N{n}_seed0.parquet" for n in (4, 64)]
+    tables = [
+        results / f"tables/{name}.{ext}"
+        for name in ("simulation_claims", "optimizer_sensitivity")
+        for ext in ("md", "csv")
+    ]
+    figures = [results / "figures/figure3.png", results / "figures/figure3.pdf"]
+    for path in [*runs, *sensitivity, *tables, *figures, results / "simulation/theory_checks.json"]:
+        assert path.is_file() and path.stat().st_size > 0, path
+    for path in runs + sensitivity:
+        df = pd.read_parquet(path)
+        assert {"step", "q_pos", "pct_improved", "worst_drop"} <= set(df.columns)
+        assert len(df) >= 50  # one row per step (plus the initial state)
+    for rule in ("simulate_token_level", "check_theory", "plot_simulation", "tabulate_simulation"):
+        assert any((results / "logs" / rule).rglob("*.log")), rule
+
+    again = snakemake(*args)
+    assert again.returncode == 0, output_of(again)
+    assert "Nothing to be done" in output_of(again)
+
+    report = snakemake(*args, "--report", tmp_path / "report.html")  # captions render with this config
+    assert report.returncode == 0, output_of(report)
+    assert (tmp_path / "report.html").stat().st_size > 0

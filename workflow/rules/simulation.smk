@@ -1,0 +1,217 @@
+# Simulation stage: the token-level simulation of paper section 4.1 (Figure 3), its optimizer-sensitivity study
+# and the numerical checks of Theorem 1, Lemma 2 and Corollary 3. Cheap CPU jobs; logic in brorl.simulation.
+
+
+rule simulate_token_level:
+    output:
+        "results/simulation/N{n}_seed{seed}.parquet",
+    log:
+        "results/logs/simulate_token_level/N{n}_seed{seed}.log",
+    benchmark:
+        "results/benchmarks/simulate_token_level/N{n}_seed{seed}.tsv"
+    conda:
+        "../../envs/sim.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=30,
+    params:
+        vocab=SIM["vocab"],
+        correct=SIM["correct"],
+        init_correct=SIM["init_correct"],
+        init_anchor=SIM["init_anchor"],
+        steps=SIM["steps"],
+        optimizer=SIM["optimizer"]["name"],
+        lr=SIM["optimizer"]["lr"],
+        betas=SIM["optimizer"]["betas"],
+        eps=SIM["optimizer"]["eps"],
+        weight_decay=SIM["optimizer"]["weight_decay"],
+    shell:
+        """
+        python -m brorl.simulation run \
+            --vocab {params.vocab} \
+            --correct {params.correct} \
+            --init-correct {params.init_correct} \
+            --init-anchor {params.init_anchor} \
+            --n {wildcards.n} \
+            --steps {params.steps} \
+            --optimizer {params.optimizer:q} \
+            --lr {params.lr} \
+            --betas {params.betas} \
+            --eps {params.eps} \
+            --weight-decay {params.weight_decay} \
+            --seed {wildcards.seed} \
+            --label main \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule simulate_sensitivity:
+    output:
+        "results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet",
+    log:
+        "results/logs/simulate_sensitivity/{variant}/N{n}_seed{seed}.log",
+    benchmark:
+        "results/benchmarks/simulate_sensitivity/{variant}/N{n}_seed{seed}.tsv"
+    conda:
+        "../../envs/sim.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=30,
+    params:
+        vocab=SIM["vocab"],
+        correct=SIM["correct"],
+        init_correct=SIM["init_correct"],
+        init_anchor=SIM["init_anchor"],
+        steps=SIM["steps"],
+        optimizer=variant_optimizer_key("name"),
+        lr=variant_optimizer_key("lr"),
+        betas=variant_optimizer_key("betas"),
+        eps=variant_optimizer_key("eps"),
+        weight_decay=variant_optimizer_key("weight_decay"),
+    shell:
+        """
+        python -m brorl.simulation run \
+            --vocab {params.vocab} \
+            --correct {params.correct} \
+            --init-correct {params.init_correct} \
+            --init-anchor {params.init_anchor} \
+            --n {wildcards.n} \
+            --steps {params.steps} \
+            --optimizer {params.optimizer:q} \
+            --lr {params.lr} \
+            --betas {params.betas} \
+            --eps {params.eps} \
+            --weight-decay {params.weight_decay} \
+            --seed {wildcards.seed} \
+            --label {wildcards.variant:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule check_theory:
+    output:
+        report(
+            "results/simulation/theory_checks.json",
+            caption="../report/theory_checks.rst",
+            category="Simulation",
+            labels={"check": "Theorem 1, Lemma 2, Corollary 3"},
+        ),
+    log:
+        "results/logs/check_theory/theory_checks.log",
+    benchmark:
+        "results/benchmarks/check_theory/theory_checks.tsv"
+    conda:
+        "../../envs/sim.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=30,
+    params:
+        vocab=SIM["vocab"],
+        correct=SIM["correct"],
+        init_correct=SIM["init_correct"],
+        init_anchor=SIM["init_anchor"],
+        n_values=SIM["theory"]["n_values"],
+        mc_trials=SIM["theory"]["mc_trials"],
+        theorem_draws=SIM["theory"]["theorem_draws"],
+        finite_step=SIM["theory"]["finite_step"],
+        seed=SIM["theory"]["seed"],
+    shell:
+        """
+        python -m brorl.simulation check-theory \
+            --vocab {params.vocab} \
+            --correct {params.correct} \
+            --init-correct {params.init_correct} \
+            --init-anchor {params.init_anchor} \
+            --n-values {params.n_values} \
+            --mc-trials {params.mc_trials} \
+            --theorem-draws {params.theorem_draws} \
+            --finite-step {params.finite_step} \
+            --seed {params.seed} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule plot_simulation:
+    input:
+        runs=simulation_main_runs(),
+    output:
+        png=report(
+            "results/figures/figure3.png",
+            caption="../report/figure3.rst",
+            category="Simulation",
+            labels={"figure": "3", "format": "png"},
+        ),
+        pdf=report(
+            "results/figures/figure3.pdf",
+            caption="../report/figure3.rst",
+            category="Simulation",
+            labels={"figure": "3", "format": "pdf"},
+        ),
+    log:
+        "results/logs/plot_simulation/figure3.log",
+    localrule: True
+    conda:
+        "../../envs/sim.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    shell:
+        """
+        python -m brorl.simulation figure \
+            --runs {input.runs:q} \
+            --png {output.png:q} \
+            --pdf {output.pdf:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule tabulate_simulation:
+    input:
+        runs=simulation_main_runs(),
+        sensitivity_runs=simulation_sensitivity_runs(),
+    output:
+        **optimizer_sensitivity_tables(),
+        claims_md=report(
+            "results/tables/simulation_claims.md",
+            caption="../report/simulation_claims.rst",
+            category="Simulation",
+            labels={"table": "Figure 3 claims", "format": "markdown"},
+        ),
+        claims_csv=report(
+            "results/tables/simulation_claims.csv",
+            caption="../report/simulation_claims.rst",
+            category="Simulation",
+            labels={"table": "Figure 3 claims", "format": "csv"},
+        ),
+    log:
+        "results/logs/tabulate_simulation/tables.log",
+    localrule: True
+    conda:
+        "../../envs/sim.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        near_zero_rel_tol=SIM["claims"]["near_zero_rel_tol"],
+        full_improvement_pct=SIM["claims"]["full_improvement_pct"],
+        sensitivity_tables=sensitivity_table_flags,
+    shell:
+        """
+        python -m brorl.simulation claims \
+            --runs {input.runs:q} \
+            --sensitivity-runs {input.sensitivity_runs:q} \
+            --near-zero-rel-tol {params.near_zero_rel_tol} \
+            --full-improvement-pct {params.full_improvement_pct} \
+            --out-md {output.claims_md:q} \
+            --out-csv {output.claims_csv:q} \
+            {params.sensitivity_tables:q} \
+            >{log:q} 2>&1
+        """
