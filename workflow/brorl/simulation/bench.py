@@ -1,7 +1,7 @@
 """Speed benchmark of the simulation stage: the paper sweep with this engine vs the straightforward implementation.
 
-Both sweeps run the same (N, seed) jobs in the same number of worker processes, one torch/BLAS thread each,
-after a warm-up in every worker (imports and torch.optim's lazy set-up are not timed). Reports wall time of each
+Both sweeps run the same (N, seed) jobs in the same number of worker processes, one torch/BLAS thread each, the
+same allocator setting, after a warm-up in every worker (imports and torch.optim's lazy set-up are not timed). Reports wall time of each
 sweep, their ratio, CPU seconds per run, the peak resident memory of the workers, and how far the final Q_pos of
 the two implementations lie apart (they use different random streams, so they agree statistically, not bitwise).
 """
@@ -29,8 +29,10 @@ def _job(kind: str, spec: SimulationSpec) -> dict:
     from threadpoolctl import threadpool_limits
 
     from .engine import simulate
+    from .memory import keep_freed_memory
     from .reference import simulate_reference
 
+    keep_freed_memory()  # for both implementations alike
     torch.set_num_threads(1)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     with threadpool_limits(limits=1):

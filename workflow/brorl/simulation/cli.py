@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from .memory import keep_freed_memory
 from .spec import OptimizerSpec, SimulationError, SimulationSpec
 
 
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Entry point; bad parameters end with one clear line and exit status 2."""
     args = build_parser().parse_args(argv)
+    keep_freed_memory()
     try:
         args.func(args)
     except SimulationError as err:

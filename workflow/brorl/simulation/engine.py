@@ -47,50 +47,76 @@ def _single_thread():
         torch.set_num_threads(before)
 
 
-def _softmax(s: Slots) -> float:
-    """p = softmax(z) per member over the whole vocabulary; returns the largest logit (for stability only)."""
+def _softmax(s: Slots) -> np.ndarray:
+    """p = softmax(z) per member over the whole vocabulary; returns the probability mass of each group."""
     p = s["p"]
     np.subtract(s["z"], s["z"].max(), out=p)
     s.torch("p").exp_()
-    total = sum(s.weighted_sum(g, p) for g in s.groups)
+    masses = np.array([s.weighted_sum(g, p) for g in s.groups])
+    total = masses.sum()
     p /= total
-    return total
+    return masses / total
 
 
 class _Draws:
-    """The distinct drawn slots of one step: indices, counts, and their p, reward, correctness (gathered once)."""
+    """One step's draws and the sums that the update and Theorem 1 need (distinct drawn tokens).
 
-    def __init__(self, s: Slots, idx: np.ndarray, cnt: np.ndarray) -> None:
-        self.idx, self.cnt = idx, cnt
-        self.p, self.reward = s["p"][idx], s["reward"][idx]
-        self.correct = self.reward > 0
-
-
-def _gradient(s: Slots, d: _Draws, n: int) -> float:
-    """Closed-form dL/dz per member into s["grad"]; returns the reward baseline b (mean sampled reward).
-
-    dL/dz_m = (p_m / N)(S - w_m) with w = n_k (R_k - b) nonzero only on drawn slots: one dense pass.
+    Sparse (few draws): gathered at the drawn slots. Dense (many draws): group slice by group, where every
+    slot of a group shares its reward, so the weights w_k = n_k (R_k - b) need no per-slot reward.
     """
-    baseline = float(np.dot(d.cnt, d.reward)) / n
-    w = d.cnt * (d.reward - baseline)
-    big_s = float(np.dot(w, d.p))
-    np.multiply(s["p"], big_s / n, out=s["grad"])
-    s["grad"][d.idx] -= w * d.p / n
-    return baseline
+
+    def __init__(self, s: Slots, per_group: np.ndarray, idx: np.ndarray | None, cnt: np.ndarray, n: int) -> None:
+        self.idx, self.cnt, self.n = idx, cnt, n
+        self.baseline = float(sum(g.reward * c for g, c in zip(s.groups, per_group))) / n
+        p = s["p"]
+        drawn = {True: [0.0, 0.0], False: [0.0, 0.0]}  # correct? -> [sum p, sum p^2] over distinct drawn
+        if idx is not None:
+            pd_, reward = p[idx], s["reward"][idx]
+            self.w = cnt * (reward - self.baseline)
+            self.s_sum = float(np.dot(self.w, pd_))
+            self.wp = self.w * pd_
+            pos = reward > 0
+            for flag, sel in ((True, pos), (False, ~pos)):
+                drawn[flag] = [float(pd_[sel].sum()), float(np.dot(pd_[sel], pd_[sel]))]
+        else:
+            self.s_sum = 0.0
+            self.np_ = {}
+            for g in s.groups:
+                sl = slice(g.off, g.off + g.used)
+                cp = cnt[sl] * p[sl]  # n_k p_k
+                self.np_[g.name] = (sl, cp, g.reward - self.baseline)
+                self.s_sum += (g.reward - self.baseline) * float(cp.sum())
+                hit = p[sl][cnt[sl] > 0]
+                drawn[g.correct][0] += float(hit.sum())
+                drawn[g.correct][1] += float(np.dot(hit, hit))
+        (self.p_pos, self.a2), (self.p_neg, self.b2) = drawn[True], drawn[False]
+
+    def gradient(self, s: Slots) -> None:
+        """Closed-form dL/dz_m = (p_m / N)(S - w_m) into s["grad"]: one dense pass plus the drawn slots."""
+        grad, n = s["grad"], self.n
+        np.multiply(s["p"], self.s_sum / n, out=grad)
+        if self.idx is not None:
+            grad[self.idx] -= self.wp / n
+            return
+        for sl, cp, coef in self.np_.values():
+            torch.from_numpy(grad[sl]).sub_(torch.from_numpy(cp), alpha=coef / n)
+
+    def slot_ids(self, s: Slots) -> tuple[np.ndarray, np.ndarray]:
+        """Vocabulary ids and counts of the drawn tokens (for tests that replay the draws)."""
+        idx = self.idx if self.idx is not None else np.flatnonzero(self.cnt)
+        cnt = self.cnt if self.idx is not None else self.cnt[idx]
+        return s.token_ids(idx), cnt
 
 
 def _theorem_terms(s: Slots, d: _Draws, q_pos: float, r_correct: float, r_wrong: float) -> TheoremTerms:
     """Theorem 1's sums over the DISTINCT drawn slots, with the (centered) rewards the update sees."""
     p = s["p"]
-    sq = {g.correct: 0.0 for g in s.groups}
+    sq = {True: 0.0, False: 0.0}
     for g in s.groups:
         sq[g.correct] += s.weighted_sum(g, p, p)
-    p2d = d.p * d.p
-    a2, b2 = float(p2d[d.correct].sum()), float(p2d[~d.correct].sum())
-    p_pos, p_neg = float(d.p[d.correct].sum()), float(d.p[~d.correct].sum())
     return TheoremTerms(
-        q_pos=q_pos, a2=a2, b2=b2, u_pos2=sq.get(True, 0.0) - a2, u_neg2=sq.get(False, 0.0) - b2,
-        p_pos=p_pos, p_neg=p_neg, s_r=r_correct * p_pos + r_wrong * p_neg,
+        q_pos=q_pos, a2=d.a2, b2=d.b2, u_pos2=sq[True] - d.a2, u_neg2=sq[False] - d.b2,
+        p_pos=d.p_pos, p_neg=d.p_neg, s_r=r_correct * d.p_pos + r_wrong * d.p_neg,
     )  # fmt: skip
 
 
@@ -108,12 +134,11 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
     rec = {c: np.full(steps + 1, np.nan) for c in COLUMNS}
     rec["step"] = np.arange(steps + 1, dtype=np.float64)
 
-    _softmax(s)
+    masses = _softmax(s)
     for g in s.groups:
         g.p0 = float(s.p[g.off])
     for t in tqdm(range(steps + 1), desc=f"simulate N={n} seed={spec.seed}", disable=not progress, mininterval=1):
         p = s["p"]
-        masses = np.array([s.weighted_sum(g, p) for g in s.groups])
         q_pos = float(sum(m for g, m in zip(s.groups, masses) if g.correct))
         rec["q_pos"][t] = q_pos
         rec["pct_improved"][t] = 100.0 * sum(s.count_above(g, p, g.p0) for g in correct) / spec.correct
@@ -123,10 +148,11 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
         if t == steps:
             break
 
-        draws = _Draws(s, *s.draw(n, masses, rng))
+        draws = _Draws(s, *s.draw(n, masses, rng), n)
         if on_draws is not None:
-            on_draws(t, s.token_ids(draws.idx), draws.cnt)
-        baseline = _gradient(s, draws, n)
+            on_draws(t, *draws.slot_ids(s))
+        draws.gradient(s)
+        baseline = draws.baseline
         terms = _theorem_terms(s, draws, q_pos, R_CORRECT - baseline, R_WRONG - baseline)
         _record_terms(rec, t, terms, opt.lr, n, baseline)
         rec["distinct_drawn"][t] = float(sum(g.handed_out for g in s.groups))
@@ -136,7 +162,7 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
         pdz = {g.name: s.weighted_sum(g, s["p"], s["dz"]) for g in s.groups}
         pdz_pos = sum(pdz[g.name] for g in correct)
         rec["dq_first_order"][t] = pdz_pos - q_pos * sum(pdz.values())
-        _softmax(s)
+        masses = _softmax(s)
 
     return pd.DataFrame(rec, columns=list(COLUMNS)).astype({"step": np.int64})
 

@@ -13,6 +13,14 @@ import torch
 from .spec import OptimizerSpec
 
 
+_STEP = torch.zeros((), dtype=torch.float64)
+
+
+def _step_tensor(step: int) -> torch.Tensor:
+    """The fused kernel reads the step count from a tensor; refilling one avoids an allocation per step."""
+    return _STEP.fill_(float(step))
+
+
 def optimizer_step(
     opt: OptimizerSpec, step: int, z: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
     dz: torch.Tensor,
@@ -27,7 +35,7 @@ def optimizer_step(
         return
     dz.copy_(z)
     torch._fused_adamw_(
-        [z], [grad], [m], [v], [], [torch.tensor(float(step), dtype=torch.float64)],
+        [z], [grad], [m], [v], [], [_step_tensor(step)],
         lr=opt.lr, beta1=opt.betas[0], beta2=opt.betas[1], weight_decay=opt.weight_decay, eps=opt.eps,
         amsgrad=False, maximize=False,
     )  # fmt: skip

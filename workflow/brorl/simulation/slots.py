@@ -95,18 +95,34 @@ class Slots:
         """Number of g's members whose x exceeds ``threshold``."""
         return float(np.count_nonzero(x[g.members] > threshold)) + (g.pool if x[g.off] > threshold else 0.0)
 
-    def draw(self, n: int, masses: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """N i.i.d. draws from p given the group masses. Returns (slot indices, draw counts) of the distinct
-        drawn slots, with the pools' draws already moved to new slots."""
+    def draw(
+        self, n: int, masses: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """N i.i.d. draws from p given the group masses, pools' draws already moved to new slots.
+
+        Returns (draws per group, idx, counts): with few draws next to the span, the distinct drawn slots ``idx``
+        and their counts; otherwise idx is None and counts is dense over the span (no index arrays to build).
+        """
         per_group = rng.multinomial(n, masses / masses.sum())
         chosen = np.concatenate([self._draw_group(g, int(c), rng) for g, c in zip(self.groups, per_group) if c])
         if n * 8 < self.span:  # few draws: sorting them beats a pass over every slot
-            idx, cnt = np.unique(chosen, return_counts=True)
-        else:
-            cnt = np.bincount(chosen, minlength=self.span)
-            idx = np.flatnonzero(cnt)
-            cnt = cnt[idx]
-        return self._activate_pool_draws(idx, cnt.astype(np.float64), rng)
+            idx, cnt = _distinct_counts(chosen)
+            idx, cnt = self._activate_pool_draws(idx, cnt, rng)
+            return per_group, idx, cnt
+        # Float counts straight from bincount's weights: a separate int -> float cast is one more 1 MB pass.
+        cnt = np.bincount(chosen, weights=np.ones(len(chosen)), minlength=len(self.z))
+        for g in self.groups:
+            if cnt[g.off]:
+                picks = self._pick_new_members(g, int(cnt[g.off]), rng)
+                cnt[g.off + g.used : g.off + g.used + len(picks)] = picks
+                cnt[g.off] = 0.0
+                self._activate(g, len(picks))
+        return per_group, None, cnt[: self.span]
+
+    @staticmethod
+    def _pick_new_members(g: Group, draws: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw counts of the distinct never-drawn members hit by ``draws`` uniform picks from g's pool."""
+        return _distinct_counts(rng.integers(0, g.pool, size=draws))[1]
 
     def _draw_group(self, g: Group, n: int, rng: np.random.Generator) -> np.ndarray:
         """Exact rejection sampling inside a group: a uniform member, accepted with p_member / max p.
@@ -149,10 +165,9 @@ class Slots:
         for g, i in zip(self.groups, pos):
             if idx[i] != g.off:
                 continue
-            c = int(cnt[i])
-            picks = np.ones(1) if c == 1 else np.unique(rng.integers(0, g.pool, size=c), return_counts=True)[1]
+            picks = self._pick_new_members(g, int(cnt[i]), rng)
             new_idx.append(np.arange(g.off + g.used, g.off + g.used + len(picks)))
-            new_cnt.append(picks.astype(np.float64))
+            new_cnt.append(picks)
             self._activate(g, len(picks))
         return np.concatenate(new_idx), np.concatenate(new_cnt)
 
@@ -174,3 +189,13 @@ class Slots:
             inside = (idx > g.off) & (idx < g.off + g.used)
             out[inside] = g.first_id + idx[inside] - g.off - 1
         return out
+
+
+def _distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and their (float) counts; a fast path for the usual case of no repeats."""
+    if len(values) <= 256:
+        ordered = np.sort(values)
+        if len(ordered) < 2 or (ordered[1:] != ordered[:-1]).all():
+            return ordered, np.ones(len(ordered))
+    distinct, counts = np.unique(values, return_counts=True)
+    return distinct, counts.astype(np.float64)
