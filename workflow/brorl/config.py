@@ -225,7 +225,7 @@ def _check_arm(i: int, arm: dict, train: dict) -> list[str]:
         )
     if train["dynamic_sampling"]["enabled"] and arm["n"] < 2:
         problems.append(
-            f"config key 'arms[{i}].n': dynamic sampling needs at least 2 rollouts per prompt, got " f"{arm['n']}"
+            f"config key 'arms[{i}].n': dynamic sampling needs at least 2 rollouts per prompt, got {arm['n']}"
         )
     return problems
 
