@@ -1,0 +1,73 @@
+"""The batch scorer: hard timeouts from outside, crashes recorded, every input answered in order."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+
+import pytest
+
+from brorl import scoring
+from brorl.scoring import Score, score_batch
+
+FAKES = '''
+import os, time
+from brorl.scoring.result import Score
+
+def echo(item, response):
+    return Score(float(response == item["answer"]), response == item["answer"])
+
+def behave(item, response):
+    if response == "hang":
+        time.sleep(600)
+    if response == "die":
+        os._exit(3)
+    if response == "raise":
+        raise RuntimeError("verifier bug")
+    return Score(1.0, True)
+'''
+
+
+@pytest.fixture()
+def fake_scorers(tmp_path, monkeypatch):
+    (tmp_path / "fake_scorers.py").write_text(textwrap.dedent(FAKES))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(scoring.SCORERS, "echo", ("fake_scorers", "echo", 10.0))
+    monkeypatch.setitem(scoring.SCORERS, "behave", ("fake_scorers", "behave", 10.0))
+    yield
+    sys.modules.pop("fake_scorers", None)
+
+
+def test_every_input_is_answered_in_order(fake_scorers) -> None:
+    pairs = [({"id": str(i), "scorer": "echo", "answer": str(i % 7)}, str(i % 5)) for i in range(400)]
+    out = score_batch(pairs, workers=2)
+    assert len(out) == len(pairs)
+    assert [s.correct for s in out] == [str(i % 7) == str(i % 5) for i in range(400)]
+
+
+def test_hang_crash_and_exception_are_recorded_not_fatal(fake_scorers) -> None:
+    responses = ["ok", "hang", "ok", "die", "raise", "ok", "hang", "ok"]
+    pairs = [({"id": str(i), "scorer": "behave"}, r) for i, r in enumerate(responses)]
+    t0 = time.monotonic()
+    out = score_batch(pairs, workers=2, timeout_s=1.0)
+    assert time.monotonic() - t0 < 8.0  # two 1 s timeouts on two workers, plus restarts
+    assert [s.correct for s in out] == [r == "ok" for r in responses]
+    assert out[1].error == "timeout after 1 s" and out[6].error == "timeout after 1 s"
+    assert out[3].error == "worker died"
+    assert out[4].error.startswith("crash: RuntimeError: verifier bug")
+    assert all(s.score == 0.0 for s, r in zip(out, responses) if r != "ok")
+
+
+def test_unknown_scorer_fails_before_any_work() -> None:
+    with pytest.raises(ValueError, match="item 'x7': unknown scorer 'nope'"):
+        score_batch([({"id": "x7", "scorer": "nope"}, "")])
+
+
+def test_score_rejects_out_of_range_values() -> None:
+    with pytest.raises(ValueError, match=r"score must lie in \[0, 1\]"):
+        Score(1.5, True)
+
+
+def test_empty_batch() -> None:
+    assert score_batch([]) == []

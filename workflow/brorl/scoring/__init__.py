@@ -1,0 +1,43 @@
+"""Verifiers shared by evaluation and the training reward: ``score(item, response) -> Score``.
+
+``item`` is a normalized benchmark record (brorl.benchmarks.records); its ``scorer`` field picks the verifier.
+``score_batch`` scores many responses in worker processes with a hard timeout per call, enforced from outside
+the worker, and returns one Score per input, in order: nothing is dropped, a crash or timeout is a Score with
+its reason.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .pool import score_batch
+from .result import Score, failed
+
+# scorer name -> (module, function, default hard timeout in seconds for one call)
+SCORERS: dict[str, tuple[str, str, float]] = {
+    "math": ("brorl.scoring.math", "score_math", 15.0),
+    "code": ("brorl.scoring.code", "score_code", 20.0),  # the program itself is capped at 5 s inside the sandbox
+    "reasoning_gym": ("brorl.scoring.reasoning_gym", "score_reasoning_gym", 15.0),
+}
+
+
+def scorer_of(item: dict) -> str:
+    """The item's scorer name; a clear error naming the item when it is missing or unknown."""
+    name = item.get("scorer")
+    if name not in SCORERS:
+        raise ValueError(
+            f"item {item.get('id', '?')!r}: unknown scorer {name!r} (known: {', '.join(sorted(SCORERS))})"
+        )
+    return name
+
+
+def score(item: dict, response: str) -> Score:
+    """Score one response in this process (no timeout: use score_batch for untrusted or slow cases)."""
+    module, function, _ = SCORERS[scorer_of(item)]
+    try:
+        return getattr(import_module(module), function)(item, response)
+    except Exception as err:  # a verifier bug must not take the pipeline down: record it on the sample
+        return failed(f"crash: {type(err).__name__}: {str(err)[:120]}")
+
+
+__all__ = ["SCORERS", "Score", "failed", "score", "score_batch", "scorer_of"]

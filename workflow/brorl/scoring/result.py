@@ -1,0 +1,28 @@
+"""The result of scoring one response: what every verifier returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Score:
+    """score in [0, 1] (partial credit where the verifier gives it), correct (score == 1 for binary verifiers),
+    error: None, or a short reason why the response scored 0 without being judged (timeout, crash, no answer)."""
+
+    score: float
+    correct: bool
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score must lie in [0, 1], got {self.score}")
+
+    def as_dict(self) -> dict:
+        """Plain dict, for tables."""
+        return asdict(self)
+
+
+def failed(reason: str) -> Score:
+    """A response that could not be judged: scored 0, with the reason kept."""
+    return Score(0.0, False, reason)
