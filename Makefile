@@ -5,9 +5,21 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test lint bench-sim clean-results
+.PHONY: setup sandbox demo test lint bench-sim bench-scoring
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox
+
+# Code verification runs untrusted programs under bubblewrap with the system's /usr/bin/python3 (Debian packages
+# `bubblewrap`, `python3-minimal`). Installed here when we may (root with apt-get); otherwise the scorer falls
+# back to rlimits without namespaces and says so.
+sandbox:
+	@{ command -v bwrap >/dev/null && test -x /usr/bin/python3; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get install -y -qq bubblewrap python3-minimal >/dev/null 2>&1 || \
+	     (apt-get update -qq && apt-get install -y -qq bubblewrap python3-minimal)); \
+	  else \
+	    echo "note: bubblewrap (bwrap) is missing: install it (Debian/Ubuntu: apt-get install bubblewrap) to sandbox code verification"; \
+	  fi; }
 
 # Reinstall only when the pins change. torch comes first so that pip takes the CPU build.
 $(STAMP): pyproject.toml
