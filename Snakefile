@@ -40,6 +40,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/simulation.smk"
+include: "workflow/rules/data.smk"
 
 
 rule all:

@@ -325,6 +325,19 @@ def _check_simulation(cfg: dict) -> list[str]:
     return []
 
 
+def _check_benchmarks(cfg: dict) -> list[str]:
+    """Each benchmark the schema allows must also have its registry entry (workflow/benchmarks/<name>.yaml)."""
+    from .benchmarks.registry import REGISTRY_DIR, benchmark_names
+
+    allowed = set(_resolve({"$ref": "#/$defs/benchmark"}, load_schema())["enum"])
+    known = set(benchmark_names())
+    return [
+        f"config key 'evaluation.benchmarks[{i}]': benchmark {name!r} has no registry entry {REGISTRY_DIR / name}.yaml"
+        for i, name in enumerate(cfg["evaluation"]["benchmarks"])
+        if name in allowed and name not in known
+    ]
+
+
 _CHECKS = (
     _check_arms,
     _check_training,
@@ -333,4 +346,5 @@ _CHECKS = (
     _check_unique_entries,
     _check_analysis,
     _check_simulation,
+    _check_benchmarks,
 )

@@ -1,14 +1,25 @@
 # Path grammar helpers and input functions shared by the stage files. Logic lives in the brorl package.
+import json
 import re
+
+from brorl.benchmarks.prepare import local_data_root
+from brorl.benchmarks.registry import load_registry
 
 SIM = config["simulation"]
 SENSITIVITY = SIM["sensitivity"]
+EVAL = config["evaluation"]
+BENCHMARKS = load_registry()
+PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
+RG_CATEGORIES = [b.category for b in BENCHMARKS.values() if b.family == "reasoning_gym"]
 
 
 wildcard_constraints:
     n=r"\d+",
     seed=r"\d+",
     variant="|".join(re.escape(v["name"]) for v in SENSITIVITY["variants"]),
+    bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
+    category="|".join(map(re.escape, RG_CATEGORIES)),
+    mix=re.escape(config["train_data"]["name"]),
 
 
 # ----------------------------------------------------------------------------------------------------- targets
@@ -105,3 +116,24 @@ def sensitivity_table_flags(wildcards, output):
         "--sensitivity-csv",
         output.sensitivity_csv,
     ]
+
+
+# -------------------------------------------------------------------------------------------------------- data
+def data_targets():
+    """Every benchmark of evaluation.benchmarks (prepared or frozen) and the training mix (target prepare_data)."""
+    return [f"resources/benchmarks/{name}.jsonl" for name in EVAL["benchmarks"]] + [
+        f"resources/train/{config['train_data']['name']}.jsonl"
+    ]
+
+
+def benchmark_source(wildcards):
+    """--source of prepare_benchmark: the registry's local file when it exists here, else the hub (pinned)."""
+    local = BENCHMARKS[wildcards.bench].source("local")
+    if local is not None and (local_data_root() / local.path).is_file():
+        return "local"
+    return "hub"
+
+
+def train_data_spec():
+    """The train_data config section as JSON (the mix recipe; no secrets)."""
+    return json.dumps(config["train_data"], sort_keys=True)

@@ -1,0 +1,96 @@
+# Data stage: benchmarks prepared from a local file or the hub at a pinned revision, the Reasoning Gym evaluation
+# sets generated once and frozen, and the RL prompt mix. Logic in brorl.benchmarks; entries in workflow/benchmarks/.
+# Hub downloads read HF_TOKEN from the environment when it is set (not `envvars:`, which fails when it is unset).
+# Targets (not yet in `all`): `snakemake prepare_data`, or one file:
+#   resources/benchmarks/<bench>.jsonl (+ .manifest.json)   resources/train/<train_data.name>.jsonl (+ .manifest.json)
+
+
+rule prepare_benchmark:
+    output:
+        records="resources/benchmarks/{bench}.jsonl",
+        manifest="resources/benchmarks/{bench}.manifest.json",
+    log:
+        "results/logs/prepare_benchmark/{bench}.log",
+    benchmark:
+        "results/benchmarks/prepare_benchmark/{bench}.tsv"
+    retries: 3
+    localrule: True
+    conda:
+        "../../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=30,
+    params:
+        source=benchmark_source,
+    shell:
+        """
+        python -m brorl.benchmarks prepare \
+            --name {wildcards.bench:q} \
+            --source {params.source:q} \
+            --out {output.records:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule generate_reasoning_gym:
+    output:
+        records="resources/benchmarks/rg_{category}.jsonl",
+        manifest="resources/benchmarks/rg_{category}.manifest.json",
+    log:
+        "results/logs/generate_reasoning_gym/rg_{category}.log",
+    benchmark:
+        "results/benchmarks/generate_reasoning_gym/rg_{category}.tsv"
+    conda:
+        "../../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=30,
+    params:
+        items_per_task=EVAL["reasoning_gym"]["items_per_task"],
+        seed=EVAL["reasoning_gym"]["seed"],
+        version=EVAL["reasoning_gym"]["version"],
+    shell:
+        """
+        PYTHONHASHSEED=0 python -m brorl.benchmarks generate-reasoning-gym \
+            --category {wildcards.category:q} \
+            --items-per-task {params.items_per_task} \
+            --seed {params.seed} \
+            --version {params.version:q} \
+            --out {output.records:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule prepare_train_data:
+    output:
+        records="resources/train/{mix}.jsonl",
+        manifest="resources/train/{mix}.manifest.json",
+    log:
+        "results/logs/prepare_train_data/{mix}.log",
+    benchmark:
+        "results/benchmarks/prepare_train_data/{mix}.tsv"
+    retries: 3
+    localrule: True
+    conda:
+        "../../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=8192,
+        runtime=120,
+    params:
+        spec=train_data_spec(),
+    shell:
+        """
+        PYTHONHASHSEED=0 python -m brorl.benchmarks prepare-train-data \
+            --spec {params.spec:q} \
+            --out {output.records:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule prepare_data:
+    input:
+        data_targets(),
+    localrule: True
