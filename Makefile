@@ -42,6 +42,11 @@ lint: setup
 	snakefmt --check .
 	snakemake --lint
 
+## Throughput of the verifiers: math (vs bare math-verify, 1 and 2 workers) and sandboxed code (programs/s).
+bench-scoring: setup
+	$(VENV)/bin/python -m brorl.scoring.bench_math --out results/benchmarks/scoring_math.json
+	$(VENV)/bin/python -m brorl.scoring.bench_code --out results/benchmarks/scoring_code.json
+
 ## Time the paper-scale simulation sweep against a straightforward implementation.
 bench-sim: setup
 	$(VENV)/bin/python -m brorl.simulation bench --out results/benchmarks/simulation_speed.json

@@ -71,3 +71,14 @@ def test_score_rejects_out_of_range_values() -> None:
 
 def test_empty_batch() -> None:
     assert score_batch([]) == []
+
+
+def test_a_hang_inside_a_chunk_costs_only_that_call(fake_scorers) -> None:
+    """Calls travel in chunks; the calls queued behind a hung or dying one are scored, not lost."""
+    responses = ["ok"] * 300
+    responses[40], responses[41], responses[170] = "hang", "die", "raise"
+    pairs = [({"id": str(i), "scorer": "behave"}, r) for i, r in enumerate(responses)]
+    out = score_batch(pairs, workers=2, timeout_s=1.0)
+    assert [s.correct for s in out] == [r == "ok" for r in responses]
+    assert (out[40].error, out[41].error) == ("timeout after 1 s", "worker died")
+    assert out[170].error.startswith("crash: RuntimeError")
