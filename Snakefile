@@ -4,6 +4,7 @@
 #   results/simulation/N{n}_seed{seed}.parquet                      one token-level run (Figure 3)
 #   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
 #   results/simulation/theory_checks.json                           Theorem 1 / Lemma 2 / Corollary 3 checks
+#   results/eval/{arm}/step{step}/{benchmark}.{samples,scores}.parquet, .summary.json  evaluation (arm base = start)
 #   results/figures/<name>.{png,pdf}, results/tables/<name>.{md,csv} the paper's figures and tables
 import os
 import sys
@@ -41,6 +42,7 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/simulation.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/evaluate.smk"
 
 
 rule all:

@@ -1,4 +1,5 @@
 # Path grammar helpers and input functions shared by the stage files. Logic lives in the brorl package.
+import hashlib
 import json
 import re
 
@@ -11,6 +12,8 @@ EVAL = config["evaluation"]
 BENCHMARKS = load_registry()
 PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
 RG_CATEGORIES = [b.category for b in BENCHMARKS.values() if b.family == "reasoning_gym"]
+BASE_ARM = "base"  # the start checkpoint, evaluated as arm `base` at step base_model.start_step
+ARM_NAMES = [arm["name"] for arm in config["arms"]]
 
 
 wildcard_constraints:
@@ -20,6 +23,9 @@ wildcard_constraints:
     bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
     category="|".join(map(re.escape, RG_CATEGORIES)),
     mix=re.escape(config["train_data"]["name"]),
+    arm="|".join(map(re.escape, [BASE_ARM, *ARM_NAMES])),
+    step=r"\d+",
+    benchmark="|".join(map(re.escape, BENCHMARKS)),
 
 
 # ----------------------------------------------------------------------------------------------------- targets
@@ -28,6 +34,9 @@ def get_final_outputs():
     targets = []
     if SIM["enabled"]:
         targets += simulation_targets()
+    # evaluation only for the embedded engine: at paper scale the base model comes from download_base_model (not yet)
+    if config["engine"] == "embedded":
+        targets += evaluation_targets()
     return targets
 
 
@@ -127,7 +136,10 @@ def data_targets():
 
 
 def benchmark_source(wildcards):
-    """--source of prepare_benchmark: the registry's local file when it exists here, else the hub (pinned)."""
+    """--source of prepare_benchmark: generated offline (synthetic), else the registry's local file when it exists
+    here, else the hub (pinned)."""
+    if BENCHMARKS[wildcards.bench].source("synthetic") is not None:
+        return "synthetic"
     local = BENCHMARKS[wildcards.bench].source("local")
     if local is not None and (local_data_root() / local.path).is_file():
         return "local"
@@ -137,3 +149,78 @@ def benchmark_source(wildcards):
 def train_data_spec():
     """The train_data config section as JSON (the mix recipe; no secrets)."""
     return json.dumps(config["train_data"], sort_keys=True)
+
+
+# -------------------------------------------------------------------------------------------------- evaluation
+TINY_MODEL_DIR = "resources/models/tiny-qwen2"
+TINY_MODEL = config["base_model"]["embedded_model"]
+
+
+def base_model_dir():
+    """The start checkpoint's folder: the tiny Qwen2 (engine embedded), else base_model.local_path or the folder
+    download_base_model will write (resources/models/<repo name>/)."""
+    if config["engine"] == "embedded":
+        return TINY_MODEL_DIR
+    repo_name = config["base_model"]["repo_id"].split("/")[-1]
+    return config["base_model"]["local_path"] or f"resources/models/{repo_name}"
+
+
+def model_dir(arm, step):
+    """The model folder of (arm, step). Only the start checkpoint exists so far (arm `base`, step
+    base_model.start_step); trained checkpoints results/train/<arm>/step<k>/ join here with training.
+    """
+    if arm == BASE_ARM and int(step) == config["base_model"]["start_step"]:
+        return base_model_dir()
+    raise ValueError(
+        f"no model for arm {arm!r} at step {step}: only the start checkpoint "
+        f"({BASE_ARM}, step {config['base_model']['start_step']}) can be evaluated until training exists"
+    )
+
+
+def evaluation_model(wildcards):
+    """Input function of generate_samples: the model folder of the {arm} and {step} wildcards."""
+    return model_dir(wildcards.arm, wildcards.step)
+
+
+def evaluation_points():
+    """The (arm, step) checkpoints evaluated: for now only the start checkpoint (training adds its steps later)."""
+    return [(BASE_ARM, config["base_model"]["start_step"])]
+
+
+def evaluation_summaries():
+    """One summary per evaluated checkpoint x evaluation.benchmarks."""
+    return [
+        f"results/eval/{arm}/step{step}/{bench}.summary.json"
+        for arm, step in evaluation_points()
+        for bench in EVAL["benchmarks"]
+    ]
+
+
+def evaluation_targets():
+    """The evaluation table (markdown and CSV), which needs every summary."""
+    return ["results/tables/eval_summary.md", "results/tables/eval_summary.csv"]
+
+
+def max_items_flag():
+    """--max-items of generation, scoring and summaries (the first K problems), empty when evaluation.max_items is null."""
+    return [] if EVAL["max_items"] is None else ["--max-items", str(EVAL["max_items"])]
+
+
+def max_model_len():
+    """Longest prompt + response at evaluation (tokens): context.prompt_max_len + evaluation.max_tokens."""
+    return config["context"]["prompt_max_len"] + EVAL["max_tokens"]
+
+
+def tiny_model_tie_flag():
+    """--tie of build-tiny when base_model.embedded_model.tie_word_embeddings is set, else nothing."""
+    return ["--tie"] if TINY_MODEL["tie_word_embeddings"] else []
+
+
+def scoring_code_sha256():
+    """SHA-256 over the verifiers' source (brorl/scoring/*.py): a params value of score_samples, so that a verifier
+    change reruns scoring (never generation, which does not see it)."""
+    digest = hashlib.sha256()
+    for path in sorted((Path(PACKAGE_DIR) / "brorl" / "scoring").glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

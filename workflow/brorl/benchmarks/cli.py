@@ -22,7 +22,8 @@ def _cmd_prepare(a: argparse.Namespace) -> None:
 
     spec = _spec(a.registry, a.name)
     manifest = prepare(spec, a.source, a.out, cache_dir=a.cache_dir, retries=a.retries)
-    print(f"{a.name}: {manifest['rows']} records from {manifest['source']['file']} -> {a.out}")
+    origin = manifest["source"].get("file") or manifest["source"].get("generator")
+    print(f"{a.name}: {manifest['rows']} records from {origin} -> {a.out}")
 
 
 def _cmd_generate_rg(a: argparse.Namespace) -> None:
@@ -74,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("prepare", help="a local file or hub dataset -> normalized JSONL + manifest")
     q.add_argument("--name", required=True, help="benchmark name (registry entry)")
     q.add_argument("--source", required=True,
-                   help="'hub' (download at the pinned revision), 'local' (the registry's local file), or a file path")
+                   help="'hub' (download at the pinned revision), 'local' (the registry's local file), "
+                        "'synthetic' (generated offline), or a file path")
     q.add_argument("--out", required=True, type=Path, help="resources/benchmarks/NAME.jsonl")
     q.add_argument("--cache-dir", default=None, help="hub download cache (default: the hub's own)")
     q.add_argument("--retries", type=int, default=3, help="download attempts")

@@ -288,8 +288,45 @@ def prepare_from_file(
     return manifest
 
 
+def prepare_synthetic(spec: BenchmarkSpec, out: Path | str) -> dict:
+    """A synthetic benchmark (brorl.benchmarks.synthetic): expected_rows items of its generator and seed, offline."""
+    from ..provenance import provenance
+    from .synthetic import VERSION, generate
+
+    source = spec.source("synthetic")
+    if source is None:
+        raise PrepareError(f"{spec.path}: benchmark {spec.name!r} has no synthetic source")
+    try:
+        records = generate(source.generator, spec.expected_rows, source.seed, spec.name)
+    except ValueError as e:
+        raise PrepareError(f"{spec.path}: {e}") from e
+    for rec in records:  # the registry's template, like every prepared benchmark
+        rec["prompt"] = spec.render_prompt(rec["metadata"]["problem"])
+        rec["metadata"]["registry_version"] = spec.version
+    write_records(out, records)
+    manifest = {
+        "benchmark": spec.name,
+        "family": spec.family,
+        "scorer": spec.scorer,
+        "n_samples": spec.n_samples,
+        "registry_version": spec.version,
+        "registry_sha256": sha256_file(spec.path) if spec.path else None,
+        "record_version": RECORD_VERSION,
+        "source": {"kind": "synthetic", "generator": f"{source.generator}@{VERSION}", "seed": source.seed,
+                   "license": source.license, "requested": "synthetic"},  # fmt: skip
+        "rows": len(records),
+        "expected_rows": spec.expected_rows,
+        "output_sha256": sha256_file(out),
+        "provenance": provenance(),
+    }
+    manifest_path(out).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
 def prepare(spec: BenchmarkSpec, source_arg: str, out: Path | str, cache_dir=None, retries: int = 3) -> dict:
-    """``--source`` (hub | local | a file path) -> records at ``out`` and a manifest beside it."""
+    """``--source`` (hub | local | synthetic | a file path) -> records at ``out`` and a manifest beside it."""
+    if source_arg == "synthetic":
+        return prepare_synthetic(spec, out)
     source, path = resolve_source(spec, source_arg)
     origin: dict = {"requested": source_arg}
     if path is None:

@@ -37,6 +37,8 @@ class Source:
     fields: dict = field(default_factory=dict)
     filter: dict = field(default_factory=dict)
     strip_suffix: str | None = None
+    generator: str | None = None
+    seed: int | None = None
     note: str | None = None
 
 
@@ -96,7 +98,14 @@ def _semantic_problems(entry: dict, stem: str) -> list[str]:
             problems.append("key 'category': required for a reasoning_gym benchmark")
         if [s["kind"] for s in entry["sources"]] != ["reasoning_gym"]:
             problems.append("key 'sources': a reasoning_gym benchmark has exactly one source of kind reasoning_gym")
-    need = {"local": ("path", "fields"), "hub": ("repo_id", "filename", "fields"), "reasoning_gym": ()}
+    kinds = [s["kind"] for s in entry["sources"]]
+    if "synthetic" in kinds:
+        if kinds != ["synthetic"]:
+            problems.append("key 'sources': a synthetic benchmark has exactly one source of kind synthetic")
+        if entry["expected_rows"] is None:
+            problems.append("key 'expected_rows': a synthetic benchmark needs its item count")
+    need = {"local": ("path", "fields"), "hub": ("repo_id", "filename", "fields"), "reasoning_gym": (),
+            "synthetic": ("generator", "seed")}  # fmt: skip
     target = {"math": "answer", "code": "tests"}.get(entry["family"])
     for i, src in enumerate(entry["sources"]):
         for key in need[src["kind"]]:

@@ -1,0 +1,301 @@
+"""The evaluation stage: unbiased pass@k against brute force, summaries and scoring of hand-made samples (every
+item x sample accounted for; unknown, duplicate and missing samples fail naming the id), the table's family
+averages, the tiny preset's evaluation DAG, and a real end-to-end evaluation through Snakemake (tiny model,
+offline benchmarks) that is then up to date and resumes from its generation shards."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from brorl.benchmarks.records import write_records
+from brorl.benchmarks.synthetic import arithmetic
+from brorl.config import load_yaml_config
+from brorl.evaluation.passk import ks_for, pass_at_k, pass_at_k_from_scores
+from brorl.evaluation.score import EvaluationError, check_coverage
+from brorl.evaluation.summary import collect, summarize
+from test_workflow import CONFIG, TINY, job_counts, output_of, snakemake, write_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "brorl.evaluation", *map(str, args)], env=ENV, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------- pass@k
+def brute_force_pass_at_k(outcomes: list[int], k: int) -> float:
+    """Fraction of all k-subsets of the samples that hold at least one correct sample."""
+    subsets = list(itertools.combinations(outcomes, k))
+    return sum(any(s) for s in subsets) / len(subsets)
+
+
+def test_pass_at_k_equals_enumeration_over_all_subsets():
+    for n in range(1, 9):
+        for c in range(n + 1):
+            outcomes = [1] * c + [0] * (n - c)
+            for k in range(1, n + 1):
+                got = float(pass_at_k([n], [c], k)[0])
+                assert got == pytest.approx(brute_force_pass_at_k(outcomes, k), abs=1e-12), (n, c, k)
+
+
+def test_pass_at_k_is_vectorised_and_stable_for_large_n():
+    n, c = np.array([16, 16, 16, 16]), np.array([0, 5, 15, 16])
+    assert pass_at_k(n, c, 1) == pytest.approx(c / n)
+    assert pass_at_k([16], [5], 1)[0] == 0.3125  # research/EVAL_PROTOCOL_AND_SCORING.md section 5
+    big = pass_at_k([100_000], [3], 1000)[0]  # binomials of this size overflow floats
+    assert big == pytest.approx(1 - np.prod([1 - 1000 / i for i in range(99_998, 100_001)]))
+    with pytest.raises(ValueError, match="at least 8 samples"):
+        pass_at_k([4], [1], 8)
+
+
+def test_continuous_scores_pass_at_1_is_the_mean_and_pass_at_k_counts_full_scores():
+    scores = np.array([[0.5, 1.0, 0.0, 0.25], [1.0, 1.0, 0.9, 0.0]])
+    assert pass_at_k_from_scores(scores, 1) == pytest.approx([0.4375, 0.725])
+    assert pass_at_k_from_scores(scores, 2) == pytest.approx(
+        [brute_force_pass_at_k([0, 1, 0, 0], 2), brute_force_pass_at_k([1, 1, 0, 0], 2)]
+    )
+    assert ks_for(16) == [1, 2, 4, 8, 16] and ks_for(4) == [1, 2, 4]
+
+
+# ------------------------------------------------------------------------------------------------ scoring, summary
+def _items(n_items: int = 3) -> list[dict]:
+    return arithmetic(n_items, 7, benchmark="synthetic_math")
+
+
+def _samples(items: list[dict], n: int) -> pd.DataFrame:
+    """Sample s of item i answers correctly when (i + s) is even; the last sample of each item is truncated."""
+    rows = []
+    for i, item in enumerate(items):
+        for s in range(n):
+            answer = item["answer"] if (i + s) % 2 == 0 else "-1"
+            response = f"<think>sum</think> The answer is \\boxed{{{answer}}}."
+            rows.append({"id": item["id"], "sample_idx": s, "response": response, "n_tokens": 10 + s,
+                         "finish_reason": "length" if s == n - 1 else "stop"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_summary_pass_at_1_is_the_mean_of_the_scores():
+    rng = np.random.default_rng(0)
+    items, n = _items(5), 8
+    samples = _samples(items, n)
+    scores = samples[["id", "sample_idx"]].assign(score=rng.random(len(samples)).round(2), error=None)
+    scores.loc[::3, "score"] = 1.0
+    scores["correct"] = scores["score"] == 1.0
+    shuffled = scores.sample(frac=1.0, random_state=1)  # order of rows must not matter
+    summary = summarize(items, samples, shuffled)
+    assert summary["pass_at_1"] == pytest.approx(scores["score"].mean())
+    assert summary["pass_at_k"]["1"] == pytest.approx(summary["pass_at_1"])
+    assert set(summary["pass_at_k"]) == {"1", "2", "4", "8"}
+    assert summary["n_items"] == 5 and summary["n_samples"] == 8 and summary["family"] == "math"
+    assert summary["truncation_rate"] == pytest.approx(1 / 8)
+    assert summary["mean_response_tokens"] == pytest.approx(10 + 3.5)
+
+
+def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
+    items = _items(4)
+    bench = tmp_path / "synthetic_math.jsonl"
+    write_records(bench, items)
+    samples = tmp_path / "s.samples.parquet"
+    _samples(items[:3], 4).to_parquet(samples)  # the first 3 items, as generation's --max-items 3
+    scores = tmp_path / "s.scores.parquet"
+    proc = cli("score", "--benchmark", bench, "--samples", samples, "--max-items", 3, "--n", 4, "--workers", 2,
+               "--out", scores)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    df = pd.read_parquet(scores)
+    assert list(df.columns) == ["id", "sample_idx", "score", "correct", "error"]
+    assert len(df) == 12 and set(zip(df.id, df.sample_idx)) == {(it["id"], s) for it in items[:3] for s in range(4)}
+    expected = [1.0 if (i + s) % 2 == 0 else 0.0 for i in range(3) for s in range(4)]
+    assert df["score"].tolist() == expected and df["correct"].tolist() == [e == 1.0 for e in expected]
+
+    summary = tmp_path / "s.summary.json"
+    proc = cli("summarize", "--benchmark", bench, "--samples", samples, "--scores", scores, "--arm", "base",
+               "--step", 0, "--max-items", 3, "--n", 4, "--out", summary)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(summary.read_text())
+    assert s["pass_at_1"] == pytest.approx(df["score"].mean()) == pytest.approx(0.5)
+    assert s["pass_at_k"]["2"] == pytest.approx(1 - 1 / 6) and s["pass_at_k"]["4"] == 1.0
+    assert s["arm"] == "base" and s["step"] == 0 and s["benchmark"] == "synthetic_math"
+    assert s["truncation_rate"] == pytest.approx(0.25) and s["scorer_errors"] == {}
+    assert s["inputs"]["scores"]["sha256"] and "git" in s["provenance"]
+
+
+@pytest.mark.parametrize(
+    "mutate, words",
+    [
+        (lambda df: pd.concat([df, df.iloc[[5]]]), "duplicate sample(s) (id, sample_idx): ('synthetic_math/1', 1)"),
+        (lambda df: df.drop(index=6), "missing samples for 1 item(s): 'synthetic_math/1 (3 of 4)'"),
+        (lambda df: df[df.id != "synthetic_math/2"], "missing samples for 1 item(s): 'synthetic_math/2 (0 of 4)'"),
+        (lambda df: df.replace({"id": {"synthetic_math/0": "aime24/0"}}), "not among the 3 benchmark item(s)"),
+        (lambda df: df.assign(sample_idx=df.sample_idx.where(df.index != 0, 9)), "sample_idx outside 0..3"),
+    ],
+    ids=["duplicate", "missing-sample", "missing-item", "unknown-id", "bad-index"],
+)
+def test_score_cli_rejects_samples_that_do_not_cover_the_items(tmp_path, mutate, words):
+    items = _items(3)
+    bench = tmp_path / "synthetic_math.jsonl"
+    write_records(bench, items)
+    samples = tmp_path / "s.samples.parquet"
+    mutate(_samples(items, 4)).to_parquet(samples)
+    out = tmp_path / "s.scores.parquet"
+    proc = cli("score", "--benchmark", bench, "--samples", samples, "--n", 4, "--out", out)
+    assert proc.returncode == 2, proc.stderr
+    assert "error:" in proc.stderr and words in proc.stderr, proc.stderr
+    assert str(samples) in proc.stderr and not out.exists()
+
+
+def test_coverage_check_orders_rows_by_item_then_sample():
+    items = _items(2)
+    df = _samples(items, 3).iloc[::-1]
+    ordered, n = check_coverage(items, df, "x")
+    assert n == 3 and list(zip(ordered.id, ordered.sample_idx)) == [(i["id"], s) for i in items for s in range(3)]
+    with pytest.raises(EvaluationError, match="no samples"):
+        check_coverage(items, df.iloc[:0], "x")
+
+
+def _summary(arm, step, bench, family, p1, n=16, tokens=10.0, trunc=0.0, errors=None):
+    return {"arm": arm, "step": step, "benchmark": bench, "family": family, "n_items": 10, "n_samples": n,
+            "pass_at_1": p1, "pass_at_k": {str(k): min(1.0, p1 * k) for k in ks_for(n)},
+            "mean_response_tokens": tokens, "truncation_rate": trunc, "scorer_errors": errors or {}}  # fmt: skip
+
+
+def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_path):
+    summaries = [
+        _summary("base", 0, "aime24", "math", 0.2, tokens=100),
+        _summary("base", 0, "math500", "math", 0.6, tokens=50, errors={"timeout": 2}),
+        _summary("base", 0, "synthetic_math", "math", 0.4),
+        _summary("base", 0, "apps", "code", 0.3),
+        _summary("base", 0, "rg_games", "reasoning_gym", 0.5, trunc=0.5),
+        _summary("base", 0, "rg_arc", "reasoning_gym", 0.1),
+        _summary("prorl_n16", 25, "aime24", "math", 0.3),
+    ]
+    df = collect(summaries)
+    assert len(df) == 7 + 3 + 1  # benchmark rows + (Math, Code, Reasoning Gym) of base + Math of prorl_n16
+    avg = df[df.benchmark.str.endswith(" avg")].set_index(["arm", "benchmark"])
+    assert avg.loc[("base", "Math avg"), "pass@1"] == pytest.approx(0.4)
+    assert avg.loc[("base", "Math avg"), "n_benchmarks"] == 3
+    assert avg.loc[("base", "Math avg"), "mean_response_tokens"] == pytest.approx(160 / 3)
+    assert avg.loc[("base", "Math avg"), "scorer_errors"] == 2
+    assert avg.loc[("base", "Code avg"), "pass@1"] == pytest.approx(0.3)
+    assert avg.loc[("base", "Reasoning Gym avg"), "pass@1"] == pytest.approx(0.3)
+    assert avg.loc[("base", "Reasoning Gym avg"), "truncation_rate"] == pytest.approx(0.25)
+    assert avg.loc[("prorl_n16", "Math avg"), "pass@1"] == pytest.approx(0.3)
+    base = df[df.arm == "base"].benchmark.tolist()
+    assert base[:3] == ["aime24", "math500", "synthetic_math"] and base[-3:] == ["Math avg", "Code avg",
+                                                                                 "Reasoning Gym avg"]  # fmt: skip
+    with pytest.raises(EvaluationError, match="two summaries"):
+        collect(summaries + [summaries[0]])
+
+    paths = []
+    for i, s in enumerate(summaries):
+        paths.append(tmp_path / f"{i}.summary.json")
+        paths[-1].write_text(json.dumps(s))
+    md, csv = tmp_path / "t.md", tmp_path / "t.csv"
+    proc = cli("collect", "--summaries", *paths, "--out-csv", csv, "--out-md", md)
+    assert proc.returncode == 0, proc.stderr
+    assert len(pd.read_csv(csv)) == 11 and "| base | 0 | Math avg | math | 3 |" in md.read_text()
+
+
+# ------------------------------------------------------------------------------------------------------- workflow
+def expected_evaluation_counts(cfg: dict) -> dict[str, int]:
+    """Jobs of the evaluation (start checkpoint only) and of the benchmark files it reads."""
+    benches = cfg["evaluation"]["benchmarks"]
+    rg = sum(b.startswith("rg_") for b in benches)
+    counts = {"build_tiny_model": 1, "generate_samples": len(benches), "score_samples": len(benches),
+              "summarize_evaluation": len(benches), "collect_evaluation": 1,
+              "generate_reasoning_gym": rg, "prepare_benchmark": len(benches) - rg}  # fmt: skip
+    return {k: v for k, v in counts.items() if v}
+
+
+def test_dry_run_of_the_tiny_preset_evaluates_the_start_checkpoint(tmp_path):
+    cfg = load_yaml_config(CONFIG, TINY)
+    assert cfg["engine"] == "embedded" and cfg["evaluation"]["n_samples"] == 16
+    proc = snakemake("collect_evaluation", "-n", "--directory", tmp_path, "--configfile", TINY)
+    text = output_of(proc)
+    assert proc.returncode == 0, text
+    assert job_counts(proc) == expected_evaluation_counts(cfg)
+    step = cfg["base_model"]["start_step"]
+    for bench in cfg["evaluation"]["benchmarks"]:
+        for ext in ("samples.parquet", "scores.parquet", "summary.json"):
+            assert f"results/eval/base/step{step}/{bench}.{ext}" in text
+    assert "--max-items 4" in text and "--n 16" in text and "--engine embedded" in text
+
+
+def test_paper_config_keeps_evaluation_out_of_all(tmp_path):
+    proc = snakemake("-n", "--directory", tmp_path)
+    assert proc.returncode == 0, output_of(proc)
+    assert "generate_samples" not in job_counts(proc)
+
+
+# ------------------------------------------------------------------------------------------------------ real run
+ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.models.cli", "brorl.generation.cli"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
+def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_shards(tmp_path):
+    override = write_yaml(tmp_path / "small.yaml", {
+        "simulation": {"enabled": False},
+        "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic"], "max_items": 3, "n_samples": 16,
+                       "max_tokens": 16, "shard_size": 1},
+    })  # fmt: skip
+    env_shared = os.environ.get("BRORL_SHARED")
+    os.environ["BRORL_SHARED"] = str(tmp_path / "no-shared")  # offline: nothing from ../shared
+    try:
+        args = ("--cores", "2", "--directory", tmp_path, "--configfile", TINY, override)
+        proc = snakemake(*args, timeout=1200)
+        assert proc.returncode == 0, output_of(proc)[-8000:]
+        eval_dir = tmp_path / "results" / "eval" / "base" / "step0"
+        for bench in ("synthetic_math", "rg_arithmetic"):
+            items = [json.loads(line) for line in (tmp_path / f"resources/benchmarks/{bench}.jsonl").open()][:3]
+            samples = pd.read_parquet(eval_dir / f"{bench}.samples.parquet")
+            scores = pd.read_parquet(eval_dir / f"{bench}.scores.parquet")
+            summary = json.loads((eval_dir / f"{bench}.summary.json").read_text())
+            assert sorted(samples.id.unique()) == sorted(i["id"] for i in items)
+            for _, group in samples.groupby("id"):
+                assert sorted(group.sample_idx) == list(range(16))
+            assert (samples.n_tokens <= 16).all()
+            assert len(scores) == len(samples) == 48
+            assert set(zip(scores.id, scores.sample_idx)) == set(zip(samples.id, samples.sample_idx))
+            assert summary["pass_at_1"] == pytest.approx(scores.score.mean())
+            assert summary["n_items"] == 3 and summary["n_samples"] == 16
+        table = pd.read_csv(tmp_path / "results/tables/eval_summary.csv")
+        assert {"synthetic_math", "rg_arithmetic", "Math avg", "Reasoning Gym avg"} <= set(table.benchmark)
+
+        again = snakemake(*args)
+        assert again.returncode == 0 and "Nothing to be done" in output_of(again), output_of(again)
+
+        shards = sorted(p for p in (eval_dir / "synthetic_math.samples.parquet.shards").iterdir() if p.is_file())
+        assert len(shards) >= 3, shards  # shard_size 1: one shard per item (plus any bookkeeping files)
+        victim = next(p for p in shards if p.suffix == ".parquet")
+        kept = {p: p.stat().st_mtime_ns for p in shards if p != victim and p.suffix == ".parquet"}
+        victim.unlink()
+        (eval_dir / "synthetic_math.samples.parquet").unlink()
+        # Snakemake does not rebuild a missing intermediate file whose consumers are complete: ask for it by name
+        samples_file = "results/eval/base/step0/synthetic_math.samples.parquet"
+        resumed = snakemake(samples_file, "collect_evaluation", *args)
+        text = output_of(resumed)
+        assert resumed.returncode == 0, text[-8000:]
+        assert victim.is_file() and all(p.stat().st_mtime_ns == t for p, t in kept.items())
+        jobs = job_counts(resumed)
+        assert jobs["generate_samples"] == 1 and "build_tiny_model" not in jobs, jobs
+        assert {"score_samples", "summarize_evaluation", "collect_evaluation"} <= set(jobs)  # new samples, rescored
+        log = (tmp_path / "results/logs/generate_samples/base/step0/synthetic_math.log").read_text()
+        assert f"1 of {len(kept) + 1} shard(s) to generate" in log, log[-3000:]
+        assert len(pd.read_parquet(eval_dir / "synthetic_math.samples.parquet")) == 48
+    finally:
+        if env_shared is None:
+            os.environ.pop("BRORL_SHARED", None)
+        else:
+            os.environ["BRORL_SHARED"] = env_shared

@@ -1,0 +1,94 @@
+"""Command line of the evaluation stage: ``python -m brorl.evaluation {score,summarize,collect}``.
+
+Generation is ``python -m brorl.generation generate``; these commands read its samples and never import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _cmd_score(a: argparse.Namespace) -> None:
+    from .score import SAMPLE_COLUMNS, load_items, read_table, score_samples, write_scores
+
+    items = load_items(a.benchmark, a.max_items)
+    samples = read_table(a.samples, SAMPLE_COLUMNS, "samples")
+    print(f"scoring {len(samples)} samples of {len(items)} items of {a.benchmark} with {a.workers} workers",
+          file=sys.stderr)  # fmt: skip
+    scores = score_samples(items, samples, workers=a.workers, timeout_s=a.timeout_s, progress=True, n=a.n,
+                           where=str(a.samples))  # fmt: skip
+    write_scores(scores, a.out)
+    errors = int(scores["error"].notna().sum())
+    print(f"{len(scores)} samples scored: mean score {scores['score'].mean():.4f}, {errors} scorer error(s) -> {a.out}")
+
+
+def _cmd_summarize(a: argparse.Namespace) -> None:
+    from .score import load_items
+    from .summary import summary_record
+
+    items = load_items(a.benchmark, a.max_items)
+    record = summary_record(items, a.samples, a.scores, a.benchmark, a.arm, a.step, n=a.n, max_items=a.max_items)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(record, indent=2) + "\n")
+    ks = ", ".join(f"pass@{k} {v:.4f}" for k, v in record["pass_at_k"].items())
+    print(f"{a.arm} step {a.step} {record['benchmark']}: {record['n_items']} items x {record['n_samples']} samples, "
+          f"{ks}, truncated {record['truncation_rate']:.1%} -> {a.out}")  # fmt: skip
+
+
+def _cmd_collect(a: argparse.Namespace) -> None:
+    from ..tables import write_table
+    from .summary import collect
+
+    summaries = [json.loads(Path(p).read_text()) for p in a.summaries]
+    df = collect(summaries)
+    write_table(df, a.out_md, a.out_csv, title="Evaluation: pass@k per arm, step and benchmark, with family averages")
+    print(f"{len(summaries)} summaries -> {len(df)} rows -> {a.out_md}, {a.out_csv}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m brorl.evaluation", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("score", help="samples -> one score per (item, sample) via the verifiers")
+    s.add_argument("--benchmark", required=True, type=Path, help="resources/benchmarks/BENCH.jsonl")
+    s.add_argument("--samples", required=True, type=Path, help="BENCH.samples.parquet of brorl.generation")
+    s.add_argument("--max-items", type=int, default=None, help="the first K items were generated (as --max-items)")
+    s.add_argument("--n", type=int, default=None, help="samples per item (default: the most any item has)")
+    s.add_argument("--workers", type=int, default=2, help="scoring worker processes")
+    s.add_argument("--timeout-s", type=float, default=None, help="hard timeout per call (default: each scorer's)")
+    s.add_argument("--out", required=True, type=Path, help="BENCH.scores.parquet")
+    s.set_defaults(func=_cmd_score)
+
+    m = sub.add_parser("summarize", help="samples + scores -> pass@k, lengths, truncation, errors (JSON)")
+    m.add_argument("--benchmark", required=True, type=Path)
+    m.add_argument("--samples", required=True, type=Path)
+    m.add_argument("--scores", required=True, type=Path)
+    m.add_argument("--arm", required=True, help="arm name (base = the start checkpoint)")
+    m.add_argument("--step", required=True, type=int, help="RL step of the checkpoint")
+    m.add_argument("--max-items", type=int, default=None)
+    m.add_argument("--n", type=int, default=None)
+    m.add_argument("--out", required=True, type=Path, help="BENCH.summary.json")
+    m.set_defaults(func=_cmd_summarize)
+
+    c = sub.add_parser("collect", help="summaries -> one table row per (arm, step, benchmark) + family averages")
+    c.add_argument("--summaries", required=True, nargs="+", type=Path)
+    c.add_argument("--out-csv", required=True, type=Path)
+    c.add_argument("--out-md", required=True, type=Path)
+    c.set_defaults(func=_cmd_collect)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point; a mismatch between samples, scores and benchmark ends with one clear line and exit status 2."""
+    from ..benchmarks.records import RecordError
+    from .score import EvaluationError
+
+    a = build_parser().parse_args(argv)
+    try:
+        a.func(a)
+    except (EvaluationError, RecordError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,5 @@
+"""``python -m brorl.generation``: see cli.py."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,5 @@
+"""``python -m brorl.models``: see cli.py."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,197 @@
+# Evaluation stage: the paper's protocol (section 5; 16 samples, temperature 0.6, top_p 0.95) on each evaluated
+# checkpoint x evaluation.benchmarks. Generation and scoring are separate rules, so a verifier change reruns scoring
+# only. Logic in brorl.models (tiny model), brorl.generation (samples) and brorl.evaluation (scores, summaries, table).
+# In `all` only for engine embedded (the tiny model stands in for the start checkpoint); at paper scale the base
+# model comes from download_base_model. Targets: results/tables/eval_summary.{md,csv}, or one file of the grammar:
+#   results/eval/{arm}/step{step}/{benchmark}.samples.parquet (+ .json sidecar, + .shards/ kept for resuming)
+#   results/eval/{arm}/step{step}/{benchmark}.scores.parquet   results/eval/{arm}/step{step}/{benchmark}.summary.json
+
+
+rule build_tiny_model:
+    output:
+        directory(TINY_MODEL_DIR),
+    log:
+        "results/logs/build_tiny_model/tiny-qwen2.log",
+    conda:
+        "../../envs/eval.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        hidden_size=TINY_MODEL["hidden_size"],
+        intermediate_size=TINY_MODEL["intermediate_size"],
+        num_layers=TINY_MODEL["num_layers"],
+        num_heads=TINY_MODEL["num_heads"],
+        num_kv_heads=TINY_MODEL["num_kv_heads"],
+        max_position_embeddings=TINY_MODEL["max_position_embeddings"],
+        seed=TINY_MODEL["seed"],
+        tie=tiny_model_tie_flag(),
+    shell:
+        """
+        python -m brorl.models build-tiny \
+            --out {output:q} \
+            --hidden-size {params.hidden_size} \
+            --intermediate-size {params.intermediate_size} \
+            --num-layers {params.num_layers} \
+            --num-heads {params.num_heads} \
+            --num-kv-heads {params.num_kv_heads} \
+            --max-position-embeddings {params.max_position_embeddings} \
+            --seed {params.seed} \
+            {params.tie:q} \
+            >{log:q} 2>&1
+        python -m brorl.models check {output:q} >>{log:q} 2>&1
+        """
+
+
+rule generate_samples:
+    input:
+        model=evaluation_model,
+        benchmark="resources/benchmarks/{benchmark}.jsonl",
+    output:
+        samples=ensure(
+            "results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
+            non_empty=True,
+        ),
+        sidecar="results/eval/{arm}/step{step}/{benchmark}.samples.parquet.json",
+    log:
+        "results/logs/generate_samples/{arm}/step{step}/{benchmark}.log",
+    benchmark:
+        "results/benchmarks/generate_samples/{arm}/step{step}/{benchmark}.tsv"
+    conda:
+        "../../envs/eval.yaml"
+    threads: 2
+    resources:
+        mem_mb=16384,
+        runtime=240,
+    params:
+        engine=config["engine"],
+        n=EVAL["n_samples"],
+        temperature=EVAL["temperature"],
+        top_p=EVAL["top_p"],
+        max_tokens=EVAL["max_tokens"],
+        max_model_len=max_model_len(),
+        seed=EVAL["seed"],
+        shard_size=EVAL["shard_size"],
+        max_items=max_items_flag(),
+    shell:
+        """
+        python -m brorl.generation generate \
+            --model {input.model:q} \
+            --benchmark {input.benchmark:q} \
+            --n {params.n} \
+            --temperature {params.temperature} \
+            --top-p {params.top_p} \
+            --max-tokens {params.max_tokens} \
+            --max-model-len {params.max_model_len} \
+            --seed {params.seed} \
+            --shard-size {params.shard_size} \
+            --engine {params.engine:q} \
+            {params.max_items:q} \
+            --out {output.samples:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule score_samples:
+    input:
+        benchmark="resources/benchmarks/{benchmark}.jsonl",
+        samples="results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
+    output:
+        ensure(
+            "results/eval/{arm}/step{step}/{benchmark}.scores.parquet", non_empty=True
+        ),
+    log:
+        "results/logs/score_samples/{arm}/step{step}/{benchmark}.log",
+    benchmark:
+        "results/benchmarks/score_samples/{arm}/step{step}/{benchmark}.tsv"
+    conda:
+        "../../envs/score.yaml"
+    threads: 2
+    resources:
+        mem_mb=4096,
+        runtime=120,
+    params:
+        n=EVAL["n_samples"],
+        max_items=max_items_flag(),
+        verifier_sha256=scoring_code_sha256(),  # rerun trigger only: a verifier change rescores
+    shell:
+        """
+        python -m brorl.evaluation score \
+            --benchmark {input.benchmark:q} \
+            --samples {input.samples:q} \
+            --n {params.n} \
+            {params.max_items:q} \
+            --workers {threads} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule summarize_evaluation:
+    input:
+        benchmark="resources/benchmarks/{benchmark}.jsonl",
+        samples="results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
+        scores="results/eval/{arm}/step{step}/{benchmark}.scores.parquet",
+    output:
+        "results/eval/{arm}/step{step}/{benchmark}.summary.json",
+    log:
+        "results/logs/summarize_evaluation/{arm}/step{step}/{benchmark}.log",
+    localrule: True
+    conda:
+        "../../envs/score.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        n=EVAL["n_samples"],
+        max_items=max_items_flag(),
+    shell:
+        """
+        python -m brorl.evaluation summarize \
+            --benchmark {input.benchmark:q} \
+            --samples {input.samples:q} \
+            --scores {input.scores:q} \
+            --arm {wildcards.arm:q} \
+            --step {wildcards.step} \
+            --n {params.n} \
+            {params.max_items:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule collect_evaluation:
+    input:
+        summaries=evaluation_summaries(),
+    output:
+        md=report(
+            "results/tables/eval_summary.md",
+            caption="../report/eval_summary.rst",
+            category="Evaluation",
+            labels={"table": "pass@k per benchmark", "format": "markdown"},
+        ),
+        csv=report(
+            "results/tables/eval_summary.csv",
+            caption="../report/eval_summary.rst",
+            category="Evaluation",
+            labels={"table": "pass@k per benchmark", "format": "csv"},
+        ),
+    log:
+        "results/logs/collect_evaluation/eval_summary.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    shell:
+        """
+        python -m brorl.evaluation collect \
+            --summaries {input.summaries:q} \
+            --out-csv {output.csv:q} \
+            --out-md {output.md:q} \
+            >{log:q} 2>&1
+        """
