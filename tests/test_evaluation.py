@@ -9,6 +9,7 @@ import importlib.util
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -244,7 +245,19 @@ ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.mode
 
 @pytest.mark.slow
 @pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
+def _copy_of_the_workflow(dest: Path) -> Path:
+    """A private copy of the workflow (its own brorl package), so that a test may edit a verifier."""
+    root = Path(__file__).resolve().parents[1]
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("workflow", "profiles", "envs"):
+        shutil.copytree(root / name, dest / name, ignore=ignore)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(root / name, dest / name)
+    return dest
+
+
 def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_shards(tmp_path):
+    repo = _copy_of_the_workflow(tmp_path / "repo")
     override = write_yaml(tmp_path / "small.yaml", {
         "simulation": {"enabled": False},
         "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic"], "max_items": 3, "n_samples": 16,
@@ -254,7 +267,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
     os.environ["BRORL_SHARED"] = str(tmp_path / "no-shared")  # offline: nothing from ../shared
     try:
         args = ("--cores", "2", "--directory", tmp_path, "--configfile", TINY, override)
-        proc = snakemake(*args, timeout=1200)
+        proc = snakemake(*args, cwd=repo, timeout=1200)
         assert proc.returncode == 0, output_of(proc)[-8000:]
         eval_dir = tmp_path / "results" / "eval" / "base" / "step0"
         for bench in ("synthetic_math", "rg_arithmetic"):
@@ -273,7 +286,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         table = pd.read_csv(tmp_path / "results/tables/eval_summary.csv")
         assert {"synthetic_math", "rg_arithmetic", "Math avg", "Reasoning Gym avg"} <= set(table.benchmark)
 
-        again = snakemake(*args)
+        again = snakemake(*args, cwd=repo)
         assert again.returncode == 0 and "Nothing to be done" in output_of(again), output_of(again)
 
         shards = sorted(p for p in (eval_dir / "synthetic_math.samples.parquet.shards").iterdir() if p.is_file())
@@ -284,7 +297,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         (eval_dir / "synthetic_math.samples.parquet").unlink()
         # Snakemake does not rebuild a missing intermediate file whose consumers are complete: ask for it by name
         samples_file = "results/eval/base/step0/synthetic_math.samples.parquet"
-        resumed = snakemake(samples_file, "collect_evaluation", *args)
+        resumed = snakemake(samples_file, "collect_evaluation", *args, cwd=repo)
         text = output_of(resumed)
         assert resumed.returncode == 0, text[-8000:]
         assert victim.is_file() and all(p.stat().st_mtime_ns == t for p, t in kept.items())
@@ -294,6 +307,13 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         log = (tmp_path / "results/logs/generate_samples/base/step0/synthetic_math.log").read_text()
         assert f"1 of {len(kept) + 1} shard(s) to generate" in log, log[-3000:]
         assert len(pd.read_parquet(eval_dir / "synthetic_math.samples.parquet")) == 48
+
+        # A verifier change reruns scoring (and what reads the scores), never generation.
+        verifier = repo / "workflow" / "brorl" / "scoring" / "math.py"
+        verifier.write_text(verifier.read_text() + "\n# a verifier edit\n")
+        changed = job_counts(snakemake("-n", *args, cwd=repo))
+        assert changed.get("score_samples") == 2, changed
+        assert "generate_samples" not in changed and "build_tiny_model" not in changed, changed
     finally:
         if env_shared is None:
             os.environ.pop("BRORL_SHARED", None)

@@ -206,6 +206,11 @@ def max_items_flag():
     return [] if EVAL["max_items"] is None else ["--max-items", str(EVAL["max_items"])]
 
 
+def data_parallel_size(wildcards, resources):
+    """vLLM engines of one generation job: one per GPU the profile gives it (resource `gpu`), else 1 (CPU)."""
+    return max(1, int(resources.get("gpu", 0) or 0))
+
+
 def max_model_len():
     """Longest prompt + response at evaluation (tokens): context.prompt_max_len + evaluation.max_tokens."""
     return config["context"]["prompt_max_len"] + EVAL["max_tokens"]

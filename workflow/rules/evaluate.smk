@@ -74,6 +74,7 @@ rule generate_samples:
         seed=EVAL["seed"],
         shard_size=EVAL["shard_size"],
         max_items=max_items_flag(),
+        data_parallel=data_parallel_size,
     shell:
         """
         python -m brorl.generation generate \
@@ -87,6 +88,7 @@ rule generate_samples:
             --seed {params.seed} \
             --shard-size {params.shard_size} \
             --engine {params.engine:q} \
+            --data-parallel-size {params.data_parallel} \
             {params.max_items:q} \
             --out {output.samples:q} \
             >{log:q} 2>&1
