@@ -7,6 +7,7 @@ a non-git checkout or an unreadable /proc yields None for that field.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import subprocess
@@ -20,6 +21,15 @@ PACKAGES = (
     "torch", "numpy", "pandas", "scipy", "pyarrow", "matplotlib", "seaborn", "snakemake",
     "vllm", "openrlhf", "transformers", "math-verify", "reasoning-gym", "brorl-repro",
 )  # fmt: skip
+
+
+def sha256_file(path: Path | str) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks (manifests and checksums across stages)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

@@ -8,7 +8,6 @@ the hub, run the same code path with a local file.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import math
 import os
@@ -17,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..provenance import provenance, sha256_file
 from .records import RECORD_VERSION, write_records
 from .registry import BenchmarkSpec, Source
 
@@ -32,14 +32,6 @@ def local_data_root() -> Path:
     """Root of local benchmark files: $BRORL_SHARED/data/benchmarks, else <repo>/../shared/data/benchmarks."""
     shared = os.environ.get("BRORL_SHARED")
     return (Path(shared) if shared else REPO_ROOT.parent / "shared") / "data" / "benchmarks"
-
-
-def sha256_file(path: Path | str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def load_rows(path: Path | str) -> list[dict]:
@@ -255,8 +247,6 @@ def prepare_from_file(
     spec: BenchmarkSpec, source: Source, path: Path | str, out: Path | str, origin: dict | None = None
 ) -> dict:
     """Normalize one file with ``source``'s mapping, check the row count, write records and manifest; return it."""
-    from ..provenance import provenance
-
     path = Path(path)
     records = normalize_rows(spec, source, load_rows(path), str(path))
     if spec.expected_rows is not None and len(records) != spec.expected_rows:
@@ -265,32 +255,16 @@ def prepare_from_file(
             f"(key 'expected_rows' of {spec.path})"
         )
     write_records(out, records)
-    manifest = {
-        "benchmark": spec.name,
-        "family": spec.family,
-        "scorer": spec.scorer,
-        "n_samples": spec.n_samples,
-        "registry_version": spec.version,
-        "registry_sha256": sha256_file(spec.path) if spec.path else None,
-        "record_version": RECORD_VERSION,
-        "source": {
-            "kind": source.kind, "path": source.path, "repo_id": source.repo_id, "filename": source.filename,
-            "split": source.split, "revision": source.revision, "license": source.license, **(origin or {}),
-            "file": str(path),
-        },  # fmt: skip
-        "rows": len(records),
-        "expected_rows": spec.expected_rows,
-        "input_sha256": sha256_file(path),
-        "output_sha256": sha256_file(out),
-        "provenance": provenance(),
-    }
-    manifest_path(out).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return manifest
+    source_info = {
+        "kind": source.kind, "path": source.path, "repo_id": source.repo_id, "filename": source.filename,
+        "split": source.split, "revision": source.revision, "license": source.license, **(origin or {}),
+        "file": str(path),
+    }  # fmt: skip
+    return _write_manifest(spec, source_info, records, out, input_sha256=sha256_file(path))
 
 
 def prepare_synthetic(spec: BenchmarkSpec, out: Path | str) -> dict:
     """A synthetic benchmark (brorl.benchmarks.synthetic): expected_rows items of its generator and seed, offline."""
-    from ..provenance import provenance
     from .synthetic import VERSION, generate
 
     source = spec.source("synthetic")
@@ -304,6 +278,13 @@ def prepare_synthetic(spec: BenchmarkSpec, out: Path | str) -> dict:
         rec["prompt"] = spec.render_prompt(rec["metadata"]["problem"])
         rec["metadata"]["registry_version"] = spec.version
     write_records(out, records)
+    source_info = {"kind": "synthetic", "generator": f"{source.generator}@{VERSION}", "seed": source.seed,
+                   "license": source.license, "requested": "synthetic"}  # fmt: skip
+    return _write_manifest(spec, source_info, records, out)
+
+
+def _write_manifest(spec: BenchmarkSpec, source_info: dict, records: list, out: Path | str, **extra) -> dict:
+    """The manifest beside a prepared benchmark: what was read, what was written, by which code."""
     manifest = {
         "benchmark": spec.name,
         "family": spec.family,
@@ -312,10 +293,10 @@ def prepare_synthetic(spec: BenchmarkSpec, out: Path | str) -> dict:
         "registry_version": spec.version,
         "registry_sha256": sha256_file(spec.path) if spec.path else None,
         "record_version": RECORD_VERSION,
-        "source": {"kind": "synthetic", "generator": f"{source.generator}@{VERSION}", "seed": source.seed,
-                   "license": source.license, "requested": "synthetic"},  # fmt: skip
+        "source": source_info,
         "rows": len(records),
         "expected_rows": spec.expected_rows,
+        **extra,
         "output_sha256": sha256_file(out),
         "provenance": provenance(),
     }

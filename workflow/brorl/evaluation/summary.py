@@ -8,7 +8,6 @@ Reasoning Gym over its categories (ProRL's "Avg" columns).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..provenance import sha256_file
 from .passk import DEFAULT_KS, ks_for, pass_at_k_from_scores
 from .score import SAMPLE_COLUMNS, SCORE_COLUMNS, EvaluationError, check_coverage
 
@@ -26,14 +26,6 @@ FAMILY_ORDER = tuple(FAMILY_LABELS)
 def error_reason(error: str) -> str:
     """The reason of a scorer error without its details: "crash: ValueError: ..." -> "crash"."""
     return error.split(":", 1)[0].strip() or error
-
-
-def _sha256(path: Path | str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def summarize(
@@ -78,9 +70,9 @@ def summary_record(
     sidecar = Path(str(samples_path) + ".json")
     generation = json.loads(sidecar.read_text()) if sidecar.is_file() else None
     inputs = {
-        "benchmark": {"path": str(benchmark_path), "sha256": _sha256(benchmark_path)},
-        "samples": {"path": str(samples_path), "sha256": _sha256(samples_path)},
-        "scores": {"path": str(scores_path), "sha256": _sha256(scores_path)},
+        "benchmark": {"path": str(benchmark_path), "sha256": sha256_file(benchmark_path)},
+        "samples": {"path": str(samples_path), "sha256": sha256_file(samples_path)},
+        "scores": {"path": str(scores_path), "sha256": sha256_file(scores_path)},
     }
     return {"arm": arm, "step": int(step), **body, "max_items": max_items, "inputs": inputs,
             "generation": generation, "provenance": provenance()}  # fmt: skip

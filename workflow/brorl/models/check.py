@@ -21,6 +21,8 @@ import json
 import struct
 from pathlib import Path
 
+from ..provenance import sha256_file as file_sha256
+
 MANIFEST_NAME = "brorl_manifest.json"
 MANIFEST_FORMAT = 1
 TOKENIZER_FILES = (("tokenizer.json",), ("tokenizer.model",), ("vocab.json", "merges.txt"))
@@ -31,15 +33,6 @@ SINGLE_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
 class ModelError(ValueError):
     """A model folder that cannot be used; the message names the folder and the problem."""
-
-
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes (read in 1 MiB chunks)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read_json(folder: Path, name: str) -> dict:
