@@ -186,3 +186,11 @@ def test_bench_layouts_smoke(engine):
     assert all(r["samples_per_s"]["min"] <= r["samples_per_s"]["median"] <= r["samples_per_s"]["max"] for r in results)
     with pytest.raises(ValueError, match="32x16"):
         parse_layout("32by16")
+
+
+def test_benchmarks_do_not_share_random_streams() -> None:
+    """Shard k of two benchmarks gets two seeds: their samples must not be correlated through the RNG."""
+    from brorl.generation.generate import shard_seed
+
+    assert shard_seed(0, 0, "rg_arithmetic/basic_arithmetic/0") != shard_seed(0, 0, "rg_geometry/advanced_geometry/0")
+    assert shard_seed(0, 3, "x/0") == shard_seed(0, 3, "x/0")

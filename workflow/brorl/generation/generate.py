@@ -7,8 +7,8 @@ ones. The shards are then merged into ``<out>`` (skipped when ``<out>`` and its 
 shards) (columns id, sample_idx, response, n_tokens, finish_reason; exactly
 n rows per item) with a sidecar ``<out>.json`` (model, sampling, engine, shard seeds, provenance).
 
-Reproducibility: shard k is generated after ``Engine.reseed(shard_seed(seed, k))`` (worker RNGs reseeded, prefix
-cache cleared), so its samples depend only on (seed, k, its items, sampling parameters, model, engine settings,
+Reproducibility: shard k is generated after ``Engine.reseed(shard_seed(seed, k, first item id))`` (worker RNGs
+reseeded, prefix cache cleared), so its samples depend only on (seed, k, its items, sampling parameters, model, engine settings,
 hardware): deleting one shard regenerates the same samples on the same machine and software, whatever ran before.
 Across GPU counts, batch sizes or library versions samples differ (floating-point reductions), not their law.
 
@@ -43,9 +43,14 @@ class GenerationError(RuntimeError):
     """Generation cannot proceed or its output is inconsistent; the message says what and where."""
 
 
-def shard_seed(seed: int, shard: int) -> int:
-    """A 31-bit seed derived from (seed, shard index) only."""
-    return int.from_bytes(hashlib.sha256(f"brorl-shard:{seed}:{shard}".encode()).digest()[:4], "big") & 0x7FFFFFFF
+def shard_seed(seed: int, shard: int, first_id: str) -> int:
+    """A 31-bit seed derived from (seed, shard index, the shard's first item id).
+
+    The item id (which names its benchmark) keeps benchmarks on separate random streams: with the shard index alone,
+    shard k of every benchmark would reuse one stream and their samples would be correlated.
+    """
+    key = f"brorl-shard:{seed}:{shard}:{first_id}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def shards_dir(out_path: Path) -> Path:
@@ -182,9 +187,10 @@ def generate_samples(
         engine_info = engine.info()
         for k in tqdm(pending, desc=f"generate {out_path.name}", unit="shard", disable=not progress):
             items = [records[i] for i in shards[k]]
-            comps = engine.generate([r["prompt"] for r in items], seed=shard_seed(seed, k), **sampling)
+            k_seed = shard_seed(seed, k, items[0]["id"])
+            comps = engine.generate([r["prompt"] for r in items], seed=k_seed, **sampling)
             table = _rows([r["id"] for r in items], comps, n)
-            meta = {"key": keys[k], "shard": k, "shard_seed": shard_seed(seed, k), "engine": engine_info}
+            meta = {"key": keys[k], "shard": k, "shard_seed": k_seed, "engine": engine_info}
             table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
             _atomic_write_table(table, shard_path(out_path, k))
     if dp_rank is not None:
@@ -227,7 +233,8 @@ def _merge(out_path, shards, keys, ids, records, run_key, engine_info, benchmark
         "engine": {**run_key["engine"], "info": engine_info or next((e for e in shard_engines if e), None)},
         "seed": seed,
         "shards": {"count": len(shards), "size": len(shards[0]) if shards else 0,
-                   "seeds": [shard_seed(seed, k) for k in range(len(shards))], "keys_sha256": keys_hash},
+                   "seeds": [shard_seed(seed, k, ids[s[0]]) for k, s in enumerate(shards)],
+                   "keys_sha256": keys_hash},
         "summary": {"rows": table.num_rows, "length_finished": reasons.count("length"),
                     "mean_n_tokens": sum(n_tokens) / max(1, len(n_tokens))},
     }  # fmt: skip
