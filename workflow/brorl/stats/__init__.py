@@ -6,7 +6,8 @@ benchmark) live in ``brorl.stats.units``; import that module explicitly. ``pytho
 whole analysis at the paper's size.
 """
 
-from brorl.stats.tests import (
+from .tests import (  # the public names, and their list __all__
+    __all__,
     BootstrapCI,
     PairedTest,
     bootstrap_ci,
@@ -19,15 +20,3 @@ from brorl.stats.tests import (
     paired_one_tailed,
 )
 
-__all__ = [
-    "BootstrapCI",
-    "PairedTest",
-    "bootstrap_ci",
-    "bootstrap_distribution",
-    "grouped_paired_one_tailed",
-    "holm",
-    "holm_reject",
-    "paired_bootstrap_ci",
-    "paired_differences",
-    "paired_one_tailed",
-]
