@@ -325,9 +325,11 @@ def test_a_hub_train_source_without_a_mapping_fails_clearly(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------- workflow
 @pytest.mark.parametrize("profile", [[], ["--profile", "profiles/local"]], ids=["paper", "tiny"])
-def test_prepare_data_dry_run(profile):
+def test_prepare_data_dry_run(profile, tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "prepare_data", *profile],
+    # --directory: outputs left in the checkout by an earlier run must not make the dry run empty
+    cmd = [str(Path(sys.executable).parent / "snakemake"), "-n", "prepare_data", "--directory", str(tmp_path)]
+    proc = subprocess.run([*cmd, *profile],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
     text = proc.stdout + proc.stderr

@@ -104,13 +104,14 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
 
 
 def test_dry_run_from_the_repo_root_uses_config_yaml():
-    proc = snakemake("-n")
+    proc = snakemake("-n", "--forceall")  # every job, whatever outputs an earlier run left in the checkout
     assert proc.returncode == 0, output_of(proc)
     assert job_counts(proc) == expected_simulation_counts(load_yaml_config(CONFIG))
 
 
-def test_dry_run_with_the_local_profile_uses_the_tiny_preset():
-    proc = snakemake("-n", "--profile", "profiles/local")
+def test_dry_run_with_the_local_profile_uses_the_tiny_preset(tmp_path):
+    # --directory: outputs left in the checkout by an earlier `make demo` must not shrink the dry run
+    proc = snakemake("-n", "--profile", "profiles/local", "--directory", tmp_path)
     text = output_of(proc)
     assert proc.returncode == 0, text
     assert "profiles/local" in text and "profiles/default" in text  # the workflow profile applies too

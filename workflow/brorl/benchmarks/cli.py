@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import run_command
+
 
 def _cmd_list(a: argparse.Namespace) -> None:
     from .registry import load_registry
@@ -104,7 +106,4 @@ def main(argv: list[str] | None = None) -> None:
     from .registry import RegistryError
 
     a = build_parser().parse_args(argv)
-    try:
-        a.func(a)
-    except (PrepareError, RecordError, RegistryError) as e:
-        sys.exit(f"error: {e}")
+    run_command(a, (PrepareError, RecordError, RegistryError), status=1)

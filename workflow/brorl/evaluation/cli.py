@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import run_command
+
 
 def _cmd_score(a: argparse.Namespace) -> None:
     from .score import SAMPLE_COLUMNS, load_items, read_table, score_samples, write_scores
@@ -87,8 +89,4 @@ def main(argv: list[str] | None = None) -> None:
     from .score import EvaluationError
 
     a = build_parser().parse_args(argv)
-    try:
-        a.func(a)
-    except (EvaluationError, RecordError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    run_command(a, (EvaluationError, RecordError))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from ..cli import run_command
 
 
 def _cmd_generate(a: argparse.Namespace) -> None:
@@ -103,11 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     from .generate import GenerationError
 
     args = build_parser().parse_args(argv)
-    try:
-        args.func(args)
-    except (ModelError, RecordError, GenerationError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    run_command(args, (ModelError, RecordError, GenerationError, ValueError))
 
 
 if __name__ == "__main__":

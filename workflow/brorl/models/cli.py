@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+from ..cli import run_command
 from .check import ModelError, check_model_dir, manifest_hash
 
 
@@ -52,11 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    try:
-        args.func(args)
-    except (ModelError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    run_command(args, (ModelError, ValueError))
 
 
 if __name__ == "__main__":

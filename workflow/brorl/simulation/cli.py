@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import run_command
 from .memory import keep_freed_memory
 from .spec import OptimizerSpec, SimulationError, SimulationSpec
 
@@ -147,8 +148,4 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point; bad parameters end with one clear line and exit status 2."""
     args = build_parser().parse_args(argv)
     keep_freed_memory()
-    try:
-        args.func(args)
-    except SimulationError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_command(args, (SimulationError,))
