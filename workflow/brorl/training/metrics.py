@@ -1,0 +1,121 @@
+"""Per-step training metrics (`results/train/<arm>/metrics.jsonl`): the schema, a validating reader and a resumable
+writer. One JSON object per RL step, identical for the embedded and the cluster engine (ARCHITECTURE.md section 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+SCHEMA_VERSION = 1
+# name -> meaning; every record has every key (null where an engine cannot measure it)
+FIELDS: dict[str, str] = {
+    "step": "continued RL step (1-based, after the start checkpoint)",
+    "segment": "index of the training segment (job) that ran the step",
+    "wall_s": "cumulative training wall-clock seconds at the end of the step, across segments",
+    "step_s": "wall-clock seconds of this step",
+    "prompts": "prompts in the update, after dynamic sampling",
+    "samples": "samples in the update (prompts x N)",
+    "generated_prompts": "prompts sampled, including groups dropped by dynamic sampling",
+    "generated_samples": "samples generated, including dropped groups",
+    "dynamic_sampling_pass_rate": "samples / generated_samples of this step",
+    "reward_mean": "mean reward over the generated samples",
+    "score_mean": "mean binary score (correct) over the generated samples",
+    "kl": "mean KL(policy || reference) per token over the update",
+    "entropy": "mean per-token entropy of the policy over the update",
+    "response_len_mean": "mean response length of the generated samples (tokens)",
+    "truncated_frac": "fraction of generated samples that hit the response budget",
+    "gen_samples_per_s": "generated samples per second of generation time",
+    "lr": "learning rate of the step",
+    "gen_s": "seconds generating rollouts",
+    "reward_s": "seconds scoring rollouts",
+    "logprob_s": "seconds computing old/reference log-probabilities",
+    "update_s": "seconds in forward/backward/optimizer",
+    "reload_s": "seconds loading the new weights into the inference engine",
+}
+
+
+class MetricsError(ValueError):
+    """A metrics file that does not follow the schema (names file and line)."""
+
+
+def validate_record(record: Mapping[str, Any], where: str) -> None:
+    """Raise MetricsError unless `record` has exactly the schema's keys and a positive integer step."""
+    missing = [k for k in FIELDS if k not in record]
+    unknown = [k for k in record if k not in FIELDS]
+    if missing or unknown:
+        raise MetricsError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+    if not isinstance(record["step"], int) or record["step"] < 1:
+        raise MetricsError(f"{where}: step must be a positive integer, got {record['step']!r}")
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """All records of a metrics file in step order; each step exactly once (else MetricsError)."""
+    path = Path(path)
+    records = []
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                raise MetricsError(f"{path}:{number}: blank line")
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise MetricsError(f"{path}:{number}: not JSON ({error})") from None
+            validate_record(record, f"{path}:{number}")
+            records.append(record)
+    steps = [r["step"] for r in records]
+    if steps != sorted(set(steps)):
+        raise MetricsError(f"{path}: steps must increase strictly, got {steps}")
+    return records
+
+
+def _clean(value: Any) -> Any:
+    """JSON cannot hold NaN/inf: store them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_metrics(path: str | Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Replace `path` atomically with `records` (used to drop steps past a restored state on resume)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as handle:
+        for record in records:
+            validate_record(record, str(path))
+            handle.write(json.dumps({k: _clean(record[k]) for k in FIELDS}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    tmp.replace(path)
+
+
+def truncate_after(path: str | Path, step: int) -> list[dict[str, Any]]:
+    """Keep only records with step <= `step` (a resumed run restarts after its last saved state); returns them."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    kept = [r for r in read_metrics(path) if r["step"] <= step]
+    write_metrics(path, kept)
+    return kept
+
+
+def append_metrics(path: str | Path, record: Mapping[str, Any]) -> None:
+    """Append one step's record (validated, flushed to disk so a killed job loses at most the current step)."""
+    validate_record(record, str(path))
+    with Path(path).open("a") as handle:
+        handle.write(json.dumps({k: _clean(record[k]) for k in FIELDS}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def pass_rate(records: Iterable[Mapping[str, Any]]) -> float:
+    """Overall dynamic-sampling pass rate: surviving samples / generated samples over all steps."""
+    records = list(records)
+    generated = sum(r["generated_samples"] for r in records)
+    if generated == 0:
+        raise MetricsError("no generated samples: the pass rate is undefined")
+    return sum(r["samples"] for r in records) / generated

@@ -1,0 +1,145 @@
+"""Derived training values of one arm, computed from the config in ONE place (both engines and the plan use them).
+
+Pure: no I/O, no heavy imports. The paper keeps the number of PPO mini-batches per RL step equal across arms and
+scales the learning rate with the square root of the samples per step (lr_new = lr0 * sqrt(B_new / B0)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class RecipeError(ValueError):
+    """A config whose training recipe cannot be built (names the arm and key)."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Continued steps first..last (inclusive) run by one training job.
+
+    reset_reference: the job starts with the reference policy set to the policy it resumes from (a ProRLv2
+    reference reset at this segment boundary); False for the first segment and for walltime-only splits.
+    """
+
+    index: int
+    first_step: int
+    last_step: int
+    reset_reference: bool
+
+    @property
+    def steps(self) -> range:
+        return range(self.first_step, self.last_step + 1)
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    """Everything an engine needs about one arm's run, derived from config."""
+
+    name: str
+    n: int
+    prompts_per_step: int
+    samples_per_step: int
+    mini_batches_per_step: int
+    mini_batch_samples: int  # samples per optimizer update (OpenRLHF --train.batch_size)
+    lr: float
+    continued_steps: int
+    seed: int
+    saved_steps: tuple[int, ...]
+    segments: tuple[Segment, ...] = field(repr=False)
+
+    def segment_of(self, step: int) -> Segment:
+        """The segment that runs continued step `step`."""
+        for segment in self.segments:
+            if segment.first_step <= step <= segment.last_step:
+                return segment
+        raise RecipeError(f"arm {self.name!r} has no step {step} (it runs steps 1..{self.continued_steps})")
+
+
+def scaled_lr(lr0: float, samples: int, base_samples: int, rule: str) -> float:
+    """lr for `samples` per step: sqrt -> lr0*sqrt(B/B0), linear -> lr0*B/B0, none -> lr0."""
+    if rule == "sqrt":
+        return lr0 * math.sqrt(samples / base_samples)
+    if rule == "linear":
+        return lr0 * samples / base_samples
+    if rule == "none":
+        return lr0
+    raise RecipeError(f"unknown learning-rate rule {rule!r} (expected sqrt, linear or none)")
+
+
+def saved_steps(continued_steps: int, every: int, report_steps: list[int]) -> tuple[int, ...]:
+    """Continued steps whose weights are exported: every `every`, the report steps and the last step."""
+    steps = set(range(every, continued_steps + 1, every)) | set(report_steps) | {continued_steps}
+    return tuple(sorted(s for s in steps if 1 <= s <= continued_steps))
+
+
+def plan_segments(continued_steps: int, reset_period: int | None, max_steps: int | None) -> tuple[Segment, ...]:
+    """Split steps 1..continued_steps at reference resets (every reset_period steps) and walltime limits.
+
+    A reset boundary starts a segment with reset_reference=True; a walltime split (max_steps per job) keeps the
+    reference. Both may be None (one segment).
+    """
+    boundaries: dict[int, bool] = {}  # first step of a segment -> starts with a reference reset
+    if reset_period:
+        for start in range(reset_period + 1, continued_steps + 1, reset_period):
+            boundaries[start] = True
+    if max_steps:
+        # walltime splits are counted within each reset period, so that a reset never falls inside a job
+        starts = sorted({1, *boundaries})
+        ends = [*(s - 1 for s in starts[1:]), continued_steps]
+        for start, end in zip(starts, ends):
+            for split in range(start + max_steps, end + 1, max_steps):
+                boundaries.setdefault(split, False)
+    starts = sorted({1, *boundaries})
+    ends = [*(s - 1 for s in starts[1:]), continued_steps]
+    return tuple(
+        Segment(index=i, first_step=s, last_step=e, reset_reference=boundaries.get(s, False))
+        for i, (s, e) in enumerate(zip(starts, ends))
+    )
+
+
+def find_arm(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """The arm called `name` in config['arms']."""
+    for arm in config["arms"]:
+        if arm["name"] == name:
+            return arm
+    raise RecipeError(f"no arm named {name!r} in config 'arms' (have: {[a['name'] for a in config['arms']]})")
+
+
+def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
+    """The derived recipe of arm `name`; raises RecipeError naming the key when it cannot be built."""
+    arm = find_arm(config, name)
+    train = config["training"]
+    samples = arm["n"] * arm["prompts_per_step"]
+    mini_batches = train["mini_batches_per_step"]
+    if samples % mini_batches:
+        raise RecipeError(
+            f"arm {name!r}: training.mini_batches_per_step = {mini_batches} does not divide its "
+            f"{samples} samples per step (n {arm['n']} x prompts_per_step {arm['prompts_per_step']})"
+        )
+    rule = arm.get("lr_rule") or train["lr_scaling"]["rule"]
+    lr = scaled_lr(train["lr0"], samples, train["lr_scaling"]["base_samples_per_step"], rule)
+    reset = train["reference_reset"]
+    return ArmPlan(
+        name=name,
+        n=arm["n"],
+        prompts_per_step=arm["prompts_per_step"],
+        samples_per_step=samples,
+        mini_batches_per_step=mini_batches,
+        mini_batch_samples=samples // mini_batches,
+        lr=lr,
+        continued_steps=arm["continued_steps"],
+        seed=arm["seed"],
+        saved_steps=saved_steps(arm["continued_steps"], train["checkpoint_every"], arm["report_steps"]),
+        segments=plan_segments(
+            arm["continued_steps"],
+            reset["period_steps"] if reset["enabled"] else None,
+            train.get("segment_max_steps"),
+        ),
+    )
+
+
+def enabled_arms(config: Mapping[str, Any]) -> list[str]:
+    """Names of the arms that are trained and evaluated."""
+    return [arm["name"] for arm in config["arms"] if arm.get("enabled", True)]
