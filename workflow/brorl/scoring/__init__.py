@@ -32,10 +32,14 @@ def scorer_of(item: dict) -> str:
 
 
 def score(item: dict, response: str) -> Score:
-    """Score one response in this process (no timeout: use score_batch for untrusted or slow cases)."""
+    """Score one response in this process (no timeout: use score_batch for untrusted or slow cases).
+
+    An item may carry ``scorer_options`` (keyword arguments of its verifier, e.g. the training reward's
+    ``{"reward": "fraction", "time_limit_s": 5.0}`` for code).
+    """
     module, function, _ = SCORERS[scorer_of(item)]
     try:
-        return getattr(import_module(module), function)(item, response)
+        return getattr(import_module(module), function)(item, response, **item.get("scorer_options", {}))
     except Exception as err:  # a verifier bug must not take the pipeline down: record it on the sample
         return failed(f"crash: {type(err).__name__}: {str(err)[:120]}")
 

@@ -143,3 +143,28 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
 def enabled_arms(config: Mapping[str, Any]) -> list[str]:
     """Names of the arms that are trained and evaluated."""
     return [arm["name"] for arm in config["arms"] if arm.get("enabled", True)]
+
+
+def lr_at(step: int, lr: float, continued_steps: int, scheduler: str, warmup_steps: int) -> float:
+    """Learning rate of continued step `step` (1-based): linear warm-up, then constant or cosine decay to 0."""
+    if warmup_steps and step <= warmup_steps:
+        return lr * step / warmup_steps
+    if scheduler == "constant":
+        return lr
+    if scheduler == "cosine":
+        span = max(continued_steps - warmup_steps, 1)
+        return lr * 0.5 * (1.0 + math.cos(math.pi * (step - warmup_steps) / span))
+    raise RecipeError(f"unknown lr scheduler {scheduler!r} (expected constant or cosine)")
+
+
+def recipe_fingerprint(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """What a run folder's weights depend on: the arm, the training section, the context budgets and the mix.
+    A resumed run must match it exactly (a changed recipe must never continue an old run silently)."""
+    return {
+        # label/description/enabled/report_steps are presentation; continued_steps may grow (continue a run)
+        "arm": {k: v for k, v in find_arm(config, name).items()
+                if k not in ("label", "description", "enabled", "report_steps", "continued_steps")},
+        "training": {k: v for k, v in config["training"].items() if k not in ("embedded", "cluster", "segment_max_steps")},
+        "context": dict(config["context"]),
+        "train_data": config["train_data"]["name"],
+    }

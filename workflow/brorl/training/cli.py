@@ -1,0 +1,113 @@
+"""`python -m brorl.training segment|export|finish|bench`: the train stage's commands (rules in train.smk)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from brorl.cli import run_command
+
+from .metrics import MetricsError
+from .recipe import RecipeError, arm_plan
+from .segments import CheckpointError
+
+
+def _config(args: argparse.Namespace) -> dict:
+    """The recipe config (a JSON text from the rule's params, or a file), validated and with defaults filled."""
+    from brorl.config import validate_config
+
+    text = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
+    config = json.loads(text)
+    validate_config(config)
+    return config
+
+
+def cmd_segment(args: argparse.Namespace) -> None:
+    from .segments import write_segment_manifest
+
+    config = _config(args)
+    plan = arm_plan(config, args.arm)
+    if not 0 <= args.segment < len(plan.segments):
+        raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
+    out_dir = Path(args.out_dir)
+    if args.engine == "embedded":
+        from .embedded import EmbeddedRun
+
+        run = EmbeddedRun(config, args.arm, Path(args.start_model), Path(args.train_data), out_dir)
+        records = run.run_segment(args.segment, stop_after=args.stop_after)
+        if args.stop_after is not None and records and records[-1]["step"] < plan.segments[args.segment].last_step:
+            return  # stopped early on purpose: no manifest, the job is not finished
+        extra = {"engine": "embedded", "dropped_prompts": getattr(run, "dropped_prompts", None)}
+    else:
+        from .cluster import run_cluster_segment  # the OpenRLHF path (paper scale)
+
+        records, extra = run_cluster_segment(config, args.arm, args.segment, Path(args.start_model),
+                                             Path(args.train_data), out_dir)  # fmt: skip
+    write_segment_manifest(Path(args.manifest), plan, plan.segments[args.segment], records, out_dir / "run", extra)
+    print(f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, "
+          f"mean reward {sum(r['reward_mean'] for r in records) / len(records):.4f}")
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from .segments import export_checkpoint
+
+    export_checkpoint(Path(args.manifest), Path(args.run_dir), args.step, Path(args.out))
+
+
+def cmd_finish(args: argparse.Namespace) -> None:
+    from .segments import write_train_summary
+
+    config = _config(args)
+    write_train_summary(Path(args.out), arm_plan(config, args.arm), [Path(m) for m in args.manifests],
+                        Path(args.metrics))  # fmt: skip
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    from .bench import run_bench
+
+    run_bench([Path(m) for m in args.metrics], Path(args.out))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m brorl.training", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("segment", help="run one training segment (job) of one arm")
+    p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
+    p.add_argument("--arm", required=True)
+    p.add_argument("--segment", type=int, required=True)
+    p.add_argument("--engine", choices=["embedded", "cluster"], required=True)
+    p.add_argument("--start-model", required=True, help="the model folder training starts from")
+    p.add_argument("--train-data", required=True, help="the prepared train mix (jsonl)")
+    p.add_argument("--out-dir", required=True, help="results/train/<arm>")
+    p.add_argument("--manifest", required=True, help="where the segment manifest goes")
+    p.add_argument("--stop-after", type=int, default=None, help="end after this step, without a manifest (tests)")
+    p.set_defaults(func=cmd_segment)
+
+    p = sub.add_parser("export", help="link a saved step's export into results/train/<arm>/step<k>/")
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--step", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("finish", help="write train.json once every segment of an arm is done")
+    p.add_argument("--config", required=True)
+    p.add_argument("--arm", required=True)
+    p.add_argument("--manifests", nargs="+", required=True)
+    p.add_argument("--metrics", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_finish)
+
+    p = sub.add_parser("bench", help="steps/s and where the time goes, from training metrics files")
+    p.add_argument("--metrics", required=True, nargs="+")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bench)
+
+    args = parser.parse_args(argv)
+    from brorl.config import ConfigError
+
+    from .embedded import TrainingError
+
+    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, FileNotFoundError))

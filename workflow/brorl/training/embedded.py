@@ -1,0 +1,255 @@
+"""The embedded (CPU) engine: one training segment of one arm, the paper's recipe at tiny scale.
+
+Each RL step: draw prompts_per_step prompts -> N vLLM rollouts each (with logprobs) -> the shared reward ->
+dynamic sampling (drop prompts whose N binary scores are all equal; refill with fresh prompts) -> REINFORCE++
+-baseline advantages -> old and reference logprobs -> mini-batch updates with OpenRLHF's PolicyLoss and KL ->
+AdamW -> new weights into vLLM. After every step: export (saved steps), metrics line, full state, in that order, so
+a run killed at any point redoes at most the step in progress and each step appears once in metrics.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import metrics as metrics_io
+from . import state as run_state
+from .advantages import keep_groups, reinforce_baseline
+from .data import PromptStream, derived_seed
+from .recipe import ArmPlan, Segment, arm_plan, lr_at, recipe_fingerprint
+
+
+class TrainingError(RuntimeError):
+    """A training run that cannot start or continue (names the file or key to fix)."""
+
+
+@dataclass
+class StepOutcome:
+    """What one step's generation + scoring produced (kept groups only in the arrays)."""
+
+    groups: list = field(default_factory=list)  # list[list[Rollout]] kept
+    rewards: list = field(default_factory=list)  # (G, N) rewards of kept groups
+    generated_prompts: int = 0
+    generated_samples: int = 0
+    reward_sum: float = 0.0
+    score_sum: float = 0.0
+    length_sum: int = 0
+    truncated: int = 0
+    gen_s: float = 0.0
+    reward_s: float = 0.0
+
+
+def check_fingerprint(run_dir: Path, fingerprint: dict) -> None:
+    """Refuse to continue a run folder made with another recipe; record the recipe on a fresh one."""
+    path = run_dir / "recipe.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old != json.loads(json.dumps(fingerprint)):
+            changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != json.loads(json.dumps(fingerprint)).get(k))
+            raise TrainingError(f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
+                                f"restore the config or delete {run_dir.parent} to retrain this arm")  # fmt: skip
+    else:
+        run_state.atomic_json(path, fingerprint)
+
+
+def usable_items(items: list[dict], prompt_lengths: list[int], limit: int) -> tuple[list[dict], int]:
+    """Items whose templated prompt fits `limit` tokens, and how many were left out (reported, never silent)."""
+    kept = [item for item, length in zip(items, prompt_lengths) if length <= limit]
+    return kept, len(items) - len(kept)
+
+
+class EmbeddedRun:
+    """One arm's run folder driven step by step; `run_segment` is the entry point."""
+
+    def __init__(self, config: Mapping[str, Any], arm: str, start_model: Path, train_data: Path,
+                 out_dir: Path, progress: bool = True) -> None:  # fmt: skip
+        self.config, self.arm = config, arm
+        self.plan: ArmPlan = arm_plan(config, arm)
+        self.train = config["training"]
+        self.start_model, self.train_data = Path(start_model), Path(train_data)
+        self.out_dir = Path(out_dir)
+        self.run_dir = self.out_dir / "run"
+        self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.progress = progress
+        ctx = config["context"]
+        self.max_tokens = ctx["train_max_len"]
+        self.prompt_max_len = ctx["prompt_max_len"]
+
+    # ------------------------------------------------------------------------------------------------ set-up
+    def _setup(self, segment: Segment) -> int:
+        """Load items, engine, policy, reference and optimizer at the committed step; returns that step."""
+        import torch
+
+        from brorl.benchmarks.records import read_records
+
+        from .rollout import RolloutEngine
+        from .trainer import LossSettings, PolicyTrainer, load_causal_lm
+
+        torch.set_num_threads(self.train["embedded"]["threads"])
+        check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
+        committed = run_state.latest_step(self.run_dir) or 0
+        if committed < segment.first_step - 1:
+            raise TrainingError(f"arm {self.arm!r} segment {segment.index} starts at step {segment.first_step} but "
+                                f"the run has only reached step {committed}: run segment {segment.index - 1} first")  # fmt: skip
+        self.engine = RolloutEngine(str(self.start_model), self.prompt_max_len + self.max_tokens,
+                                    seed=self.plan.seed, max_num_seqs=max(self.plan.samples_per_step, 64))  # fmt: skip
+        items = read_records(self.train_data)
+        lengths = [len(ids) for ids in self.engine.engine.prompt_token_ids([i["prompt"] for i in items])]
+        items, self.dropped_prompts = usable_items(items, lengths, self.prompt_max_len)
+        opt = self.train["optimizer"]
+        policy = load_causal_lm(str(self.start_model))
+        reference = load_causal_lm(str(self.start_model)) if self.train["kl"]["coef"] > 0 else None
+        loss = LossSettings.from_config(self.train)
+        self.trainer = PolicyTrainer(policy, reference, loss, lr=self.plan.lr, betas=tuple(opt["betas"]),
+                                     eps=opt["eps"], weight_decay=opt["weight_decay"],
+                                     grad_clip=self.train["grad_clip"],
+                                     micro_batch_size=self.train["embedded"]["micro_batch_size"])  # fmt: skip
+        self.wall_s, self.ref_step = 0.0, 0
+        self.stream = PromptStream(items, self.plan.seed)
+        if committed:
+            saved = run_state.load_state(self.run_dir, committed)
+            policy.load_state_dict(saved["policy"])
+            self.trainer.optimizer.load_state_dict(saved["optimizer"])
+            self.stream = PromptStream.restore(items, self.plan.seed, saved["cursor"])
+            self.wall_s, self.ref_step = saved["wall_s"], saved["ref_step"]
+            self.engine.load_weights(policy.state_dict().items())
+        if segment.reset_reference and committed == segment.first_step - 1 and self.ref_step != committed:
+            # ProRLv2 reset: the reference becomes the policy the segment starts from
+            self.ref_step = committed
+            if not run_state.reference_path(self.run_dir, committed).exists():
+                run_state.save_reference(self.run_dir, committed, policy.state_dict())
+            if not self.train["reference_reset"]["keep_optimizer"]:
+                self.trainer.optimizer = type(self.trainer.optimizer)(policy.parameters(),
+                                                                      **self.trainer.optimizer.defaults)  # fmt: skip
+        if reference is not None and self.ref_step:
+            reference.load_state_dict(torch.load(run_state.reference_path(self.run_dir, self.ref_step)))
+        metrics_io.truncate_after(self.metrics_path, committed)
+        return committed
+
+    # ---------------------------------------------------------------------------------------------- one step
+    def _generate(self, step: int) -> StepOutcome:
+        """Rollouts, rewards and dynamic sampling with refills until prompts_per_step prompts are kept."""
+        from .reward import score_rollouts
+
+        ds = self.train["dynamic_sampling"]
+        low, high = ds["score_range"]
+        out = StepOutcome()
+        for round_ in range(ds["max_rounds"] if ds["enabled"] else 1):
+            need = self.plan.prompts_per_step - len(out.groups)
+            if need == 0:
+                break
+            items = self.stream.take(need)
+            start = time.perf_counter()
+            groups = self.engine.sample([i["prompt"] for i in items], self.plan.n, self.train["rollout_temperature"],
+                                        self.train["rollout_top_p"], self.max_tokens,
+                                        seed=derived_seed(self.plan.seed, step, round_))  # fmt: skip
+            out.gen_s += time.perf_counter() - start
+            start = time.perf_counter()
+            flat_items = [item for item in items for _ in range(self.plan.n)]
+            flat = [r for group in groups for r in group]
+            scores = score_rollouts(flat_items, [r.text for r in flat], workers=2,
+                                    code_reward=self.train["reward"]["code"],
+                                    code_timeout_s=self.train["reward"]["code_timeout_s"])  # fmt: skip
+            out.reward_s += time.perf_counter() - start
+            reward = np.array([s.score for s in scores]).reshape(len(items), self.plan.n)
+            correct = np.array([float(s.correct) for s in scores]).reshape(len(items), self.plan.n)
+            keep = keep_groups(correct, low, high) if ds["enabled"] else np.ones(len(items), bool)
+            out.generated_prompts += len(items)
+            out.generated_samples += len(flat)
+            out.reward_sum += float(reward.sum())
+            out.score_sum += float(correct.sum())
+            out.length_sum += sum(len(r.response_ids) for r in flat)
+            out.truncated += sum(r.finish_reason == "length" for r in flat)
+            for g in np.flatnonzero(keep):
+                out.groups.append(groups[g])
+                out.rewards.append(reward[g])
+        return out
+
+    def _update(self, step: int, out: StepOutcome) -> dict:
+        """Advantages, old/reference logprobs and the mini-batch updates on the kept groups."""
+        from .batch import build_batch
+
+        rewards = np.array(out.rewards)
+        lengths = np.array([[len(r.response_ids) for r in g] for g in out.groups])
+        adv = reinforce_baseline(rewards, lengths, self.train["advantage_std_norm"])
+        flat = [r for g in out.groups for r in g]
+        pad = self.engine.tokenizer.pad_token_id or 0
+        batch = build_batch([r.prompt_ids for r in flat], [r.response_ids for r in flat],
+                            [r.logprobs for r in flat], adv.reshape(-1).tolist(), pad)  # fmt: skip
+        timings = {}
+        start = time.perf_counter()
+        old = self.trainer.score_logprobs(batch)
+        ref = self.trainer.score_logprobs(batch, reference=True) if self.trainer.reference is not None else None
+        timings["logprob_s"] = time.perf_counter() - start
+        order = np.random.default_rng([self.plan.seed, step, 7]).permutation(len(flat))
+        minibatches = [list(map(int, part)) for part in np.array_split(order, self.plan.mini_batches_per_step)
+                       if len(part)]  # fmt: skip
+        start = time.perf_counter()
+        stats = {}
+        for _ in range(self.train["ppo_epochs"]):
+            stats = self.trainer.update(batch, old, ref, minibatches)
+        timings["update_s"] = time.perf_counter() - start
+        timings["reload_s"] = self.engine.load_weights(self.trainer.policy.state_dict().items())
+        return {**stats, **timings}
+
+    def _step(self, step: int, segment: Segment) -> dict:
+        start = time.perf_counter()
+        lr = lr_at(step, self.plan.lr, self.plan.continued_steps, self.train["lr_scheduler"],
+                   self.train["lr_warmup_steps"])  # fmt: skip
+        self.trainer.set_lr(lr)
+        out = self._generate(step)
+        update = {"kl": None, "entropy": None, "logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
+        if out.groups:  # every group dropped after max_rounds: nothing to learn from this step (recorded)
+            update = self._update(step, out)
+        step_s = time.perf_counter() - start
+        self.wall_s += step_s
+        samples = len(out.groups) * self.plan.n
+        return {
+            "step": step, "segment": segment.index, "wall_s": self.wall_s, "step_s": step_s,
+            "prompts": len(out.groups), "samples": samples, "generated_prompts": out.generated_prompts,
+            "generated_samples": out.generated_samples,
+            "dynamic_sampling_pass_rate": samples / out.generated_samples,
+            "reward_mean": out.reward_sum / out.generated_samples, "score_mean": out.score_sum / out.generated_samples,
+            "kl": update["kl"], "entropy": update["entropy"],
+            "response_len_mean": out.length_sum / out.generated_samples,
+            "truncated_frac": out.truncated / out.generated_samples,
+            "gen_samples_per_s": out.generated_samples / out.gen_s if out.gen_s else None, "lr": lr,
+            "gen_s": out.gen_s, "reward_s": out.reward_s, "logprob_s": update["logprob_s"],
+            "update_s": update["update_s"], "reload_s": update["reload_s"],
+        }  # fmt: skip
+
+    def _commit(self, step: int, record: dict) -> None:
+        """Export (saved steps), then the metrics line, then the full state: see the module docstring."""
+        policy = self.trainer.policy
+        if step in self.plan.saved_steps:
+            run_state.export_hf(policy, self.start_model, self.run_dir / "exports" / f"step{step}")
+        metrics_io.append_metrics(self.metrics_path, record)
+        run_state.save_state(self.run_dir, step, {
+            "step": step, "policy": policy.state_dict(), "optimizer": self.trainer.optimizer.state_dict(),
+            "cursor": self.stream.cursor(), "wall_s": self.wall_s, "ref_step": self.ref_step,
+        })  # fmt: skip
+
+    def run_segment(self, index: int, stop_after: int | None = None) -> list[dict]:
+        """Run segment `index` from the committed step to its last step; returns its metrics records.
+        `stop_after` ends early after that step (tests of resumption)."""
+        from tqdm import tqdm
+
+        segment = self.plan.segments[index]
+        committed = run_state.latest_step(self.run_dir) or 0
+        if committed < segment.last_step:
+            committed = self._setup(segment)
+            steps = range(max(committed + 1, segment.first_step), segment.last_step + 1)
+            bar = tqdm(steps, desc=f"train {self.arm} segment {index}", unit="step", disable=not self.progress)
+            for step in bar:
+                record = self._step(step, segment)
+                self._commit(step, record)
+                bar.set_postfix(reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}")
+                if stop_after is not None and step >= stop_after:
+                    break
+        records = [r for r in metrics_io.read_metrics(self.metrics_path) if r["step"] in segment.steps]
+        return records

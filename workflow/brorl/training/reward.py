@@ -1,0 +1,91 @@
+"""The training reward, ONE module for both engines: OpenRLHF calls `reward_func` through `--reward.remote_url`
+(workflow/scripts/openrlhf_reward.py) and the embedded engine calls `score_rollouts`.
+
+Rewards come from the same verifiers as evaluation (brorl.scoring), each call in a worker process under a hard
+timeout (`score_batch`), so a hanging or crashing verifier or program costs one sample's reward, never the run.
+`rewards` are the verifier's score in [0, 1] (code: fraction of tests passed, training.reward.code); `scores` are
+binary (1 only when fully correct) and drive dynamic filtering, so zero-variance groups are dropped even for
+continuous rewards (OPENRLHF.md 1.5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from brorl.scoring import Score, failed, score_batch
+
+# Import the verifiers now: score_batch forks its workers from this process, and a child that inherits them
+# does not pay math-verify's import (about a second) on every call OpenRLHF makes.
+import brorl.scoring.code  # noqa: E402,F401
+import brorl.scoring.math  # noqa: E402,F401
+import brorl.scoring.reasoning_gym  # noqa: E402,F401
+
+CODE_REWARD = os.environ.get("BRORL_CODE_REWARD", "fraction")  # training.reward.code, set by the launcher
+CODE_TIMEOUT_S = float(os.environ.get("BRORL_CODE_TIMEOUT_S", "5.0"))  # training.reward.code_timeout_s
+
+
+def parse_label(label: Any) -> dict:
+    """The train item a label carries: a record dict, or its JSON text (OpenRLHF passes data[label_key])."""
+    item = json.loads(label) if isinstance(label, str) else label
+    if not isinstance(item, dict) or "scorer" not in item:
+        raise ValueError(f"label is not a train item record with a 'scorer' field: {str(label)[:80]!r}")
+    return item
+
+
+def response_of(query: str, prompt: str) -> str:
+    """The generated text: OpenRLHF's query is the templated prompt followed by the response."""
+    return query[len(prompt):] if query.startswith(prompt) else query
+
+
+def training_item(item: dict, code_reward: str, code_timeout_s: float) -> dict:
+    """The item with the training verifier options (code: partial credit and the training time limit)."""
+    if item.get("scorer") == "code":
+        return {**item, "scorer_options": {"reward": code_reward, "time_limit_s": code_timeout_s}}
+    return item
+
+
+def score_rollouts(items: Sequence[dict], responses: Sequence[str], *, workers: int = 2,
+                   code_reward: str = CODE_REWARD, code_timeout_s: float = CODE_TIMEOUT_S,
+                   progress: bool = False) -> list[Score]:  # fmt: skip
+    """One Score per (item, response), in order; every call under score_batch's hard timeout."""
+    if len(items) != len(responses):
+        raise ValueError(f"{len(items)} items but {len(responses)} responses")
+    pairs = [(training_item(item, code_reward, code_timeout_s), r) for item, r in zip(items, responses)]
+    return score_batch(pairs, workers=workers, progress=progress)
+
+
+def reward_func(queries: list[str], prompts: list[str], labels: list) -> dict:
+    """OpenRLHF's custom reward interface. Never raises: a bad label or any failure gives reward 0 for that
+    sample and is counted in extra_logs (an exception here would crash OpenRLHF training)."""
+    import torch
+
+    n = len(queries)
+    results: list[Score] = [failed("not scored")] * n
+    bad_labels = 0
+    try:
+        items, responses, where = [], [], []
+        for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels)):
+            try:
+                items.append(parse_label(label))
+            except (ValueError, TypeError) as error:
+                bad_labels += 1
+                results[i] = failed(f"bad label: {error}"[:160])
+                continue
+            responses.append(response_of(str(query), str(prompt)))
+            where.append(i)
+        if items:
+            for i, s in zip(where, score_rollouts(items, responses, workers=1)):
+                results[i] = s
+    except Exception as error:  # the reward must never take training down
+        print(f"brorl reward_func: scoring failed, rewards 0 for this call: {error!r}", file=sys.stderr)
+    return {
+        "rewards": torch.tensor([s.score for s in results], dtype=torch.float32),
+        "scores": torch.tensor([1.0 if s.correct else 0.0 for s in results], dtype=torch.float32),
+        "extra_logs": {
+            "verifier_errors": torch.tensor([float(s.error is not None) for s in results]).mean(),
+            "bad_labels": torch.tensor(float(bad_labels)),
+        },
+    }

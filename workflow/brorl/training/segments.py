@@ -1,0 +1,110 @@
+"""Segment manifests and checkpoint exports, shared by both engines: what a finished training job leaves behind.
+
+  results/train/<arm>/segment<s>.json   the job's steps (metrics), exported checkpoints with sha256, provenance
+  results/train/<arm>/step<k>/          a saved step's HF folder (hard links to the run folder's export), with
+                                        checkpoint.json (sha256 of every file, arm, step, segment)
+  results/train/<arm>/train.json        the arm's summary once its last segment is done
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from brorl.provenance import provenance, sha256_file
+
+from .recipe import ArmPlan, Segment
+from .state import atomic_json
+
+
+class CheckpointError(RuntimeError):
+    """A missing or corrupt exported checkpoint."""
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every regular file directly in `folder` (our own checkpoint.json excluded)."""
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != "checkpoint.json"}
+
+
+def write_segment_manifest(path: Path, plan: ArmPlan, segment: Segment, records: list[dict], run_dir: Path,
+                           extra: dict[str, Any]) -> dict:  # fmt: skip
+    """The job's manifest; every saved step of the segment must have its export (else CheckpointError)."""
+    missing = [s for s in segment.steps if s not in {r["step"] for r in records}]
+    if missing:
+        raise CheckpointError(f"segment {segment.index} of {plan.name!r} ended without steps {missing}")
+    exports = {}
+    for step in (s for s in plan.saved_steps if s in segment.steps):
+        folder = run_dir / "exports" / f"step{step}"
+        if not folder.is_dir():
+            raise CheckpointError(f"{folder}: the export of saved step {step} is missing")
+        exports[str(step)] = file_hashes(folder)
+    payload = {
+        "arm": plan.name, "segment": dataclasses.asdict(segment), "plan": {k: v for k, v in dataclasses.asdict(plan).items() if k != "segments"},
+        "steps": records, "exports": exports, **extra, "provenance": provenance(),
+    }  # fmt: skip
+    atomic_json(path, payload)
+    return payload
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system: copy
+        shutil.copy2(src, dst)
+
+
+def export_checkpoint(manifest_path: Path, run_dir: Path, step: int, out_dir: Path) -> None:
+    """results/train/<arm>/step<k>/ from the run folder's export, verified against the segment manifest."""
+    manifest = json.loads(Path(manifest_path).read_text())
+    hashes = manifest["exports"].get(str(step))
+    if hashes is None:
+        raise CheckpointError(f"{manifest_path}: step {step} is not a saved step of this segment "
+                              f"(saved: {', '.join(manifest['exports']) or 'none'})")  # fmt: skip
+    src = Path(run_dir) / "exports" / f"step{step}"
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, digest in hashes.items():
+        if not (src / name).is_file():
+            raise CheckpointError(f"{src / name}: missing (the run folder lost part of the export)")
+        _link_or_copy(src / name, tmp / name)
+        if sha256_file(tmp / name) != digest:
+            raise CheckpointError(f"{src / name}: checksum differs from {manifest_path} (corrupt export)")
+    atomic_json(tmp / "checkpoint.json", {"arm": manifest["arm"], "step": step,
+                                          "segment": manifest["segment"]["index"], "files": hashes,
+                                          "segment_manifest": str(manifest_path)})  # fmt: skip
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.replace(out_dir)
+
+
+def verify_checkpoint(folder: Path) -> dict:
+    """checkpoint.json of an exported step, after checking every file's sha256 (CheckpointError otherwise)."""
+    folder = Path(folder)
+    meta_path = folder / "checkpoint.json"
+    if not meta_path.exists():
+        raise CheckpointError(f"{folder}: no checkpoint.json (not an exported checkpoint, or an interrupted copy)")
+    meta = json.loads(meta_path.read_text())
+    for name, digest in meta["files"].items():
+        path = folder / name
+        if not path.is_file() or sha256_file(path) != digest:
+            raise CheckpointError(f"{path}: missing or its checksum differs from checkpoint.json")
+    return meta
+
+
+def write_train_summary(path: Path, plan: ArmPlan, manifests: list[Path], metrics_path: Path) -> None:
+    """train.json: the arm's plan, its segments, final step and total training wall time."""
+    from .metrics import read_metrics
+
+    records = read_metrics(metrics_path)
+    steps = [r["step"] for r in records]
+    if steps != list(range(1, plan.continued_steps + 1)):
+        raise CheckpointError(f"{metrics_path}: expected steps 1..{plan.continued_steps} exactly once, got {steps[:5]}...{steps[-5:]}")
+    atomic_json(Path(path), {
+        "arm": plan.name, "final_step": plan.continued_steps, "wall_s": records[-1]["wall_s"],
+        "segments": [str(m) for m in manifests], "saved_steps": list(plan.saved_steps),
+        "plan": {k: v for k, v in dataclasses.asdict(plan).items() if k != "segments"}, "provenance": provenance(),
+    })  # fmt: skip

@@ -1,0 +1,128 @@
+"""The embedded engine's policy update: a Hugging Face causal LM in float32 on the CPU, OpenRLHF's PolicyLoss
+(Clip-Higher, token-level truncated importance sampling against the vLLM rollout logprobs) plus its k1/k2/k3 KL
+to a frozen reference as a loss term, token-mean aggregation over each mini-batch, gradient clipping and AdamW.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+
+from . import openrlhf_losses
+from .batch import TokenBatch
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    """The recipe's loss knobs (config `training`)."""
+
+    clip_eps_low: float
+    clip_eps_high: float
+    kl_estimator: str
+    kl_coef: float
+    tis_threshold: float | None  # None = no importance-sampling correction
+    temperature: float  # logprobs are of the rollout distribution: logits / temperature, as OpenRLHF does
+
+    @classmethod
+    def from_config(cls, training: Mapping[str, Any]) -> "LossSettings":
+        tis = training["truncated_importance_sampling"]
+        return cls(training["clip_eps_low"], training["clip_eps_high"], training["kl"]["estimator"],
+                   training["kl"]["coef"] if training["kl"]["use_loss"] else 0.0,
+                   tis["threshold"] if tis["enabled"] else None, training["rollout_temperature"])  # fmt: skip
+
+
+def load_causal_lm(model_dir: str) -> torch.nn.Module:
+    """A float32 HF causal LM on the CPU (eager attention: exact and fast enough for the tiny model)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
+    if model.config.tie_word_embeddings:
+        raise ValueError(f"{model_dir}: tied word embeddings go stale in vLLM after in-place weight reloads "
+                         "(research/CPU_ENGINE.md 2.5); build the model untied")  # fmt: skip
+    return model
+
+
+class PolicyTrainer:
+    """Policy, optional frozen reference and AdamW; `update` runs one RL step's mini-batches."""
+
+    def __init__(self, policy: torch.nn.Module, reference: torch.nn.Module | None, loss: LossSettings,
+                 lr: float, betas: tuple[float, float], eps: float, weight_decay: float, grad_clip: float,
+                 micro_batch_size: int) -> None:  # fmt: skip
+        self.fns = openrlhf_losses.load()
+        self.policy = policy.train()
+        self.reference = reference.eval() if reference is not None else None
+        self.loss = loss
+        self.grad_clip = grad_clip
+        self.micro = micro_batch_size
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=lr, betas=betas, eps=eps,
+                                           weight_decay=weight_decay, foreach=False)  # fmt: skip
+        low_high = (0.0, loss.tis_threshold) if loss.tis_threshold is not None else (0.5, 5.0)
+        # TIS (Yao et al. 2025): weight each token by min(pi_train/pi_rollout, C) -> clip mode, token level
+        self.policy_loss = self.fns.PolicyLoss(
+            clip_eps_low=loss.clip_eps_low, clip_eps_high=loss.clip_eps_high, token_level_loss=True,
+            is_correction_level="token" if loss.tis_threshold is not None else "off",
+            is_correction_mode="clip", is_correction_gating="ratio", is_correction_threshold=low_high,
+        )  # fmt: skip
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def _logprobs(self, model: torch.nn.Module, batch: TokenBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, T-1) logprobs of each next token under `model` at the rollout temperature, and the logits."""
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1].float()
+        logits = logits / self.loss.temperature
+        return self.fns.log_probs_from_logits(logits, batch.input_ids[:, 1:]), logits
+
+    @torch.no_grad()
+    def score_logprobs(self, batch: TokenBatch, reference: bool = False) -> torch.Tensor:
+        """(B, T-1) logprobs of the policy (old logprobs) or of the reference, in micro-batches, no gradient."""
+        model = self.reference if reference else self.policy
+        out = torch.zeros_like(batch.rollout_logprobs)
+        for start in range(0, batch.input_ids.shape[0], self.micro):
+            rows = list(range(start, min(start + self.micro, batch.input_ids.shape[0])))
+            part = batch.select(rows)
+            out[rows, : part.input_ids.shape[1] - 1] = self._logprobs(model, part)[0]
+        return out
+
+    def update(self, batch: TokenBatch, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None,
+               minibatches: list[list[int]]) -> dict[str, float]:  # fmt: skip
+        """One optimizer step per mini-batch (rows of `batch`); gradients accumulate over micro-batches so the
+        loss is the token mean over the whole mini-batch. Returns means of kl, entropy, clip ratio, grad norm."""
+        fns = self.fns
+        sums = {"kl": 0.0, "entropy": 0.0, "clip_ratio": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+        for rows in minibatches:
+            n_tokens = float(batch.action_mask[rows].sum())
+            self.optimizer.zero_grad(set_to_none=True)
+            for start in range(0, len(rows), self.micro):
+                part_rows = rows[start : start + self.micro]
+                part = batch.select(part_rows)
+                width = part.input_ids.shape[1] - 1
+                old = old_logprobs[part_rows, :width]
+                logprobs, logits = self._logprobs(self.policy, part)
+                loss, clip_ratio, _, _, _ = self.policy_loss(
+                    logprobs, old, part.advantages, part.action_mask,
+                    rollout_log_probs=part.rollout_logprobs, batch_num_tokens=n_tokens,
+                )  # fmt: skip
+                if ref_logprobs is not None and self.loss.kl_coef > 0:
+                    kl = fns.compute_approx_kl(logprobs, ref_logprobs[part_rows, :width],
+                                               kl_estimator=self.loss.kl_estimator)  # fmt: skip
+                    loss = loss + self.loss.kl_coef * fns.aggregate_loss(kl, part.action_mask,
+                                                                         batch_num_tokens=n_tokens)  # fmt: skip
+                    sums["kl"] += float((kl.detach() * part.action_mask).sum())
+                loss.backward()
+                with torch.no_grad():
+                    entropy = fns.compute_entropy(logits.detach())
+                    part_tokens = float(part.action_mask.sum())
+                    sums["entropy"] += float((entropy * part.action_mask).sum())
+                    sums["clip_ratio"] += float(clip_ratio) * part_tokens
+                    sums["tokens"] += part_tokens
+            norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.grad_clip)
+            sums["grad_norm"] += float(norm)
+            self.optimizer.step()
+        tokens = max(sums["tokens"], 1.0)
+        return {"kl": sums["kl"] / tokens if ref_logprobs is not None else None,
+                "entropy": sums["entropy"] / tokens, "clip_ratio": sums["clip_ratio"] / tokens,
+                "grad_norm": sums["grad_norm"] / max(len(minibatches), 1)}  # fmt: skip
