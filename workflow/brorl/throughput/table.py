@@ -1,0 +1,166 @@
+"""Paper Table 2 beside the reproduction: dynamic-sampling pass rate and generation samples/s of the two compared
+arms, their throughput ratio, and (our extension) every other measured configuration and equal-samples ratio.
+
+Pure: records in, a DataFrame out (written by brorl.tables.write_table). Cells the paper does not give say
+"not given"; reproduced cells that do not exist (training not run, layout not measured, too noisy) say why.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+PAPER = {
+    "pass_rate_pct": {"control": 41.0, "treatment": 62.0},  # paper Table 2: 41% (N=16) vs 62% (N=512)
+    "samples_per_s": {"control": 36.5, "treatment": 72.4},  # paper Table 2 (64 H100, same hardware)
+    "ratio": 1.98,  # paper Table 2: x1.98
+}
+NOT_GIVEN = "not given"
+NOT_AVAILABLE = "not available"
+NOT_REPORTED = "not reported"
+COLUMNS = ["quantity", "setting", "paper", "reproduced", "difference", "note"]
+
+
+def _pc(flag: bool) -> str:
+    return f"prefix caching {'on' if flag else 'off'}"
+
+
+def _find(results: list[dict], prompts: int, n: int, pc: bool) -> dict | None:
+    for r in results:
+        c = r["configuration"]
+        if (c["prompts"], c["n"], c["prefix_caching"]) == (prompts, n, pc):
+            return r
+    return None
+
+
+def _difference(paper: object, reproduced: object) -> object:
+    if isinstance(paper, (int, float)) and isinstance(reproduced, (int, float)):
+        return reproduced - paper
+    return "-"
+
+
+def _throughput_note(r: dict) -> str:
+    s, v, pcache = r["samples_per_s"], r["variability"], r["prefix_cache"]
+    cv = "CV unknown" if s["cv"] is None else f"CV {s['cv']:.1%}"
+    hit = "hit rate n/a" if pcache["hit_rate"] is None else f"prefix-cache hit rate {pcache['hit_rate']:.1%}"
+    note = f"median of {s['n']} (min {s['min']:.4g}, max {s['max']:.4g}), {cv}; {hit}"
+    return note if v["trusted"] else f"{note}; {v['reason']}"
+
+
+def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den: dict | None,
+               missing: str) -> dict:  # fmt: skip
+    """samples/s of ``num`` over ``den``; withheld when either is missing or not steady enough."""
+    if num is None or den is None:
+        return {"quantity": quantity, "setting": setting, "paper": paper, "reproduced": NOT_AVAILABLE,
+                "difference": "-", "note": missing}  # fmt: skip
+    noisy = [f"{r['name']}: {r['variability']['reason']}" for r in (num, den) if not r["variability"]["trusted"]]
+    if noisy:
+        return {"quantity": quantity, "setting": setting, "paper": paper, "reproduced": NOT_REPORTED,
+                "difference": "-", "note": "ratio withheld, " + "; ".join(noisy)}  # fmt: skip
+    ratio = num["samples_per_s"]["median"] / den["samples_per_s"]["median"]
+    return {"quantity": quantity, "setting": setting, "paper": paper, "reproduced": ratio,
+            "difference": _difference(paper, ratio), "note": f"{num['name']} / {den['name']} (medians)"}  # fmt: skip
+
+
+def table2(results: list[dict], arms: dict[str, dict], pass_rates: dict[str, float | None],
+           pass_rate_notes: dict[str, str], scale_note: str) -> pd.DataFrame:  # fmt: skip
+    """Table 2 rows.
+
+    results: throughput JSON records (brorl.throughput.bench). arms: ``{"control": {...}, "treatment": {...}}``,
+    each with name, label, n, prompts (per step). pass_rates: overall pass rate (0..1) per role, None when not
+    available, with the reason in pass_rate_notes. scale_note: what was measured where (added to each row's note).
+    """
+    rows = []
+    for role in ("control", "treatment"):
+        arm, rate = arms[role], pass_rates.get(role)
+        paper = PAPER["pass_rate_pct"][role]
+        reproduced = NOT_AVAILABLE if rate is None else 100.0 * rate
+        rows.append({"quantity": "dynamic-sampling pass rate (%)",
+                     "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step)", "paper": paper,
+                     "reproduced": reproduced, "difference": _difference(paper, reproduced),
+                     "note": pass_rate_notes.get(role, "")})  # fmt: skip
+    main_pc = any(r["configuration"]["prefix_caching"] for r in results) or not results
+    used = set()
+    arm_records = {}
+    for role in ("control", "treatment"):
+        arm = arms[role]
+        rec = _find(results, arm["prompts"], arm["n"], main_pc)
+        arm_records[role] = rec
+        setting = f"{arm['label']}: {arm['prompts']} x {arm['n']}, {_pc(main_pc)}"
+        paper = PAPER["samples_per_s"][role]
+        if rec is None:
+            rows.append({"quantity": "generation throughput (samples/s)", "setting": setting, "paper": paper,
+                         "reproduced": NOT_AVAILABLE, "difference": "-",
+                         "note": f"layout {arm['prompts']} x {arm['n']} ({_pc(main_pc)}) not measured: add it to "
+                                 "throughput.layouts"})  # fmt: skip
+            continue
+        used.add(rec["name"])
+        median = rec["samples_per_s"]["median"]
+        rows.append({"quantity": "generation throughput (samples/s)", "setting": setting, "paper": paper,
+                     "reproduced": median, "difference": _difference(paper, median),
+                     "note": f"{_throughput_note(rec)}; {scale_note}"})  # fmt: skip
+    rows.append(_ratio_row("throughput ratio BroRL / ProRL", f"{arms['treatment']['label']} / "
+                           f"{arms['control']['label']}, {_pc(main_pc)}", PAPER["ratio"], arm_records["treatment"],
+                           arm_records["control"], "a compared arm's layout was not measured"))  # fmt: skip
+    # our extension: every other measured configuration, then the other prefix-caching setting and equal-samples pairs
+    for rec in sorted(results, key=lambda r: (not r["configuration"]["prefix_caching"], r["name"])):
+        if rec["name"] in used:
+            continue
+        c = rec["configuration"]
+        rows.append({"quantity": "generation throughput (samples/s)",
+                     "setting": f"{c['prompts']} x {c['n']}, {_pc(c['prefix_caching'])}", "paper": NOT_GIVEN,
+                     "reproduced": rec["samples_per_s"]["median"], "difference": "-",
+                     "note": _throughput_note(rec)})  # fmt: skip
+    for pc in sorted({r["configuration"]["prefix_caching"] for r in results}, reverse=True):
+        if pc != main_pc:
+            num = _find(results, arms["treatment"]["prompts"], arms["treatment"]["n"], pc)
+            den = _find(results, arms["control"]["prompts"], arms["control"]["n"], pc)
+            rows.append(_ratio_row("throughput ratio BroRL / ProRL", f"{_pc(pc)}", NOT_GIVEN, num, den,
+                                   "a compared arm's layout was not measured"))  # fmt: skip
+        for small, large in equal_samples_pairs([r for r in results if r["configuration"]["prefix_caching"] == pc]):
+            rows.append(_ratio_row(
+                "throughput ratio at equal samples (larger N / smaller N)",
+                f"{large['configuration']['layout']} / {small['configuration']['layout']}, {_pc(pc)}", NOT_GIVEN,
+                large, small, ""))  # fmt: skip
+    for pc_on, pc_off in _prefix_caching_pairs(results):
+        rows.append(_ratio_row("prefix-caching speed-up (on / off)", pc_on["configuration"]["layout"], NOT_GIVEN,
+                               pc_on, pc_off, ""))  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def equal_samples_pairs(results: list[dict]) -> list[tuple[dict, dict]]:
+    """(smaller N, larger N) pairs of layouts with the same total samples, among records of one setting."""
+    pairs = []
+    for i, a in enumerate(results):
+        for b in results[i + 1:]:
+            ca, cb = a["configuration"], b["configuration"]
+            if ca["samples"] == cb["samples"] and ca["n"] != cb["n"]:
+                pairs.append((a, b) if ca["n"] < cb["n"] else (b, a))
+    return sorted(pairs, key=lambda p: (p[0]["configuration"]["samples"], p[0]["configuration"]["n"]))
+
+
+def _prefix_caching_pairs(results: list[dict]) -> list[tuple[dict, dict]]:
+    on = {(r["configuration"]["prompts"], r["configuration"]["n"]): r for r in results
+          if r["configuration"]["prefix_caching"]}  # fmt: skip
+    pairs = []
+    for r in results:
+        key = (r["configuration"]["prompts"], r["configuration"]["n"])
+        if not r["configuration"]["prefix_caching"] and key in on:
+            pairs.append((on[key], r))
+    return sorted(pairs, key=lambda p: p[0]["name"])
+
+
+def figure_frame(results: list[dict]) -> pd.DataFrame:
+    """Long table for the samples/s-vs-N figure: only layouts whose total samples another layout with another N
+    shares (the equal-total-samples comparison)."""
+    rows = []
+    for r in results:
+        c = r["configuration"]
+        partners = [o for o in results if o["configuration"]["samples"] == c["samples"]
+                    and o["configuration"]["n"] != c["n"]]  # fmt: skip
+        if not partners:
+            continue
+        s = r["samples_per_s"]
+        rows.append({"n": c["n"], "prompts": c["prompts"], "samples": c["samples"],
+                     "prefix caching": "on" if c["prefix_caching"] else "off", "median": s["median"],
+                     "min": s["min"], "max": s["max"], "trusted": r["variability"]["trusted"]})  # fmt: skip
+    return pd.DataFrame(rows, columns=["n", "prompts", "samples", "prefix caching", "median", "min", "max", "trusted"])
