@@ -3,12 +3,12 @@
 Every sample runs to exactly ``max_tokens`` (``ignore_eos``), so layouts are compared on equal work. Per layout:
 one warm-up call, then ``repeats`` timed calls, each after clearing the prefix cache (sharing inside a call, the
 thing measured, stays; reuse across repeats does not). Reported: samples/s and output tokens/s (median, min, max).
+The timing loop is brorl.throughput.measure, shared with the Table 2 benchmark (``python -m brorl.throughput``).
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 
 BUILTIN_PROMPTS = [f"Question {i}: what is {7 * i + 3} plus {11 * i + 5}? Answer with a number." for i in range(1024)]
 
@@ -30,28 +30,23 @@ def _stats(values: list[float]) -> dict:
 
 def bench_layouts(engine, prompts: list[str], layouts: list[str], max_tokens: int, repeats: int,
                   temperature: float = 1.0, top_p: float = 1.0, seed: int = 0) -> list[dict]:  # fmt: skip
-    """Time each layout on ``engine``; prompts are taken from ``prompts`` in order (cycled when too few)."""
+    """Time each layout on ``engine`` (one warm-up, then ``repeats`` timed calls; brorl.throughput.measure);
+    prompts are taken from ``prompts`` in order (cycled when too few)."""
+    from ..throughput.measure import timed_runs
+
     results = []
     for layout in layouts:
         p, n = parse_layout(layout)
         batch = [prompts[i % len(prompts)] for i in range(p)]
-        kwargs = dict(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, ignore_eos=True)
-        engine.generate(batch, seed=seed, **kwargs)  # warm-up
-        walls, tokens = [], []
-        for r in range(repeats):
-            engine.reseed(seed + 1 + r)
-            t0 = time.perf_counter()
-            out = engine.generate(batch, **kwargs)
-            walls.append(time.perf_counter() - t0)
-            tokens.append(sum(c.n_tokens for comps in out for c in comps))
+        runs = timed_runs(engine, batch, n, max_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                          warmup=1, repeats=repeats)  # fmt: skip
+        walls = [r["wall_s"] for r in runs]
         samples = p * n
-        if any(t != samples * max_tokens for t in tokens):
-            raise RuntimeError(f"layout {layout}: {tokens} output tokens, expected {samples * max_tokens} per call")
         prompt_tokens = sum(len(ids) for ids in engine.prompt_token_ids(batch))
         results.append({
             "layout": layout, "prompts": p, "n": n, "samples": samples, "max_tokens": max_tokens,
             "prompt_tokens": prompt_tokens, "prompt_tokens_without_prefix_sharing": prompt_tokens * n,
             "wall_s": walls, "samples_per_s": _stats([samples / w for w in walls]),
-            "output_tokens_per_s": _stats([t / w for t, w in zip(tokens, walls)]),
+            "output_tokens_per_s": _stats([r["output_tokens"] / r["wall_s"] for r in runs]),
         })  # fmt: skip
     return results
