@@ -42,6 +42,7 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/simulation.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/model.smk"
 include: "workflow/rules/evaluate.smk"
 
 

@@ -160,12 +160,12 @@ TINY_MODEL = config["base_model"]["embedded_model"]
 
 
 def base_model_dir():
-    """The start checkpoint's folder: the tiny Qwen2 (engine embedded), else base_model.local_path or the folder
-    download_base_model will write (resources/models/<repo name>/)."""
+    """The start checkpoint as download_base_model stages it, with its manifest, from every source (model.smk):
+    resources/models/tiny-qwen2 (engine embedded: the built tiny model), else resources/models/<repo name>
+    (from the hub, or copied from base_model.local_path). The context-extended folders derive from it."""
     if config["engine"] == "embedded":
         return TINY_MODEL_DIR
-    repo_name = config["base_model"]["repo_id"].split("/")[-1]
-    return config["base_model"]["local_path"] or f"resources/models/{repo_name}"
+    return f"resources/models/{config['base_model']['repo_id'].split('/')[-1]}"
 
 
 def model_dir(arm, step):

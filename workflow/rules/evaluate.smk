@@ -7,43 +7,6 @@
 #   results/eval/{arm}/step{step}/{benchmark}.scores.parquet   results/eval/{arm}/step{step}/{benchmark}.summary.json
 
 
-rule build_tiny_model:
-    output:
-        directory(TINY_MODEL_DIR),
-    log:
-        "results/logs/build_tiny_model/tiny-qwen2.log",
-    conda:
-        "../../envs/eval.yaml"
-    threads: 1
-    resources:
-        mem_mb=2048,
-        runtime=10,
-    params:
-        hidden_size=TINY_MODEL["hidden_size"],
-        intermediate_size=TINY_MODEL["intermediate_size"],
-        num_layers=TINY_MODEL["num_layers"],
-        num_heads=TINY_MODEL["num_heads"],
-        num_kv_heads=TINY_MODEL["num_kv_heads"],
-        max_position_embeddings=TINY_MODEL["max_position_embeddings"],
-        seed=TINY_MODEL["seed"],
-        tie=tiny_model_tie_flag(),
-    shell:
-        """
-        python -m brorl.models build-tiny \
-            --out {output:q} \
-            --hidden-size {params.hidden_size} \
-            --intermediate-size {params.intermediate_size} \
-            --num-layers {params.num_layers} \
-            --num-heads {params.num_heads} \
-            --num-kv-heads {params.num_kv_heads} \
-            --max-position-embeddings {params.max_position_embeddings} \
-            --seed {params.seed} \
-            {params.tie:q} \
-            >{log:q} 2>&1
-        python -m brorl.models check {output:q} >>{log:q} 2>&1
-        """
-
-
 rule generate_samples:
     input:
         model=evaluation_model,

@@ -77,7 +77,7 @@ def _patch_json(path: Path, updates: dict) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _write_model(folder: Path, sizes: dict, tie: bool, seed: int) -> int:
+def _write_model(folder: Path, sizes: dict, tie: bool, seed: int, context_length: int) -> int:
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
@@ -93,7 +93,7 @@ def _write_model(folder: Path, sizes: dict, tie: bool, seed: int) -> int:
         model = Qwen2ForCausalLM(config).to(torch.float32).eval()
     model.generation_config = GenerationConfig(eos_token_id=EOS_ID, pad_token_id=PAD_ID, bos_token_id=None)
     model.save_pretrained(folder)
-    build_tokenizer(sizes["max_position_embeddings"]).save_pretrained(folder)
+    build_tokenizer(context_length).save_pretrained(folder)
     # portability patches: readable by transformers 4.x as well as 5.x
     _patch_json(folder / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
                                                     "chat_template": CHAT_TEMPLATE})  # fmt: skip
@@ -104,9 +104,13 @@ def _write_model(folder: Path, sizes: dict, tie: bool, seed: int) -> int:
 def build_tiny_model(
     out_dir: Path | str, hidden_size: int = 128, intermediate_size: int = 512, num_layers: int = 4,
     num_heads: int = 4, num_kv_heads: int = 2, max_position_embeddings: int = 1024,
-    tie_word_embeddings: bool = False, seed: int = 0,
+    tie_word_embeddings: bool = False, seed: int = 0, context_length: int | None = None,
 ) -> Path:  # fmt: skip
     """Build the tiny Qwen2 folder at ``out_dir`` (replacing it) and return its path.
+
+    ``context_length`` is the context the model is declared to have been trained with (the tokenizer's
+    ``model_max_length``; default: all positions), like the 8K of the paper's start checkpoint that declares 128K
+    positions; ``extend_context`` raises it.
 
     Written to a temporary folder beside ``out_dir`` and renamed into place, so a killed build never leaves a
     folder that looks complete. The folder carries ``brorl_manifest.json`` (sha256 of every file).
@@ -116,14 +120,18 @@ def build_tiny_model(
     if any(int(v) < 1 for v in sizes.values()) or hidden_size % num_heads or num_heads % num_kv_heads:
         raise ValueError(f"tiny model sizes are inconsistent: {sizes} (need positive sizes, hidden_size divisible by "
                          "num_heads, num_heads divisible by num_kv_heads)")  # fmt: skip
+    context_length = max_position_embeddings if context_length is None else int(context_length)
+    if not 1 <= context_length <= max_position_embeddings:
+        raise ValueError(f"tiny model context_length {context_length} must be between 1 and max_position_embeddings "
+                         f"= {max_position_embeddings}")  # fmt: skip
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        n_params = _write_model(tmp, sizes, tie_word_embeddings, seed)
+        n_params = _write_model(tmp, sizes, tie_word_embeddings, seed, context_length)
         write_manifest(tmp, {"builder": "brorl.models.tiny.build_tiny_model",
                              "build": {**sizes, "tie_word_embeddings": tie_word_embeddings, "seed": seed,
-                                       "vocab_size": VOCAB_SIZE},
+                                       "vocab_size": VOCAB_SIZE, "context_length": context_length},
                              "n_parameters": n_params})  # fmt: skip
         os.chmod(tmp, 0o755)
         if out.exists():

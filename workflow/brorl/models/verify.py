@@ -1,0 +1,34 @@
+"""``verify_model_dir``: the check every stage runs before it uses a staged model folder.
+
+A folder written by ``download_base_model`` or ``extend_context`` carries ``brorl_manifest.json``, written last, with
+the sha256 and size of every file. Verification requires that manifest (a folder without one is an unfinished or
+foreign copy), the folder's structure (config, tokenizer, weights, safetensors lengths; ``check_model_dir``), every
+listed file with its size and sha256, and no file the manifest does not list. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .check import MANIFEST_NAME, ModelError, check_model_dir
+
+
+def verify_model_dir(path: Path | str, architectures: tuple[str, ...] = ()) -> dict:
+    """Check ``path`` against its manifest (sha256 of every file) and return the manifest; ModelError otherwise.
+
+    ``architectures``: accepted ``config.json`` architectures (empty: any).
+    """
+    folder = Path(path)
+    if folder.is_dir() and not (folder / MANIFEST_NAME).is_file():
+        raise ModelError(f"{folder}: missing {MANIFEST_NAME}: not a completed model stage output (an interrupted "
+                         "download or copy?); rerun the rule that writes it")  # fmt: skip
+    check_model_dir(folder, architectures)  # structure, JSON files, safetensors lengths, sizes and sha256
+    manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    listed = set(manifest["files"])
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+    unlisted = sorted(present - listed)
+    if unlisted:
+        raise ModelError(f"{folder}: file(s) not in {MANIFEST_NAME}: {', '.join(unlisted)} (model folders are written "
+                         "once; something added files after the manifest)")  # fmt: skip
+    return manifest
