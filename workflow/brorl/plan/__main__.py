@@ -1,0 +1,5 @@
+"""``python -m brorl.plan``: see cli.py."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,158 @@
+"""``python -m brorl.plan``: jobs per stage, GPU-hours and a wall-clock estimate of the whole reproduction, from
+the config and the SLURM profile, printed before anyone submits (`make plan`).
+
+Job counts: a dry run of the workflow (``snakemake -n --forceall`` in an empty directory, no cluster needed); where
+the config implies jobs the DAG does not list yet (training, evaluation of trained checkpoints, throughput), the
+plan counts those too and says so. Hours per job: profiles/slurm/estimates.yaml (estimates, not measurements).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..cli import run_command
+from ..config import ConfigError, load_yaml_config
+from .estimate import CostRow, plan_rows, totals, wall_clock_hours
+from .profile import ProfileError, job_resources, read_estimates, read_profile, rule_resources
+
+ROOT = Path(__file__).resolve().parents[3]  # the repository (Snakefile, config.yaml, profiles/)
+
+
+class DagError(RuntimeError):
+    """The dry run failed (its output tail is in the message)."""
+
+
+def dag_job_counts(configfiles: list[Path], snakefile: Path = ROOT / "Snakefile") -> dict[str, int]:
+    """Jobs per rule of the default target, from a dry run in an empty directory (every job, as on day one)."""
+    with tempfile.TemporaryDirectory(prefix="brorl-plan-") as workdir:
+        cmd = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--snakefile", str(snakefile),
+               "--directory", workdir, "--workflow-profile", "none", "--cores", "1"]  # fmt: skip
+        if configfiles:
+            cmd += ["--configfile", *map(str, configfiles)]
+        proc = subprocess.run(cmd, cwd=snakefile.parent, capture_output=True, text=True, timeout=600)
+    text = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "Job stats:" not in text:
+        if "Nothing to be done" in text:
+            return {}
+        raise DagError(f"the dry run failed (exit {proc.returncode}):\n{text[-3000:]}")
+    table = text.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
+    counts.pop("total", None)
+    return counts
+
+
+def config_job_counts(config: dict) -> tuple[dict[str, int], dict[str, tuple[int, int, int]]]:
+    """Jobs the config implies for stages that grow the DAG later, and (samples/step, steps, segments) per arm."""
+    from ..training.recipe import arm_plan, enabled_arms
+
+    from .estimate import evaluation_checkpoints
+
+    plans = {name: arm_plan(config, name) for name in enabled_arms(config)}
+    points = evaluation_checkpoints(config, plans)
+    evaluations = len(points) * len(config["evaluation"]["benchmarks"])
+    counts = {
+        "train_ppo": sum(len(p.segments) for p in plans.values()),
+        "export_checkpoint": sum(len(p.saved_steps) for p in plans.values()),
+        "generate_samples": evaluations,
+        "score_samples": evaluations,
+        "summarize_evaluation": evaluations,
+    }
+    throughput = config.get("throughput", {})
+    if throughput.get("enabled"):
+        counts["bench_throughput"] = len(throughput["layouts"]) * len(throughput.get("prefix_caching", [True]))
+    arms = {name: (p.samples_per_step, p.continued_steps, len(p.segments)) for name, p in plans.items()}
+    return counts, arms
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile: dict, arms: dict) -> str:
+    """The plan as text: one line per rule (training: per arm), totals per stage, the whole."""
+    lines = [
+        "BroRL reproduction plan (hours are ESTIMATES from profiles/slurm/estimates.yaml, not measurements)",
+        "",
+        f"{'stage':<11} {'rule':<28} {'jobs':>6} {'in DAG':>6} {'nodes':>5} {'GPUs':>5} {'h/job':>7} "
+        f"{'hours':>9} {'GPU-h':>10}",
+    ]
+    for row in rows:
+        lines.append(
+            f"{row.stage:<11} {row.name:<28} {row.jobs:>6} {row.dag_jobs:>6} {row.resources.nodes:>5} "
+            f"{row.resources.gpus:>5} {row.longest_job_hours:>7.2f} {_fmt(row.hours):>9} {_fmt(row.gpu_hours):>10}"
+        )
+    lines.append("")
+    lines.append(f"{'stage':<11} {'jobs':>6} {'GPU-hours':>11} {'CPU core-h':>11}")
+    for stage in dict.fromkeys(r.stage for r in rows):
+        sub = [r for r in rows if r.stage == stage]
+        t = totals(sub)
+        lines.append(f"{stage:<11} {int(t['jobs']):>6} {_fmt(t['gpu_hours']):>11} {_fmt(t['cpu_hours']):>11}")
+    t = totals(rows)
+    lines.append(f"{'total':<11} {int(t['jobs']):>6} {_fmt(t['gpu_hours']):>11} {_fmt(t['cpu_hours']):>11}")
+    lines.append("")
+    train = rule_resources(profile, "train_ppo")
+    per_arm = ", ".join(f"{r.name[10:-1]} {_fmt(r.hours)} h" for r in rows if r.name.startswith("train_ppo["))
+    lines.append(f"training per arm on {train.get('nodes', 1)} nodes: {per_arm or 'no enabled arms'} "
+                 "(paper: about 56-174 h per arm on 64 H100)")  # fmt: skip
+    lines.append(
+        f"wall-clock on {gpu_nodes} GPU nodes: {_fmt(wall['total'])} h = {_fmt(wall['total'] / 24)} days "
+        f"(training {_fmt(wall['training'])} h with {int(wall['concurrent_arms'])} arm(s) at a time, "
+        f"then evaluation and throughput {_fmt(wall['other_gpu'])} h)"
+    )
+    missing = [r.name for r in rows if r.jobs > r.dag_jobs]
+    if missing:
+        lines.append(
+            "counted from the config, not (yet) in the DAG: " + ", ".join(missing)
+            + " -- the rules or their targets do not exist yet"
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
+def _cmd_plan(a: argparse.Namespace) -> None:
+    profile = read_profile(a.profile)
+    estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
+    config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
+    dag = dag_job_counts(list(a.configfile))
+    planned, arms = config_job_counts(config)
+    rules = {*dag, *planned, "train_ppo"}
+    resources = {rule: job_resources(profile, rule) for rule in rules}
+    rows = plan_rows(dag, planned, arms, resources, estimates)
+    gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
+    gpus_per_node = max(1, resources["train_ppo"].gpus // max(1, resources["train_ppo"].nodes))
+    wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
+    print(render(rows, wall, gpu_nodes, profile, arms))
+    if a.json:
+        record = {
+            "rows": [{"stage": r.stage, "name": r.name, "jobs": r.jobs, "dag_jobs": r.dag_jobs,
+                      "nodes": r.resources.nodes, "gpus": r.resources.gpus, "cpus": r.resources.cpus,
+                      "hours": r.hours, "gpu_hours": r.gpu_hours, "cpu_hours": r.cpu_hours} for r in rows],
+            "totals": totals(rows),
+            "wall_clock_hours": wall,
+            "gpu_nodes": gpu_nodes,
+        }  # fmt: skip
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m brorl.plan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configfile", nargs="*", type=Path, default=[],
+                        help="config files merged over config.yaml (like snakemake --configfile)")  # fmt: skip
+    parser.add_argument("--profile", type=Path, default=ROOT / "profiles" / "slurm", help="the SLURM profile folder")
+    parser.add_argument("--estimates", type=Path, default=None, help="hours per job (default: <profile>/estimates.yaml)")
+    parser.add_argument("--gpu-nodes", type=int, default=None,
+                        help="GPU nodes available at once (default: one training job's nodes)")  # fmt: skip
+    parser.add_argument("--json", type=Path, default=None, help="also write the plan as JSON here")
+    parser.set_defaults(func=_cmd_plan)
+    args = parser.parse_args(argv)
+    if args.gpu_nodes is not None and args.gpu_nodes < 1:
+        parser.error(f"--gpu-nodes must be >= 1, not {args.gpu_nodes}")
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    run_command(args, (ProfileError, ConfigError, DagError, FileNotFoundError))

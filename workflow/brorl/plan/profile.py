@@ -1,0 +1,95 @@
+"""Read the SLURM profile (resources per rule) and the plan's estimates, the way Snakemake reads the profile.
+
+The profile is a YTE template (site settings in __variables__, BRORL_SLURM_<NAME> overrides); it is rendered
+with yte like Snakemake does, and each resource is evaluated for the first attempt.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .estimate import Estimates, Resources
+
+
+class ProfileError(ValueError):
+    """A profile or estimates file that cannot be read (names the file and the key)."""
+
+
+def read_profile(profile_dir: Path) -> dict[str, Any]:
+    """The rendered profile mapping of profile_dir/config.yaml (as Snakemake sees it)."""
+    import yte
+
+    path = Path(profile_dir) / "config.yaml"
+    if not path.is_file():
+        raise ProfileError(f"no profile at {path} (expected a Snakemake profile folder with config.yaml)")
+    with path.open(encoding="utf-8") as f:
+        try:
+            rendered = yte.process_yaml(f, require_use_yte=True)
+        except Exception as err:  # yte raises several types; all mean the same here
+            raise ProfileError(f"{path}: cannot render the profile: {err}") from err
+    if not isinstance(rendered, dict):
+        raise ProfileError(f"{path}: a profile must be a mapping of options")
+    return rendered
+
+
+def _first_attempt(value: Any, where: str) -> Any:
+    """A resource value as Snakemake evaluates it for attempt 1 (strings may be Python expressions)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return eval(value, {"__builtins__": {"min": min, "max": max}}, {"attempt": 1})  # noqa: S307 (our profile)
+    except (NameError, SyntaxError):
+        return value  # a plain string such as a partition name
+    except Exception as err:
+        raise ProfileError(f"{where}: cannot evaluate {value!r}: {err}") from err
+
+
+def rule_resources(profile: Mapping[str, Any], rule: str) -> dict[str, Any]:
+    """default-resources overlaid with set-resources[rule], each evaluated for the first attempt."""
+    merged = dict(profile.get("default-resources") or {})
+    merged.update((profile.get("set-resources") or {}).get(rule) or {})
+    return {k: _first_attempt(v, f"set-resources {rule}.{k}") for k, v in merged.items()}
+
+
+def job_resources(profile: Mapping[str, Any], rule: str, threads: int = 1) -> Resources:
+    """Nodes, GPUs and CPU cores of one job of `rule` under this profile."""
+    res = rule_resources(profile, rule)
+    nodes = int(res.get("nodes") or 1)
+    gpus = int(res.get("gpu") or 0)
+    gres = str(res.get("gres") or "")
+    match = re.fullmatch(r"gpu(?::[\w.]+)?:(\d+)", gres)
+    if match:
+        gpus = int(match[1]) * nodes  # gres is per node
+    threads = int((profile.get("set-threads") or {}).get(rule, threads))
+    if gpus and res.get("cpus_per_gpu"):
+        cpus = int(res["cpus_per_gpu"]) * gpus
+    else:
+        cpus = int(res.get("cpus_per_task") or threads) * (nodes if res.get("mpi") else 1)
+    return Resources(nodes=nodes, gpus=gpus, cpus=cpus)
+
+
+def read_estimates(path: Path) -> Estimates:
+    """The plan's per-rule hour estimates (profiles/slurm/estimates.yaml)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise ProfileError(f"no estimates file at {path}") from err
+    try:
+        train = data["training"]
+        est = Estimates(
+            step_hours_fixed=float(train["step_hours_fixed"]),
+            step_hours_per_sample=float(train["step_hours_per_sample"]),
+            reference_nodes=int(train["reference_nodes"]),
+            segment_overhead_hours=float(train["segment_overhead_hours"]),
+            rule_hours={str(k): float(v) for k, v in (data.get("rules") or {}).items()},
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise ProfileError(f"{path}: missing or bad key {err}") from err
+    bad = [k for k, v in est.rule_hours.items() if v < 0]
+    if bad or est.step_hours_fixed < 0 or est.step_hours_per_sample < 0 or est.reference_nodes < 1:
+        raise ProfileError(f"{path}: hours must be >= 0 and reference_nodes >= 1 (bad: {bad or 'training'})")
+    return est
