@@ -1,0 +1,356 @@
+"""The analysis stage (brorl.analysis): equal-time checkpoint choice, units from score files, the significance test on
+synthetic per-instance data with a known effect and with none, Tables 1 and 3-5 rendered from the paper's own numbers,
+figures, the summary, and the analysis rules run by Snakemake on synthetic evaluation outputs with `--report`.
+
+The core t-test against scipy, its edge cases and its false-positive rate on raw arrays are in tests/test_stats.py;
+here the same properties are checked through this stage's own path (score files -> units -> compare_checkpoints).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as sps
+
+from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
+from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
+from brorl.analysis.paper import NOT_GIVEN, NOT_RUN, PaperDataError, _check, load_paper
+from brorl.analysis.paper_tables import benchmark_table, checkpoint_rows, display, table1
+from brorl.analysis.significance import compare_checkpoints
+from brorl.analysis.trajectories import benchmark_pass1, family_pass1, task_pass1
+from brorl.benchmarks.records import write_records
+from brorl.training.metrics import FIELDS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = load_paper()
+PAPER_ARMS = [  # the paper config's two arms (config.yaml), as the workflow passes them in --spec
+    {"name": "prorl_n16", "label": "ProRL", "n": 16, "prompts_per_step": 512, "continued_steps": 535,
+     "report_steps": [225, 535]},
+    {"name": "brorl_n512", "label": "BroRL", "n": 512, "prompts_per_step": 128, "continued_steps": 191,
+     "report_steps": [107, 134, 191]},
+]  # fmt: skip
+PAPER_ROLES = {"control": "prorl_n16", "treatment": "brorl_n512"}
+ROLE_ARM = {"base": "base", **PAPER_ROLES}
+
+
+# ------------------------------------------------------------------------------------------- synthetic inputs
+def write_benchmark(folder: Path, name: str, family: str, tasks: dict[str, int]) -> Path:
+    """A valid records file: ``tasks`` maps task -> items (a math benchmark uses one task, its name)."""
+    recs = []
+    for task, count in tasks.items():
+        for i in range(count):
+            rid = f"{name}/{task}/{i}"
+            if family == "reasoning_gym":
+                recs.append({"id": rid, "benchmark": name, "family": family, "prompt": "q", "answer": "1",
+                             "scorer": family, "metadata": {"task": task, "entry": {"answer": "1"}}})  # fmt: skip
+            else:
+                recs.append({"id": rid, "benchmark": name, "family": family, "prompt": "q", "answer": "1",
+                             "scorer": family, "metadata": {}})  # fmt: skip
+    path = folder / f"{name}.jsonl"
+    write_records(path, recs)
+    return path
+
+
+def write_scores(path: Path, ids: list[str], rates: np.ndarray, rng: np.random.Generator, n: int = 16) -> Path:
+    """Bernoulli(rate) scores, n samples per id, in brorl.evaluation's scores schema."""
+    score = (rng.random((len(ids), n)) < rates[:, None]).astype(float)
+    df = pd.DataFrame({"id": np.repeat(ids, n), "sample_idx": np.tile(np.arange(n), len(ids)),
+                       "score": score.ravel(), "correct": score.ravel() == 1.0,
+                       "error": pd.array([None] * score.size, dtype="string")})  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(path, index=False)
+    return path
+
+
+def write_metrics(path: Path, hours: list[float]) -> Path:
+    """A schema-valid metrics.jsonl whose step k ends at hours[k-1] training hours."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        for step, h in enumerate(hours, 1):
+            rec = {k: None for k in FIELDS}
+            rec.update(step=step, segment=0, wall_s=h * 3600.0, prompts=4, samples=16, generated_samples=32)
+            handle.write(json.dumps(rec) + "\n")
+    return path
+
+
+def units_frame(rates: dict[tuple[str, int], np.ndarray], rng, n=16, family="math", bench="b") -> pd.DataFrame:
+    """Units straight from Bernoulli draws (no files): arm, step, benchmark, family, task, id, n_samples, score."""
+    frames = []
+    for (arm, step), p in rates.items():
+        score = (rng.random((len(p), n)) < p[:, None]).mean(axis=1)
+        frames.append(pd.DataFrame({"arm": arm, "step": step, "benchmark": bench, "family": family, "task": bench,
+                                    "id": [f"{bench}/{i}" for i in range(len(p))], "n_samples": n, "score": score}))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+# -------------------------------------------------------------------------------------------- the paper as data
+def test_paper_values_hold_the_published_numbers_and_mark_unknown_cells():
+    rows = {(r["method"], r["continued_steps"]): r for r in PAPER["table1"]}
+    assert len(rows) == 6 and rows[("BroRL", 191)]["code"] == 54.20 and rows[("ProRL", 535)]["time_h"] == 133.8
+    assert rows[("Baseline", 0)]["time_h"] is None  # "-" in the paper: not given, not invented
+    assert PAPER["statistics"]["delta"] == 0.0033 and PAPER["statistics"]["t"] == 4.84 and PAPER["statistics"]["p"] == 6.5e-7
+    math = PAPER["benchmark_tables"]["math"]["benchmarks"]
+    assert math["amc"] == {} and math["aime24"]["treatment@134"] == 57.71 and math["aime25"]["control@225"] == 36.25
+    assert set(PAPER["benchmark_tables"]["reasoning_gym"]["benchmarks"]) >= {"rg_games", "rg_logic"}
+
+
+def test_malformed_paper_values_name_the_key():
+    bad = json.loads(json.dumps(PAPER))
+    bad["benchmark_tables"]["math"]["benchmarks"]["aime24"] = {"treatment@999": 1.0}
+    with pytest.raises(PaperDataError, match="aime24: treatment@999 is no Table 1 checkpoint"):
+        _check(bad)
+
+
+# ------------------------------------------------------------------------------------------- equal training time
+def test_equal_time_picks_the_checkpoint_nearest_the_target_hours():
+    hours = {"a": {25: 50.0, 50: 100.0, 75: 150.0}, "b": {10: 60.0, 20: 120.0, 30: 180.0}}
+    evaluated = {"a": [0, 25, 50, 75], "b": [10, 20, 30]}
+    assert select_checkpoints(evaluated, hours, 140) == {"a": 75, "b": 20}
+    assert select_checkpoints(evaluated, hours, 125) == {"a": 50, "b": 20}  # a: 100 and 150 tie -> earlier step
+    assert select_checkpoints(evaluated, {}, None) == {"a": 75, "b": 30}  # null: final checkpoints, no hours needed
+
+
+def test_equal_time_errors_name_the_arm():
+    with pytest.raises(SelectionError, match="'a' has no evaluated checkpoint"):
+        select_checkpoints({"a": [0]}, {}, None)
+    with pytest.raises(SelectionError, match=r"'a': no training metrics .* \[50\]"):
+        select_checkpoints({"a": [25, 50]}, {"a": {25: 1.0}}, 10)
+    with pytest.raises(SelectionError, match="wall_s is None"):
+        hours_by_step([{"step": 1, "wall_s": None}])
+    assert hours_by_step([{"step": 2, "wall_s": 7200}]) == {2: 2.0}
+
+
+# ---------------------------------------------------------------------------------------------------- units
+def test_units_from_score_files_carry_family_and_task(tmp_path):
+    rng = np.random.default_rng(0)
+    m = write_benchmark(tmp_path, "synthetic_math", "math", {"synthetic_math": 3})
+    rg = write_benchmark(tmp_path, "rg_arithmetic", "reasoning_gym", {"basic_arithmetic": 2, "countdown": 2})
+    s1 = write_scores(tmp_path / "eval/base/step0/synthetic_math.scores.parquet",
+                      [f"synthetic_math/synthetic_math/{i}" for i in range(3)], np.array([0.0, 1.0, 0.5]), rng)  # fmt: skip
+    ids = [f"rg_arithmetic/{t}/{i}" for t in ("basic_arithmetic", "countdown") for i in range(2)]
+    s2 = write_scores(tmp_path / "eval/arm_x/step12/rg_arithmetic.scores.parquet", ids, np.ones(4), rng)
+    assert parse_scores_path(s2) == ("arm_x", 12, "rg_arithmetic")
+    units = load_units([s1, s2], [m, rg], expected_samples=16)
+    assert len(units) == 7 and set(units["task"]) == {"synthetic_math", "basic_arithmetic", "countdown"}
+    assert units.loc[units["id"] == "synthetic_math/synthetic_math/0", "score"].item() == 0.0
+    assert units.loc[units["id"] == "synthetic_math/synthetic_math/1", "score"].item() == 1.0
+    assert (units.loc[units["arm"] == "arm_x", "family"] == "reasoning_gym").all()
+    with pytest.raises(AnalysisInputError, match="do not have 8 samples"):
+        load_units([s1], [m], expected_samples=8)
+    stray = write_scores(tmp_path / "eval/base/step0/rg_arithmetic.scores.parquet", ["rg_arithmetic/zzz/0"], np.ones(1), rng)
+    with pytest.raises(AnalysisInputError, match="not in the rg_arithmetic records"):
+        load_units([stray], [rg])
+
+
+# ----------------------------------------------------------------------------------------------- significance
+def test_a_known_effect_is_recovered_pooled_per_family_and_per_benchmark():
+    rng = np.random.default_rng(1)
+    frames = []
+    for bench, family, n in (("m1", "math", 300), ("m2", "math", 300), ("r1", "reasoning_gym", 400)):
+        p = rng.beta(0.5, 0.5, n)
+        rates = {("ctl", 5): p, ("trt", 3): np.clip(p + 0.10, 0, 1)}
+        frames.append(units_frame(rates, rng, family=family, bench=bench))
+    units = pd.concat(frames, ignore_index=True)
+    res = compare_checkpoints(units, ("ctl", 5), ("trt", 3), resamples=2000, seed=0)
+    b = units[units.arm == "ctl"].sort_values(["benchmark", "id"])["score"].to_numpy()
+    t = units[units.arm == "trt"].sort_values(["benchmark", "id"])["score"].to_numpy()
+    ref = sps.ttest_rel(t, b, alternative="greater")
+    pooled = res["pooled"]
+    assert pooled["n"] == 1000 and pooled["t"] == pytest.approx(ref.statistic) and pooled["p"] == pytest.approx(ref.pvalue)
+    true_delta = np.mean(np.clip(np.concatenate([f[f.arm == "ctl"].score for f in frames]) * 0 + 0.1, 0, 1))
+    assert pooled["ci_low"] < pooled["delta"] < pooled["ci_high"] and pooled["reject"]
+    assert abs(pooled["delta"] - 0.1) < 0.03 and pooled["ci_low"] > 0.0 and true_delta == pytest.approx(0.1)
+    assert {r["group"] for r in res["family"]} == {"math", "reasoning_gym"} and all(r["reject"] for r in res["family"])
+    assert [r["group"] for r in res["benchmark"]] == ["m1", "m2", "r1"]
+    for r in res["benchmark"]:
+        assert r["p_holm"] >= r["p"] and r["reject_holm"] and r["family"] in ("math", "reasoning_gym")
+
+
+def test_no_effect_rejects_at_about_alpha_through_this_stage():
+    rng = np.random.default_rng(2)
+    draws, alpha, rejections = 200, 0.05, 0
+    for _ in range(draws):
+        p = rng.beta(0.5, 0.5, 150)
+        units = units_frame({("ctl", 1): p, ("trt", 1): p}, rng)
+        rejections += compare_checkpoints(units, ("ctl", 1), ("trt", 1), resamples=20, seed=0)["pooled"]["reject"]
+    lo, hi = sps.binom.ppf([0.0005, 0.9995], draws, alpha)  # a 99.9 % band around 10 of 200
+    assert lo <= rejections <= hi, rejections
+
+
+def test_two_sided_and_corrections():
+    rng = np.random.default_rng(3)
+    p = rng.beta(0.5, 0.5, 200)
+    units = pd.concat([units_frame({("c", 1): p, ("t", 1): np.clip(p - 0.1, 0, 1)}, rng, bench=b) for b in "xyz"])
+    one = compare_checkpoints(units, ("c", 1), ("t", 1), resamples=50, correction="bonferroni")
+    two = compare_checkpoints(units, ("c", 1), ("t", 1), resamples=50, alternative="two-sided", correction="none")
+    assert one["pooled"]["p"] > 0.99 and not one["pooled"]["reject"]  # a drop is no evidence for "greater"
+    assert two["pooled"]["p"] == pytest.approx(2 * (1 - one["pooled"]["p"])) and two["pooled"]["reject"]
+    for r in one["benchmark"]:
+        assert r["p_adjusted"] == pytest.approx(min(1.0, 3 * r["p"]))
+    for r in two["benchmark"]:
+        assert r["p_adjusted"] == r["p"]
+    with pytest.raises(ValueError, match="no evaluated units for the treatment arm 'nope'"):
+        compare_checkpoints(units, ("c", 1), ("nope", 1))
+
+
+# --------------------------------------------------------------------------------- tables from the paper's numbers
+def paper_as_reproduced() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The paper's Table 1 and Tables 3-5 cells as if this workflow had measured them (fractions, hours)."""
+    fam, bench, hours = [], [], []
+    for r in PAPER["table1"]:
+        arm = ROLE_ARM[r["role"]]
+        step = 3000 if r["role"] == "base" else r["continued_steps"]
+        fam += [{"arm": arm, "step": step, "family": f, "pass1": r[f] / 100} for f in ("math", "code", "reasoning_gym")]
+        if r["time_h"] is not None:
+            hours.append({"arm": arm, "step": step, "hours": r["time_h"]})
+    for family, table in PAPER["benchmark_tables"].items():
+        for name, cells in table["benchmarks"].items():
+            for key, value in cells.items():
+                role, step = key.split("@")
+                bench.append({"arm": ROLE_ARM[role], "step": 3000 if role == "base" else int(step), "family": family,
+                              "benchmark": name, "pass1": value / 100})  # fmt: skip
+    return pd.DataFrame(fam), pd.DataFrame(bench), pd.DataFrame(hours)
+
+
+def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
+    fam, bench, hours = paper_as_reproduced()
+    evaluated = set(map(tuple, fam[["arm", "step"]].itertuples(index=False)))
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated)
+    assert len(rows) == 6 and all(cp.paper_key and cp.evaluated for cp in rows)
+    t1 = display(table1(PAPER, rows, fam, hours, 3000))
+    assert list(t1["method"]) == ["Baseline (start)", "ProRL", "ProRL", "BroRL", "BroRL", "BroRL"]
+    for shown, r in zip(t1.to_dict("records"), PAPER["table1"]):
+        for label, key in (("Math", "math"), ("Code", "code"), ("Reasoning Gym", "reasoning_gym")):
+            assert shown[label] == shown[f"{label}, paper"] == f"{r[key]:.2f}", (label, r)
+            assert shown[f"{label} diff"] == "+0.00"
+        assert shown["N"] == f"{r['n']:,}" or r["role"] == "base"
+        if r["time_h"] is not None:
+            assert shown["time (h)"] == shown["time (h), paper"] == f"{r['time_h']:.1f}"
+    assert t1.loc[0, "time (h), paper"] == "n/a" and t1.loc[5, "continued steps"] == "+191"
+    for family, table in PAPER["benchmark_tables"].items():
+        t = display(benchmark_table(PAPER, family, rows, bench))
+        assert list(dict.fromkeys(t["benchmark"])) == list(table["benchmarks"])
+        given = t[t["pass@1, paper"] != NOT_GIVEN]
+        n_cells = sum(len(c) for c in table["benchmarks"].values())
+        assert len(given) == n_cells and (given["pass@1"] == given["pass@1, paper"]).all()
+        assert (given["diff"] == "+0.00").all()
+        for name, cells in table["benchmarks"].items():
+            for key, value in cells.items():
+                role, step = key.split("@")
+                hit = given[(given["benchmark"] == name) & (given["continued steps"] == f"+{0 if role == 'base' else step}")
+                            & (given["arm"] == ROLE_ARM[role])]  # fmt: skip
+                assert hit["pass@1, paper"].tolist() == [f"{value:.2f}"], (name, key)
+        # cells the paper does not give are marked, not blank: e.g. amc, every checkpoint
+        assert (t[~t.index.isin(given.index)]["pass@1, paper"] == NOT_GIVEN).all()
+
+
+def test_tables_mark_checkpoints_and_benchmarks_not_run():
+    fam, bench, hours = paper_as_reproduced()
+    only_base = fam[fam.arm == "base"]
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, {("base", 3000)})
+    t1 = table1(PAPER, rows, only_base, hours, 3000)
+    assert len(t1) == 6 and (t1.loc[1:, "Math"] == NOT_RUN).all() and (t1.loc[1:, "Math, paper"] != NOT_RUN).all()
+    t3 = benchmark_table(PAPER, "math", rows, bench[bench.arm == "base"], configured=["synthetic_math"])
+    extra = t3[t3.benchmark == "synthetic_math"]
+    assert len(extra) == 6 and (extra["pass@1"] == NOT_RUN).all() and (extra["pass@1, paper"] == NOT_GIVEN).all()
+    # a tiny config: its arms' steps match no paper row; the paper's rows stay, marked not run
+    tiny = [{"name": "p4", "label": "ProRL (tiny)", "n": 4, "prompts_per_step": 8, "continued_steps": 2, "report_steps": [1, 2]}]
+    rows = checkpoint_rows(PAPER, tiny, {"control": "p4", "treatment": "b16"}, 0, {("base", 0), ("p4", 2)})
+    assert [(cp.arm, cp.step, cp.paper_key) for cp in rows if cp.arm == "p4"] == [
+        ("p4", 1, None), ("p4", 2, None), ("p4", None, "control@225"), ("p4", None, "control@535")]
+    assert sum(cp.arm is None for cp in rows) == 3  # the BroRL rows: treatment arm b16 is not enabled
+
+
+# ------------------------------------------------------------------------------------------- figures and the CLI
+def synthetic_evaluation(root: Path, rng: np.random.Generator, effect: float = 0.15) -> dict:
+    """Benchmarks, score files and metrics under ``root`` for base (step 0), ctl (steps 1, 2), trt (step 2)."""
+    benches = {"synthetic_math": ("math", {"synthetic_math": 6}),
+               "rg_arithmetic": ("reasoning_gym", {"basic_arithmetic": 3, "countdown": 3})}  # fmt: skip
+    files = {"benchmarks": [], "scores": [], "metrics": []}
+    for name, (family, tasks) in benches.items():
+        files["benchmarks"].append(write_benchmark(root / "resources/benchmarks", name, family, tasks))
+        ids = [f"{name}/{t}/{i}" for t, k in tasks.items() for i in range(k)]
+        p = rng.uniform(0.1, 0.6, len(ids))
+        for arm, step, shift in (("base", 0, 0.0), ("ctl", 1, 0.02), ("ctl", 2, 0.03), ("trt", 2, effect)):
+            path = root / f"results/eval/{arm}/step{step}/{name}.scores.parquet"
+            files["scores"].append(write_scores(path, ids, np.clip(p + shift, 0, 1), rng))
+    files["metrics"] = [write_metrics(root / "results/train/ctl/metrics.jsonl", [0.5, 1.0]),
+                        write_metrics(root / "results/train/trt/metrics.jsonl", [0.7, 1.4])]  # fmt: skip
+    return files
+
+
+def spec(**analysis) -> dict:
+    arms = [{"name": "ctl", "label": "ProRL (tiny)", "n": 4, "prompts_per_step": 8, "continued_steps": 2, "report_steps": [1, 2]},
+            {"name": "trt", "label": "BroRL (tiny)", "n": 16, "prompts_per_step": 4, "continued_steps": 2, "report_steps": [2]}]  # fmt: skip
+    cfg = {"equal_time_hours": None, "alpha": 0.05, "alternative": "greater", "correction": "holm",
+           "comparison": {"treatment": "trt", "control": "ctl"}, "n_sweep": {"arms": ["ctl", "trt"], "step": 2},
+           "bootstrap": {"resamples": 200, "seed": 0}, **analysis}  # fmt: skip
+    return {"engine": "embedded", "base_arm": "base", "start_step": 0, "arms": arms, "analysis": cfg,
+            "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic", "rg_geometry"], "n_samples": 16, "max_items": 6},
+            "benchmark_families": {"synthetic_math": "math", "rg_arithmetic": "reasoning_gym", "rg_geometry": "reasoning_gym"}}  # fmt: skip
+
+
+def analysis_cli(*args, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    return subprocess.run([sys.executable, "-m", "brorl.analysis", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_cli_from_score_files_to_summary(tmp_path):
+    files = synthetic_evaluation(tmp_path, np.random.default_rng(4))
+    units, sp = tmp_path / "units.parquet", json.dumps(spec(equal_time_hours=0.6))
+    proc = analysis_cli("units", "--scores", *files["scores"], "--benchmarks", *files["benchmarks"], "--n", "16",
+                        "--out", units, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    common = ("--units", units, "--metrics", *files["metrics"], "--spec", sp)
+    out = {k: tmp_path / f"stats/significance.{k}" for k in ("json", "md", "csv", "tex")}
+    proc = analysis_cli("significance", *common, *[x for k, p in out.items() for x in (f"--out-{k}", p)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    sig = json.loads(out["json"].read_text())
+    assert sig["status"] == "ok" and sig["control"]["step"] == 1 and sig["treatment"]["step"] == 2  # nearest 0.6 h (trt has only step 2)
+    assert sig["pooled"]["n"] == 12 and sig["versus_paper"]["t"]["paper"] == 4.84
+    figs = {f"--{k}": tmp_path / f"figures/{k.replace('-', '.')}" for k in
+            ("figure1-png", "figure1-pdf", "figure4-png", "figure4-pdf", "sweep-png", "sweep-pdf")}  # fmt: skip
+    proc = analysis_cli("figures", *common, *[x for kv in figs.items() for x in kv], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert all(p.stat().st_size > 1000 for p in figs.values())
+    assert "paper tasks ['countdown']" in proc.stdout  # countdown is one of the paper's Figure 4 tasks
+    proc = analysis_cli("tables", *common, "--out-dir", tmp_path / "tables", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    t1 = pd.read_csv(tmp_path / "tables/table1.csv", keep_default_na=False)
+    assert len(t1) == 9 and t1.loc[0, "Code"] == NOT_RUN  # base, ctl 1-2, trt 2, five paper rows marked not run
+    assert float(t1[(t1.arm == "trt") & (t1["continued steps"] == "+2")]["time (h)"].item()) == pytest.approx(1.4)
+    assert "booktabs" in (tmp_path / "tables/table5.tex").read_text()
+    t5 = pd.read_csv(tmp_path / "tables/table5.csv", keep_default_na=False)
+    assert (t5[t5.benchmark == "rg_geometry"]["pass@1"] == NOT_RUN).all()  # configured, not evaluated: kept
+    tables = [tmp_path / f"tables/table{i}.csv" for i in (3, 4, 5)]
+    proc = analysis_cli("summary", "--spec", sp, "--significance", out["json"], "--table1", tmp_path / "tables/table1.csv",
+                        "--benchmark-tables", *tables, "--out", tmp_path / "SUMMARY.md", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "SUMMARY.md").read_text()
+    assert "tiny preset" in text and "delta 0.0033" in text and f"over n = 12 instances" in text
+    assert "Table 2" in text and "not run: the throughput stage" in text
+
+
+def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
+    files = synthetic_evaluation(tmp_path, np.random.default_rng(5))
+    base_only = [p for p in files["scores"] if "/base/" in str(p)]
+    units = tmp_path / "units.parquet"
+    assert analysis_cli("units", "--scores", *base_only, "--benchmarks", *files["benchmarks"], "--out", units,
+                        cwd=tmp_path).returncode == 0  # fmt: skip
+    out = [x for k in ("json", "md", "csv", "tex") for x in (f"--out-{k}", tmp_path / f"s.{k}")]
+    proc = analysis_cli("significance", "--units", units, "--spec", json.dumps(spec()), *out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    sig = json.loads((tmp_path / "s.json").read_text())
+    assert sig["status"] == "not run" and "has no evaluated checkpoint after the start" in sig["reason"]
+    bad = analysis_cli("units", "--scores", tmp_path / "x.parquet", "--benchmarks", *files["benchmarks"], "--out", units,
+                       cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 2 and "not a path of the form" in bad.stderr

@@ -1,0 +1,170 @@
+"""Tables 1 and 3-5 with the paper's value beside the reproduced one and their difference (pure: frames in, frames out).
+
+Rows are checkpoints: the start checkpoint (arm base), every report step of every enabled arm, and every checkpoint
+of the paper's Table 1 that this configuration has no row for (marked NOT_RUN, never dropped). A reproduced row is
+paired with a paper row when its arm plays the paper row's role (analysis.comparison: control = ProRL, treatment =
+BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns. Values are pass@1 in percent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .paper import FAMILIES, FAMILY_LABELS, NOT_APPLICABLE, NOT_GIVEN, NOT_RUN, checkpoint_key
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One table row: which arm and step reproduce it (arm None: not in this config) and which paper row it is."""
+
+    method: str
+    arm: str | None
+    step: int | None  # the arm's step (base: base_model.start_step); None when not in this config
+    continued: int  # continued RL steps after the start checkpoint
+    n: object
+    prompts: object
+    paper_key: str | None  # "<role>@<step>" of the paper's Table 1 row, None when the paper has no such row
+    evaluated: bool
+
+
+def _is_num(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(float(x))
+
+
+def checkpoint_rows(
+    paper: Mapping, arms: Sequence[Mapping], roles: Mapping[str, str], start_step: int,
+    evaluated: set[tuple[str, int]], base_arm: str = "base",
+) -> list[Checkpoint]:  # fmt: skip
+    """The rows of Tables 1 and 3-5, in order: base, control arm, treatment arm, other enabled arms (by step)."""
+    paper_rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in paper["table1"]}
+    role_of = {name: role for role, name in roles.items()}
+    enabled = {a["name"]: a for a in arms}
+    base_row = next(r for r in paper["table1"] if r["role"] == "base")
+    rows = [Checkpoint(base_row["method"] + " (start)", base_arm, start_step, 0, NOT_APPLICABLE, NOT_APPLICABLE,
+                       checkpoint_key("base", base_row["continued_steps"]), (base_arm, start_step) in evaluated)]  # fmt: skip
+    used = {rows[0].paper_key}
+    order = [roles["control"], roles["treatment"], *[a["name"] for a in arms if a["name"] not in roles.values()]]
+    for name in order:
+        role = role_of.get(name)
+        arm = enabled.get(name)
+        steps = set(arm["report_steps"]) if arm else set()
+        paper_steps = {r["continued_steps"] for r in paper["table1"] if role and r["role"] == role}
+        for step in sorted(steps | paper_steps):
+            key = checkpoint_key(role, step) if role and step in paper_steps else None
+            if arm and step in steps:
+                rows.append(Checkpoint(arm.get("label") or name, name, step, step, arm["n"], arm["prompts_per_step"],
+                                       key, (name, step) in evaluated))  # fmt: skip
+            else:  # a paper checkpoint this configuration does not have
+                p = paper_rows[key]
+                rows.append(Checkpoint(p["method"], name if arm else None, None, step, p["n"], p["prompts_per_step"],
+                                       key, False))  # fmt: skip
+            if key:
+                used.add(key)
+    for key, p in paper_rows.items():  # a role whose arm is not named in the config at all
+        if key not in used:
+            rows.append(Checkpoint(p["method"], None, None, p["continued_steps"], p["n"], p["prompts_per_step"], key, False))
+    return rows
+
+
+def _value(table: pd.DataFrame, arm: str | None, step: int | None, column: str, **match) -> object:
+    if arm is None or step is None:
+        return NOT_RUN
+    sel = (table["arm"] == arm) & (table["step"] == step)
+    for k, v in match.items():
+        sel &= table[k] == v
+    hit = table.loc[sel, column]
+    return float(hit.iloc[0]) if len(hit) else NOT_RUN
+
+
+def _diff(repro: object, paper: object) -> object:
+    return repro - paper if _is_num(repro) and _is_num(paper) else NOT_APPLICABLE
+
+
+def _steps_text(cp: Checkpoint, start_step: int, paper: Mapping) -> str:
+    if cp.continued == 0 and cp.paper_key and cp.paper_key.startswith("base@"):
+        total = next(r.get("total_steps") for r in paper["table1"] if r["role"] == "base")
+        return f"start (here step {start_step}; paper {total})"
+    return f"+{cp.continued}"
+
+
+def _paper_label(cp: Checkpoint, paper: Mapping) -> str:
+    if cp.paper_key is None:
+        return "no paper row"
+    p = next(r for r in paper["table1"] if checkpoint_key(r["role"], r["continued_steps"]) == cp.paper_key)
+    return f"{p['method']} N={p['n']} x {p['prompts_per_step']}, +{p['continued_steps']}"
+
+
+def table1(
+    paper: Mapping, rows: Sequence[Checkpoint], family: pd.DataFrame, hours: pd.DataFrame, start_step: int,
+) -> pd.DataFrame:  # fmt: skip
+    """Table 1: one row per checkpoint; family pass@1 (%) and training hours, reproduced / paper / difference.
+
+    family: arm, step, family, pass1 (fraction); hours: arm, step, hours.
+    """
+    paper_rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in paper["table1"]}
+    out = []
+    for cp in rows:
+        p = paper_rows.get(cp.paper_key, {})
+        row = {"method": cp.method, "arm": cp.arm or NOT_RUN, "paper row": _paper_label(cp, paper), "N": cp.n,
+               "prompts/step": cp.prompts, "continued steps": _steps_text(cp, start_step, paper)}  # fmt: skip
+        if cp.continued == 0:
+            row["time (h)"], row["time (h), paper"], row["time diff"] = NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE
+        else:
+            repro = _value(hours, cp.arm, cp.step, "hours") if cp.evaluated else NOT_RUN
+            given = p.get("time_h", None) if p else None
+            row["time (h)"] = repro
+            row["time (h), paper"] = given if given is not None else NOT_GIVEN
+            row["time diff"] = _diff(repro, given)
+        for fam in FAMILIES:
+            label = FAMILY_LABELS[fam]
+            repro = _value(family, cp.arm, cp.step, "pass1", family=fam)
+            repro = repro * 100.0 if _is_num(repro) else repro
+            given = p.get(fam) if p else None
+            row[label] = repro
+            row[f"{label}, paper"] = given if given is not None else NOT_GIVEN
+            row[f"{label} diff"] = _diff(repro, given)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def benchmark_table(
+    paper: Mapping, family: str, rows: Sequence[Checkpoint], bench: pd.DataFrame, configured: Sequence[str] = (),
+) -> pd.DataFrame:  # fmt: skip
+    """Table 3, 4 or 5 (``family``): one row per (benchmark, checkpoint), pass@1 (%) reproduced / paper / diff.
+
+    bench: arm, step, family, benchmark, pass1 (fraction). Benchmarks: the paper's, then those of this family that
+    were evaluated or configured (evaluation.benchmarks, ``configured``) but are not in the paper's table.
+    """
+    cells = paper["benchmark_tables"][family]["benchmarks"]
+    names = list(cells)
+    extra = sorted((set(bench.loc[bench["family"] == family, "benchmark"]) | set(configured)) - set(names))
+    out = []
+    for name in [*names, *extra]:
+        for cp in rows:
+            repro = _value(bench, cp.arm, cp.step, "pass1", benchmark=name)
+            repro = repro * 100.0 if _is_num(repro) else repro
+            given = (cells.get(name) or {}).get(cp.paper_key) if cp.paper_key else None
+            out.append({"benchmark": name, "in paper": name in cells, "method": cp.method, "arm": cp.arm or NOT_RUN,
+                        "continued steps": f"+{cp.continued}", "pass@1": repro,
+                        "pass@1, paper": given if given is not None else NOT_GIVEN,
+                        "diff": _diff(repro, given)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def display(table: pd.DataFrame) -> pd.DataFrame:
+    """Text cells as the paper prints them: pass@1 and hours to 2 / 1 decimals, differences signed; markers kept."""
+
+    def fmt(column: str, x: object) -> str:
+        if not _is_num(x):
+            return "yes" if x is True else "no" if x is False else str(x)
+        if column in ("N", "prompts/step"):
+            return f"{int(x):,}"
+        digits = 1 if column.startswith("time") else 2
+        sign = "+" if column.endswith("diff") else ""
+        return f"{round(float(x), digits) + 0.0:{sign}.{digits}f}"  # + 0.0: no "-0.00" from rounding noise
+
+    return pd.DataFrame({c: [fmt(c, x) for x in table[c]] for c in table.columns})
