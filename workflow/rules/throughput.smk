@@ -1,0 +1,118 @@
+# Throughput stage (paper Table 2): vLLM generation samples/s for each throughput.layouts x prefix_caching
+# configuration on the start model, the dynamic-sampling pass rate of the two compared arms from their training
+# metrics, Table 2 (paper beside reproduction) and a samples/s-vs-N figure. Logic in brorl.throughput.
+# Targets: results/tables/table2.{md,tex,csv}, results/figures/throughput_vs_n.{png,pdf}, or one file of the grammar:
+#   results/throughput/p{prompts}_n{n}_pc{pc}.json   one configuration (pc: on|off)
+#   results/throughput/machine.json                   where the measurements ran (same hardware for all?)
+#   results/throughput/pass_rate_by_step.csv          pass rate per step and arm (empty until training has run)
+
+
+rule bench_throughput:
+    input:
+        model=base_model_dir(),
+        prompts=f"resources/train/{config['train_data']['name']}.jsonl",
+    output:
+        "results/throughput/p{prompts}_n{n}_pc{pc}.json",
+    log:
+        "results/logs/bench_throughput/p{prompts}_n{n}_pc{pc}.log",
+    benchmark:
+        "results/benchmarks/bench_throughput/p{prompts}_n{n}_pc{pc}.tsv"
+    wildcard_constraints:
+        prompts=r"[1-9]\d*",
+        n=r"[1-9]\d*",
+        pc="on|off",
+    conda:
+        "../../envs/eval.yaml"
+    threads: 8  # all cores locally (capped by --cores), so nothing else runs beside a timed job
+    resources:
+        gpu=1,
+        mem_mb=32768,
+        runtime=720,
+    params:
+        engine=config["engine"],
+        max_tokens=THROUGHPUT["max_tokens"],
+        max_model_len=config["context"]["prompt_max_len"] + THROUGHPUT["max_tokens"],
+        temperature=throughput_temperature(),
+        top_p=config["training"]["rollout_top_p"],
+        warmup=THROUGHPUT["warmup"],
+        repeats=THROUGHPUT["repeats"],
+        seed=THROUGHPUT["seed"],
+        max_cv=THROUGHPUT["max_cv"],
+        max_num_seqs=throughput_max_num_seqs_flag(),
+    shell:
+        """
+        python -m brorl.throughput bench \
+            --model {input.model:q} \
+            --prompts-file {input.prompts:q} \
+            --prompts {wildcards.prompts} \
+            --n {wildcards.n} \
+            --prefix-caching {wildcards.pc:q} \
+            --max-tokens {params.max_tokens} \
+            --max-model-len {params.max_model_len} \
+            --temperature {params.temperature} \
+            --top-p {params.top_p} \
+            --warmup {params.warmup} \
+            --repeats {params.repeats} \
+            --seed {params.seed} \
+            --max-cv {params.max_cv} \
+            --engine {params.engine:q} \
+            {params.max_num_seqs:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule tabulate_throughput:
+    input:
+        results=throughput_results(),
+        metrics=throughput_training_metrics,
+    output:
+        md=report(
+            TABLE2_FILES["md"],
+            caption="../report/table2.rst",
+            category="Throughput",
+            labels={"table": "Table 2", "format": "markdown"},
+        ),
+        tex=TABLE2_FILES["tex"],
+        csv=report(
+            TABLE2_FILES["csv"],
+            caption="../report/table2.rst",
+            category="Throughput",
+            labels={"table": "Table 2", "format": "csv"},
+        ),
+        png=report(
+            THROUGHPUT_FIGURE["png"],
+            caption="../report/throughput_vs_n.rst",
+            category="Throughput",
+            labels={"figure": "samples/s vs N", "format": "png"},
+        ),
+        pdf=THROUGHPUT_FIGURE["pdf"],
+        pass_rate="results/throughput/pass_rate_by_step.csv",
+        machine="results/throughput/machine.json",
+    log:
+        "results/logs/tabulate_throughput/table2.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        arms=json.dumps(throughput_compared_arms(), sort_keys=True),
+        metrics=throughput_metrics_flags,
+    shell:
+        """
+        python -m brorl.throughput tabulate \
+            --results {input.results:q} \
+            --arms {params.arms:q} \
+            {params.metrics:q} \
+            --out-md {output.md:q} \
+            --out-tex {output.tex:q} \
+            --out-csv {output.csv:q} \
+            --pass-rate-csv {output.pass_rate:q} \
+            --figure-png {output.png:q} \
+            --figure-pdf {output.pdf:q} \
+            --machine-out {output.machine:q} \
+            >{log:q} 2>&1
+        """
