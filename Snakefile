@@ -5,6 +5,7 @@
 #   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
 #   results/simulation/theory_checks.json                           Theorem 1 / Lemma 2 / Corollary 3 checks
 #   results/eval/{arm}/step{step}/{benchmark}.{samples,scores}.parquet, .summary.json  evaluation (arm base = start)
+#   results/throughput/p{prompts}_n{n}_pc{on|off}.json, machine.json  generation throughput (Table 2)
 #   results/figures/<name>.{png,pdf}, results/tables/<name>.{md,csv} the paper's figures and tables
 import os
 import sys
@@ -44,6 +45,7 @@ include: "workflow/rules/simulation.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/throughput.smk"
 
 
 rule all:

@@ -238,3 +238,96 @@ def scoring_code_sha256():
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+# -------------------------------------------------------------------------------------------------- throughput
+THROUGHPUT = config["throughput"]
+
+# Integrator switches: flip each when the rules that produce its inputs exist.
+# True once train_ppo writes results/train/{arm}/metrics.jsonl: Table 2 then needs both compared arms' metrics.
+THROUGHPUT_USES_TRAINING_METRICS = False
+# True once download_base_model stages base_model_dir() for engine cluster (paper scale); the tiny preset
+# (engine embedded) builds its model with build_tiny_model and is always on.
+THROUGHPUT_AT_PAPER_SCALE = False
+
+TABLE2_FILES = {ext: f"results/tables/table2.{ext}" for ext in ("md", "tex", "csv")}
+THROUGHPUT_FIGURE = {
+    ext: f"results/figures/throughput_vs_n.{ext}" for ext in ("png", "pdf")
+}
+
+
+def throughput_results():
+    """One JSON per throughput.layouts x throughput.prefix_caching configuration."""
+    return [
+        f"results/throughput/p{layout['prompts']}_n{layout['n']}_pc{'on' if pc else 'off'}.json"
+        for layout in THROUGHPUT["layouts"]
+        for pc in THROUGHPUT["prefix_caching"]
+    ]
+
+
+def throughput_targets():
+    """Table 2, the figure and machine.json; none when throughput is disabled or its model has no producing rule
+    yet (paper scale: see THROUGHPUT_AT_PAPER_SCALE)."""
+    if not THROUGHPUT["enabled"]:
+        return []
+    if config["engine"] != "embedded" and not THROUGHPUT_AT_PAPER_SCALE:
+        return []
+    return [
+        *TABLE2_FILES.values(),
+        *THROUGHPUT_FIGURE.values(),
+        "results/throughput/machine.json",
+        "results/throughput/pass_rate_by_step.csv",
+    ]
+
+
+STAGE_TARGETS.append(throughput_targets)
+
+
+def throughput_compared_arms():
+    """analysis.comparison's control and treatment as the table's arm records (name, label, n, prompts/step)."""
+    arms = {arm["name"]: arm for arm in config["arms"]}
+    return {
+        role: {
+            "name": arms[name]["name"],
+            "label": arms[name]["label"],
+            "n": arms[name]["n"],
+            "prompts": arms[name]["prompts_per_step"],
+            "enabled": arms[name]["enabled"],
+        }
+        for role, name in config["analysis"]["comparison"].items()
+        if role in ("control", "treatment")
+    }
+
+
+def throughput_metric_arms():
+    """Compared arms whose training metrics Table 2 reads: enabled ones, once training exists."""
+    if not THROUGHPUT_USES_TRAINING_METRICS:
+        return []
+    return [a["name"] for a in throughput_compared_arms().values() if a["enabled"]]
+
+
+def throughput_training_metrics(wildcards):
+    """Input function of tabulate_throughput: results/train/{arm}/metrics.jsonl of throughput_metric_arms()."""
+    return [f"results/train/{arm}/metrics.jsonl" for arm in throughput_metric_arms()]
+
+
+def throughput_metrics_flags(wildcards, input):
+    """--metrics ARM=PATH for each compared arm with metrics (nothing before training exists)."""
+    pairs = [
+        f"{arm}={path}" for arm, path in zip(throughput_metric_arms(), input.metrics)
+    ]
+    return ["--metrics", *pairs] if pairs else []
+
+
+def throughput_temperature():
+    """throughput.temperature, or training.rollout_temperature when it is null (the rollouts being timed)."""
+    if THROUGHPUT["temperature"] is None:
+        return config["training"]["rollout_temperature"]
+    return THROUGHPUT["temperature"]
+
+
+def throughput_max_num_seqs_flag():
+    """--max-num-seqs when throughput.max_num_seqs is set, else nothing (vLLM's default)."""
+    if THROUGHPUT["max_num_seqs"] is None:
+        return []
+    return ["--max-num-seqs", str(THROUGHPUT["max_num_seqs"])]
