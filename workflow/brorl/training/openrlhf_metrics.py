@@ -100,7 +100,7 @@ def to_records(logs: list[StepLog], *, offset: int, segment: int, n: int, dynami
         samples = int(round(s["rollout/num_samples"]))
         prompts = samples // n
         rate = _get(s, "dynamic_filtering_pass_rate")
-        generated_prompts = int(round(samples * 100.0 / rate / n)) if dynamic_sampling and rate else prompts
+        generated_prompts = int(round(samples * 100.0 / rate)) if dynamic_sampling and rate else prompts
         generated_samples = generated_prompts * n
         reward_mean = score_mean = response_len = truncated = None
         if not dynamic_sampling:  # OpenRLHF's rollout stats are over every generated sample

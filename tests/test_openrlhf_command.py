@@ -1,0 +1,314 @@
+"""The cluster engine's OpenRLHF 0.11.2 command: every arm through OpenRLHF's real parser and assertions, our
+validation ahead of them, segments and reference resets, the data and metrics converters, and the Ray launcher
+(with fake srun/ray/scontrol on PATH)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from brorl.config import validate_config
+from brorl.training.openrlhf_command import ClusterPaths, build_command, openrlhf_flags, run_layout
+from brorl.training.openrlhf_data import TrainDataError, openrlhf_rows
+from brorl.training.openrlhf_metrics import StepLog, read_tensorboard, steps_from_events, to_records
+from brorl.training.openrlhf_parse import OpenRLHFArgError, parse_argv
+from brorl.training.openrlhf_validate import ClusterConfigError, validate_cluster_config
+from brorl.training.recipe import arm_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
+PATHS = ClusterPaths(Path("/m/start"), Path("/d/mix.jsonl"), Path("/r/train/arm"), Path("/w/openrlhf_reward.py"))
+
+
+@pytest.fixture(scope="module")
+def config() -> dict:
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    validate_config(cfg)
+    return cfg
+
+
+def _arms(cfg: dict) -> list[str]:
+    return [a["name"] for a in cfg["arms"]]
+
+
+def test_every_arm_and_segment_parses_in_openrlhf(config):
+    assert len(_arms(config)) >= 10  # the two paper arms and the disabled extension arms
+    validate_cluster_config(config, _arms(config))
+    for arm in _arms(config):
+        plan = arm_plan(config, arm)
+        for index, segment in enumerate(plan.segments):
+            args, _ = parse_argv(openrlhf_flags(config, arm, index, PATHS))
+            assert args.rollout.n_samples_per_prompt == plan.n
+            assert args.rollout.batch_size == plan.prompts_per_step
+            assert args.train.batch_size == plan.mini_batch_samples
+            assert args.actor.adam.lr == plan.lr
+            assert args.algo.advantage.estimator == "reinforce_baseline"
+            assert args.actor.lr_scheduler == "constant"
+            assert args.algo.dynamic_filtering_enable and list(args.algo.dynamic_filtering_range) == [0.0, 1.0]
+            assert tuple(args.actor.eps_clip_low_high) == (0.2, 0.28)
+            assert args.algo.kl.use_loss and args.algo.kl.estimator == "k2" and args.algo.kl.init_coef == 1e-4
+            assert args.algo.advantage.is_correction_mode == "clip"
+            assert args.algo.advantage.is_correction_threshold == [0.0, 2.0]  # TIS: clip to [0, C]
+            assert args.data.max_len == 1024 + 16384 and args.rollout.max_new_tokens == 16384
+            assert args.ckpt.load_enable and args.ckpt.save_hf and args.vllm.enable_prefix_caching
+            assert args.reward.remote_url == [str(PATHS.reward_script)]
+            # every step the segment must save (saved steps, its last step) falls on a save
+            for step in (s for s in plan.saved_steps if s in segment.steps):
+                assert step % args.ckpt.save_steps == 0
+            assert segment.last_step % args.ckpt.save_steps == 0
+
+
+def test_build_command_is_the_module_invocation(config):
+    argv = build_command(config, "prorl_n16", 0, PATHS, python="python3")
+    assert argv[:3] == ["python3", "-m", "openrlhf.cli.train_ppo_ray"]
+
+
+def test_paper_arms_lr_ratio_and_equal_mini_batches(config):
+    pro, _ = parse_argv(openrlhf_flags(config, "prorl_n16", 0, PATHS))
+    bro, _ = parse_argv(openrlhf_flags(config, "brorl_n512", 0, PATHS))
+    assert bro.actor.adam.lr / pro.actor.adam.lr == pytest.approx(math.sqrt(8), rel=1e-12)
+    steps = [a.rollout.batch_size * a.rollout.n_samples_per_prompt // a.train.batch_size for a in (pro, bro)]
+    assert steps[0] == steps[1] == config["training"]["mini_batches_per_step"]
+
+
+def _broken(config, edit) -> dict:
+    cfg = copy.deepcopy(config)
+    edit(cfg)
+    return cfg
+
+
+def _set(path: str, value):
+    def edit(cfg):
+        node = cfg
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node[int(key)] if key.isdigit() else node[key]
+        node[int(last) if last.isdigit() else last] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, key, openrlhf_fails", [
+    (_set("arms.0.n", 1), "arms[0] (prorl_n16).n", True),  # reinforce_baseline asserts N > 1
+    (_set("training.dynamic_sampling.score_range", [1.0, 0.0]), "training.dynamic_sampling.score_range", True),
+    (_set("training.cluster.rollout_micro_batch_size", 8192), "arms[0] (prorl_n16).prompts_per_step", True),
+    (_set("training.cluster.vllm_engines", 32), "training.cluster.vllm_engines", False),  # asserted in train()
+    (_set("training.mini_batches_per_step", 256), "training.mini_batches_per_step", False),  # DeepSpeed
+    (_set("training.precision", "fp32"), "training.precision", True),  # --ds.param_dtype choices
+    (_set("training.lr_scheduler", "cosine"), "training.lr_scheduler", False),
+])  # fmt: skip
+def test_validation_rejects_first_with_the_key(config, edit, key, openrlhf_fails):
+    cfg = _broken(config, edit)
+    cfg["training"]["cluster"]["dynamic_batch"] = False  # so that the rollout micro-batch counts (no effect else)
+    with pytest.raises(ClusterConfigError) as error:
+        validate_cluster_config(cfg, ["prorl_n16"])
+    assert f"config key '{key}'" in str(error.value)
+    if openrlhf_fails:  # our check mirrors a real OpenRLHF refusal (not just our own policy)
+        with pytest.raises(OpenRLHFArgError):
+            parse_argv(openrlhf_flags(cfg, "prorl_n16", 0, PATHS))
+
+
+def test_parser_errors_are_clear():
+    with pytest.raises(OpenRLHFArgError, match="unrecognized arguments: --algo.advantage.is_correction_enable"):
+        parse_argv(["--algo.advantage.is_correction_enable"])  # the 0.11.1 name, renamed in 0.11.2
+    with pytest.raises(OpenRLHFArgError, match="flags only"):
+        parse_argv(["-m", "openrlhf.cli.train_ppo_ray"][1:])
+
+
+def test_reset_segments_point_the_reference_at_the_previous_export(config):
+    plan = arm_plan(config, "prorl_n16")
+    resets = [s for s in plan.segments if s.reset_reference]
+    assert resets and resets[0].first_step == 201
+    for segment in plan.segments:
+        args, _ = parse_argv(openrlhf_flags(config, "prorl_n16", segment.index, PATHS))
+        earlier = [s for s in resets if s.first_step <= segment.first_step]
+        expected = PATHS.start_model if not earlier else PATHS.export(earlier[-1].first_step - 1)
+        assert args.actor.model_name_or_path == str(expected)
+        assert args.ckpt.path == str(PATHS.ckpt_dir(0))  # ProRLv2: one run, the optimizer state is kept
+    # ProRL v1 semantics: a reset starts a fresh OpenRLHF run (new ckpt dir, steps counted from 0, new seed)
+    cfg = _broken(config, _set("training.reference_reset.keep_optimizer", False))
+    layout = run_layout(cfg, plan, resets[0].index)
+    assert (layout.run_index, layout.offset, layout.reference_step) == (1, 200, 200)
+    assert layout.seed == plan.seed + 1
+    args, _ = parse_argv(openrlhf_flags(cfg, "prorl_n16", resets[0].index, PATHS))
+    assert args.ckpt.path == str(PATHS.ckpt_dir(1))
+
+
+def test_data_converter_keeps_the_record_as_label():
+    records = [
+        {"id": "a", "benchmark": "b", "family": "math", "prompt": "1+1?", "answer": "2", "scorer": "math", "metadata": {}},
+        {"id": "b", "benchmark": "b", "family": "math", "prompt": "x" * 50, "answer": "3", "scorer": "math", "metadata": {}},
+    ]  # fmt: skip
+    rows, too_long = openrlhf_rows(records, prompt_tokens=len, prompt_max_len=10)
+    assert too_long == ["b"] and len(rows) == 1
+    assert rows[0]["input"] == "1+1?" and json.loads(rows[0]["label"]) == records[0]
+    with pytest.raises(TrainDataError, match="<image>"):
+        openrlhf_rows([{**records[0], "prompt": "look at <image>"}])
+
+
+def _step(step, t, **over):
+    scalars = {"rollout/num_samples": 8192.0, "dynamic_filtering_pass_rate": 16 * 41.0, "rollout/reward_mean": 0.5,
+               "kl": 0.01, "entropy_loss": 0.3, "actor_lr": 2e-6, "timing/generation": 100.0,
+               "timing/make_experience": 10.0, "timing/ppo_train": 20.0, "timing/broadcast": 1.0,
+               "timing/step_total": 131.0}  # fmt: skip
+    scalars.update(over)
+    return [(t, step, k, v) for k, v in scalars.items()]
+
+
+def test_metrics_converter_on_a_hand_made_log(tmp_path):
+    # step 2 logged twice: by a job killed afterwards (t=200) and again by the rerun (t=400): the rerun wins
+    events = _step(1, 100.0) + _step(2, 200.0, kl=9.0) + _step(2, 400.0) + _step(3, 500.0)
+    logs = steps_from_events(events)
+    assert logs[2].scalars["kl"] == 0.01 and logs[2].wall_time == 400.0
+    calls = [(150.0, [1.0], [1.0]), (350.0, [0.25] * 8191 + [0.0], [0.0] * 8192)]  # 150: the killed job's step 2
+    records = to_records([logs[2], logs[3]], offset=200, segment=9, n=16, dynamic_sampling=True,
+                         wall_s_before=1000.0, launches=[0.0, 300.0], reward_calls=calls)  # fmt: skip
+    first = records[0]
+    assert first["step"] == 202 and first["segment"] == 9
+    assert first["prompts"] == 512 and first["samples"] == 8192
+    assert first["generated_prompts"] == round(512 / 0.41) and first["generated_samples"] == 16 * round(512 / 0.41)
+    assert first["dynamic_sampling_pass_rate"] == pytest.approx(0.41, abs=1e-3)
+    assert first["gen_samples_per_s"] == pytest.approx(first["generated_samples"] / 100.0)
+    assert first["reward_mean"] is None  # 8,192 logged rewards but 20,000 generated samples: incomplete, not guessed
+    assert first["response_len_mean"] is None and first["truncated_frac"] is None  # OpenRLHF logs accepted only
+    assert (first["wall_s"], records[1]["wall_s"]) == (1131.0, 1262.0)
+    assert (first["logprob_s"], first["update_s"], first["reload_s"], first["reward_s"]) == (10.0, 20.0, 1.0, None)
+    # a complete reward log gives the mean over every generated sample
+    generated = first["generated_samples"]
+    calls = [(350.0, [1.0] * (generated // 2) + [0.0] * (generated - generated // 2), [1.0] * generated)]
+    record = to_records([logs[2]], offset=0, segment=0, n=16, dynamic_sampling=True, wall_s_before=0.0,
+                        launches=[300.0], reward_calls=calls)[0]  # fmt: skip
+    assert record["reward_mean"] == pytest.approx((generated // 2) / generated) and record["score_mean"] == 1.0
+    # without dynamic sampling OpenRLHF's rollout stats cover every generated sample
+    record = to_records([logs[1]], offset=0, segment=0, n=16, dynamic_sampling=False, wall_s_before=0.0,
+                        launches=[0.0], reward_calls=None)[0]  # fmt: skip
+    assert record["generated_samples"] == 8192 and record["reward_mean"] == 0.5
+
+
+def test_metrics_read_from_real_tensorboard_events(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=str(tmp_path / "segment000"))  # what OpenRLHF's TensorboardLogger does
+    for _, step, key, value in _step(1, 0.0):
+        writer.add_scalar(f"train/{key}", value, step)
+    writer.add_text("train/generated_samples", "Sample: ...", 1)
+    writer.close()
+    logs = read_tensorboard(tmp_path)
+    assert list(logs) == [1] and logs[1].scalars["timing/step_total"] == 131.0
+    assert isinstance(logs[1], StepLog)
+
+
+# ------------------------------------------------------------------ the launcher, with fake Slurm and Ray
+FAKES = {
+    "srun": """#!/usr/bin/env bash
+out=/dev/stdout
+while [[ $1 == -* ]]; do case $1 in --output=*) out=${1#--output=};; -w) shift;; esac; shift; done
+echo "$$" >> "$FAKE_DIR/srun.pids"
+exec "$@" >"$out" 2>&1
+""",
+    "ray": """#!/usr/bin/env bash
+[[ -n ${FAKE_RAY_FAIL:-} && " $* " != *" --head "* ]] && { echo "raylet: boom"; exit 1; }
+echo "fake ray $*"; echo "Ray runtime started."
+trap 'echo stopped; exit 1' TERM
+while :; do sleep 0.1; done
+""",
+    "scontrol": """#!/usr/bin/env bash
+if [[ $1 == show && $2 == hostnames ]]; then for n in $FAKE_NODES; do echo $n; done
+else echo "NodeName=$3 NodeAddr=127.0.0.1 CPUTot=16"; fi
+""",
+    "squeue": "#!/usr/bin/env bash\necho 'gpu[01-03]'\n",
+    "sinfo": "#!/usr/bin/env bash\nfor n in $FAKE_NODES; do echo \"$n 127.0.0.1\"; done\n",
+    "scancel": "#!/usr/bin/env bash\nexit 0\n",
+}
+
+
+@pytest.fixture()
+def fake_slurm(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in FAKES.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_DIR": str(tmp_path),
+           "FAKE_NODES": "gpu01 gpu02 gpu03", "SLURM_JOB_ID": "4242", "RAY_SLURM_SIGTERM_ONCE": "0",
+           "RAY_STOP_TIMEOUT": "5", "RAY_START_TIMEOUT": "20"}  # fmt: skip
+    env.pop("SLURM_JOB_NODELIST", None)
+    yield tmp_path, env
+    for line in (tmp_path / "srun.pids").read_text().split() if (tmp_path / "srun.pids").exists() else []:
+        try:
+            os.kill(int(line), signal.SIGKILL)  # only if the launcher left one behind (the test then fails)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(tmp_path) -> list[int]:
+    pids = [int(p) for p in (tmp_path / "srun.pids").read_text().split()]
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    return alive
+
+
+def _run(args, env, timeout=60):
+    return subprocess.run([str(LAUNCHER), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_launcher_argument_checks(fake_slurm):
+    tmp_path, env = fake_slurm
+    assert _run(["--", "true"], env).returncode == 2  # no --logs
+    assert _run(["--logs", str(tmp_path / "l")], env).returncode == 2  # no driver
+    result = _run(["--logs", str(tmp_path / "l"), "--bogus"], env)
+    assert result.returncode == 2 and "unknown argument" in result.stderr
+    no_job = {k: v for k, v in env.items() if k != "SLURM_JOB_ID"}
+    result = _run(["--logs", str(tmp_path / "l"), "--", "true"], no_job)
+    assert result.returncode == 2 and "not inside a Slurm job" in result.stderr
+    result = _run(["--logs", str(tmp_path / "l"), "--nodes", "8", "--", "true"], env)
+    assert result.returncode == 2 and "expected 8 nodes" in result.stdout + result.stderr
+
+
+def test_launcher_runs_the_driver_and_tears_down(fake_slurm):
+    tmp_path, env = fake_slurm
+    logs = tmp_path / "logs"
+    result = _run(["--logs", str(logs), "--nodes", "3", "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"; exit 7'], env)
+    assert result.returncode == 7, result.stdout + result.stderr  # the driver's status
+    assert "addr=127.0.0.2:" in result.stdout  # emulated cluster: head on its own loopback IP
+    head = (logs / "ray-0-gpu01.log").read_text()
+    worker = (logs / "ray-2-gpu03.log").read_text()
+    assert "--head" in head and "--temp-dir=/tmp/ray_4242_0" in head
+    assert "--address=127.0.0.2:" in worker and "--node-ip-address=127.0.0.4" in worker and "stopped" in worker
+    assert "driver exited with status 7" in (logs / "launcher.log").read_text()
+    assert _alive(tmp_path) == []
+
+
+def test_launcher_reports_a_node_that_fails_to_start(fake_slurm):
+    tmp_path, env = fake_slurm
+    result = _run(["--logs", str(tmp_path / "logs"), "--", "true"], {**env, "FAKE_RAY_FAIL": "1"})
+    assert result.returncode == 3 and "raylet: boom" in result.stdout + result.stderr
+    time.sleep(0.5)
+    assert _alive(tmp_path) == []
+
+
+def test_launcher_cancelled_mid_run_stops_everything(fake_slurm):
+    tmp_path, env = fake_slurm
+    process = subprocess.Popen([str(LAUNCHER), "--logs", str(tmp_path / "logs"), "--", "sleep", "60"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.time() + 30
+    while "node(s) up" not in (tmp_path / "logs" / "launcher.log").read_text() if (tmp_path / "logs" / "launcher.log").exists() else True:
+        assert time.time() < deadline, "the fake cluster did not come up"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)  # what scancel / a time limit does to the batch step
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 128 + 15 and "tearing down" in output
+    assert _alive(tmp_path) == []

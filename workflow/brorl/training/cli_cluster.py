@@ -1,0 +1,74 @@
+"""Cluster-engine subcommands of `python -m brorl.training` (hooked in by cli.py: `add_cluster_commands(sub)`).
+
+  cluster-check    validate the config for OpenRLHF 0.11.2 and parse every segment's command of the given arms
+                   (default: the enabled ones) with OpenRLHF's real parser; prints one line per arm
+  cluster-command  print the full `python -m openrlhf.cli.train_ppo_ray ...` argv of one segment (JSON list)
+Training itself runs through `segment --engine cluster` (brorl.training.cluster.run_cluster_segment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def _paths(args: argparse.Namespace):
+    from .cluster import REWARD_SCRIPT
+    from .openrlhf_command import ClusterPaths
+
+    return ClusterPaths(Path(args.start_model), Path(args.train_data), Path(args.out_dir), REWARD_SCRIPT)
+
+
+def cmd_cluster_check(args: argparse.Namespace) -> None:
+    from .cli import _config
+    from .openrlhf_command import openrlhf_flags
+    from .openrlhf_parse import parse_argv
+    from .openrlhf_validate import validate_cluster_config
+    from .recipe import arm_plan, enabled_arms
+
+    config = _config(args)
+    arms = args.arms or enabled_arms(config)
+    validate_cluster_config(config, arms)
+    for arm in arms:
+        plan = arm_plan(config, arm)
+        for index in range(len(plan.segments)):
+            parse_argv(openrlhf_flags(config, arm, index, _paths(args)))
+        print(f"{arm}: {len(plan.segments)} segment command(s) accepted by OpenRLHF's parser "
+              f"(N {plan.n} x {plan.prompts_per_step} prompts, train.batch_size {plan.mini_batch_samples}, lr {plan.lr:.4g})")  # fmt: skip
+
+
+def cmd_cluster_command(args: argparse.Namespace) -> None:
+    from .cli import _config
+    from .openrlhf_command import build_command
+
+    print(json.dumps(build_command(_config(args), args.arm, args.segment, _paths(args))))
+
+
+def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
+    """Register cluster-check and cluster-command on `python -m brorl.training`'s subparsers."""
+    for name, func, help_text in (
+        ("cluster-check", cmd_cluster_check, "validate the config and parse every OpenRLHF command"),
+        ("cluster-command", cmd_cluster_command, "print one segment's OpenRLHF command"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
+        p.add_argument("--start-model", default="resources/models/start", help="the model training starts from")
+        p.add_argument("--train-data", default="resources/train/mix.jsonl", help="the prepared train mix")
+        p.add_argument("--out-dir", default="results/train/ARM", help="results/train/<arm>")
+        if name == "cluster-check":
+            p.add_argument("--arms", nargs="*", default=None, help="arms to check (default: the enabled ones)")
+        else:
+            p.add_argument("--arm", required=True)
+            p.add_argument("--segment", type=int, required=True)
+        p.set_defaults(func=func)
+
+
+def cluster_errors() -> tuple[type[Exception], ...]:
+    """Expected errors of the cluster commands (for run_command)."""
+    from .cluster import ClusterRunError
+    from .openrlhf_data import TrainDataError
+    from .openrlhf_parse import OpenRLHFArgError
+    from .openrlhf_validate import ClusterConfigError
+
+    return (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError)
