@@ -1,0 +1,116 @@
+"""`python -m brorl.plan`: the cost plan from the config and the SLURM profile (arithmetic, counts, errors)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from brorl.config import load_yaml_config
+from brorl.plan.cli import config_job_counts
+from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
+from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
+from brorl.training.recipe import arm_plan
+from test_workflow import CONFIG, job_counts, snakemake
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE_DIR = ROOT / "profiles" / "slurm"
+EST = read_estimates(PROFILE_DIR / "estimates.yaml")
+
+
+def test_the_training_estimate_reproduces_the_papers_two_arms_at_64_gpus():
+    est = Estimates(EST.step_hours_fixed, EST.step_hours_per_sample, EST.reference_nodes, 0.0)
+    assert training_hours(16 * 512, 535, 1, 8, est) == pytest.approx(133.8, rel=0.01)  # ProRL, paper Table 1
+    assert training_hours(512 * 128, 191, 1, 8, est) == pytest.approx(173.8, rel=0.01)  # BroRL
+    assert training_hours(512 * 128, 191, 1, 4, est) == pytest.approx(2 * 173.8, rel=0.01)  # half the nodes
+
+
+def test_profile_resources_of_training_generation_and_scoring(monkeypatch):
+    for key in ("GPU_NODE_CPUS", "GPUS_PER_NODE", "TRAIN_NODES"):
+        monkeypatch.delenv(f"BRORL_SLURM_{key}", raising=False)
+    profile = read_profile(PROFILE_DIR)
+    assert job_resources(profile, "train_ppo") == Resources(nodes=8, gpus=64, cpus=8 * 96)
+    assert job_resources(profile, "generate_samples") == Resources(nodes=1, gpus=8, cpus=96)
+    assert job_resources(profile, "score_samples") == Resources(nodes=1, gpus=0, cpus=16)
+    assert job_resources(profile, "no_such_rule") == Resources(nodes=1, gpus=0, cpus=1)
+    monkeypatch.setenv("BRORL_SLURM_TRAIN_NODES", "2")  # a site override reaches the recipe
+    assert job_resources(read_profile(PROFILE_DIR), "train_ppo").gpus == 16
+
+
+def test_rows_add_up_and_prefer_the_larger_of_dag_and_config_counts():
+    res = {"generate_samples": Resources(1, 8, 96), "train_ppo": Resources(8, 64, 768)}
+    est = Estimates(0.1, 0.0, 8, 0.5, {"generate_samples": 2.0, "plot_simulation": 0.5})
+    rows = plan_rows({"plot_simulation": 1, "generate_samples": 2, "all": 1}, {"generate_samples": 5},
+                     {"armA": (100, 10, 2)}, res, est)  # fmt: skip
+    by_name = {r.name: r for r in rows}
+    assert set(by_name) == {"plot_simulation", "generate_samples", "train_ppo[armA]"}
+    gen = by_name["generate_samples"]
+    assert (gen.jobs, gen.dag_jobs, gen.hours, gen.gpu_hours) == (5, 2, 10.0, 80.0)
+    train = by_name["train_ppo[armA]"]
+    assert train.hours == pytest.approx(10 * 0.1 + 2 * 0.5) and train.gpu_hours == pytest.approx(64 * 2.0)
+    assert totals(rows)["gpu_hours"] == pytest.approx(80.0 + 128.0)
+    assert totals(rows)["cpu_hours"] == pytest.approx(0.5)
+    wall = wall_clock_hours(rows, gpu_nodes=8, gpus_per_node=8)
+    assert wall["training"] == pytest.approx(2.0) and wall["other_gpu"] == pytest.approx(max(80 / 64, 2.0))
+
+
+def test_two_arms_run_side_by_side_when_the_nodes_allow():
+    est = Estimates(1.0, 0.0, 8, 0.0)
+    rows = plan_rows({}, {}, {"a": (1, 10, 1), "b": (1, 4, 1), "c": (1, 5, 1)}, {"train_ppo": Resources(8, 64, 8)}, est)
+    assert wall_clock_hours(rows, 8, 8)["training"] == pytest.approx(19.0)  # one at a time
+    assert wall_clock_hours(rows, 16, 8)["training"] == pytest.approx(10.0)  # lanes: 10 | 4 + 5
+
+
+def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
+    config = load_yaml_config(CONFIG)
+    counts, arms = config_job_counts(config)
+    plans = [arm_plan(config, a) for a in ("prorl_n16", "brorl_n512")]
+    assert set(arms) == {"prorl_n16", "brorl_n512"}  # the enabled arms
+    assert counts["train_ppo"] == sum(len(p.segments) for p in plans)
+    assert arms["brorl_n512"] == (65536, 191, len(plans[1].segments))
+    # start + every 25th step + report steps + final, per arm; x 21 benchmarks
+    prorl = {s for s in range(25, 536, 25)} | {225, 535}
+    brorl = {s for s in range(25, 192, 25)} | {107, 134, 191}
+    assert counts["generate_samples"] == (1 + len(prorl) + len(brorl)) * len(config["evaluation"]["benchmarks"])
+    assert counts["bench_throughput"] == 3 * 2  # 3 layouts x prefix caching on/off
+
+
+def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
+    out = tmp_path / "plan.json"
+    proc = subprocess.run([sys.executable, "-m", "brorl.plan", "--json", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    for words in ("GPU-hours", "wall-clock on 8 GPU nodes", "train_ppo[brorl_n512]", "paper: about 56-174 h"):
+        assert words in text, text
+    record = json.loads(out.read_text())
+    dry = job_counts(snakemake("-n", "--forceall", "--directory", tmp_path / "dry"))
+    for row in record["rows"]:
+        if not row["name"].startswith("train_ppo["):
+            assert row["dag_jobs"] == dry.get(row["name"], 0), row
+    assert record["totals"]["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in record["rows"]))
+    train = [r for r in record["rows"] if r["name"].startswith("train_ppo[")]
+    assert all(r["gpus"] == 64 for r in train) and 100 < sum(r["hours"] for r in train) < 400
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--profile", "/nonexistent"], "no profile at /nonexistent/config.yaml"),
+        (["--estimates", "/nonexistent.yaml"], "no estimates file"),
+        (["--gpu-nodes", "0"], "--gpu-nodes must be >= 1"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(args, words):
+    proc = subprocess.run([sys.executable, "-m", "brorl.plan", *args], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+
+
+def test_estimates_with_a_missing_key_are_rejected(tmp_path):
+    bad = tmp_path / "estimates.yaml"
+    bad.write_text("training: {step_hours_fixed: 0.1}\n")
+    with pytest.raises(ProfileError, match="step_hours_per_sample"):
+        read_estimates(bad)

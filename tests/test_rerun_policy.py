@@ -1,0 +1,165 @@
+"""The rerun policy of the SLURM profile (README "Rerun policy"), proved with dry runs.
+
+A private copy of the workflow runs the tiny preset with every output faked in place (`snakemake --touch`, the
+missing files created first), so Snakemake holds metadata for each job as after a real run. Each test makes one kind
+of edit and asserts which jobs a dry run with the slurm profile's rerun-triggers would run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from brorl.plan.profile import read_profile
+from test_workflow import TINY, job_counts, output_of, snakemake
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = read_profile(ROOT / "profiles" / "slurm")
+TRIGGERS = [str(t) for t in PROFILE["rerun-triggers"]]
+
+# Rules that write trained weights: no edit below may rerun them, and their outputs must be protected.
+# When training lands in the DAG, this becomes: TRAINING_RULES = ["train_ppo"]
+TRAINING_RULES: list[str] = []
+
+EVALUATION_RULES = {"generate_samples", "score_samples", "summarize_evaluation", "collect_evaluation"}
+# Analysis/plotting rules and the module each one's code lives in: an edit there must rerun that rule only.
+ANALYSIS_CODE = {"plot_simulation": "workflow/brorl/simulation/figure.py"}
+
+
+@pytest.fixture(scope="module")
+def faked(tmp_path_factory):
+    """(repo copy, work dir): the tiny preset's DAG with every output faked and its metadata recorded."""
+    tmp = tmp_path_factory.mktemp("rerun")
+    repo = tmp / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("workflow", "profiles", "envs"):
+        shutil.copytree(ROOT / name, repo / name, ignore=ignore)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(ROOT / name, repo / name)
+    work = tmp / "work"
+    work.mkdir()
+    os.environ["BRORL_SHARED"] = str(tmp / "no-shared")  # offline, like the embedded default's tests
+    args = ("--directory", work, "--configfile", TINY, "--rerun-triggers", *TRIGGERS)
+    for _ in range(12):  # one DAG level per round: touch what exists, create what is missing
+        proc = snakemake("--touch", "--keep-going", "--cores", "1", *args, cwd=repo)
+        missing = re.findall(r"Output files not touched because they don't exist: (.*)", output_of(proc))
+        if not missing:
+            break
+        for path in (p.strip() for line in missing for p in line.split(",")):
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_text("fake output\n")  # non-empty: some outputs are ensure(non_empty=True)
+    assert proc.returncode == 0, output_of(proc)[-4000:]
+    return repo, work, args
+
+
+def planned(faked, *extra: str) -> dict[str, int]:
+    """Jobs per rule a dry run would run now (empty: nothing to do)."""
+    repo, _, args = faked
+    proc = snakemake("-n", *args, *extra, cwd=repo)
+    text = output_of(proc)
+    assert proc.returncode == 0, text[-4000:]
+    return {} if "Nothing to be done" in text else {k: v for k, v in job_counts(proc).items() if k != "all"}
+
+
+@contextlib.contextmanager
+def edited(path: Path, change):
+    """Apply change(text) -> text to a file of the copy, restore it afterwards."""
+    before = path.read_text()
+    path.write_text(change(before))
+    try:
+        yield
+    finally:
+        path.write_text(before)
+
+
+def write_override(faked, name: str, data: dict) -> Path:
+    path = faked[1].parent / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def assert_no_training(jobs: dict[str, int]) -> None:
+    assert not set(jobs) & set(TRAINING_RULES), jobs
+
+
+def test_the_profile_reruns_on_params_and_inputs_only():
+    assert set(TRIGGERS) == {"params", "input"}, TRIGGERS
+
+
+def test_a_faked_run_is_up_to_date(faked):
+    assert planned(faked) == {}
+
+
+@pytest.mark.parametrize(
+    "path, change",
+    [
+        ("workflow/rules/evaluate.smk", lambda t: t.replace("--engine {params.engine:q}", "--engine  {params.engine:q}")),
+        ("envs/eval.yaml", lambda t: t + "\n# a comment\n"),
+        ("workflow/report/eval_summary.rst", lambda t: t + "\n"),
+    ],
+    ids=["rule-shell-whitespace", "env-comment", "report-caption"],
+)
+def test_cosmetic_edits_rerun_nothing(faked, path, change):
+    with edited(faked[0] / path, change):
+        assert planned(faked) == {}
+
+
+def test_touching_an_input_reruns_only_its_consumers(faked):
+    # Snakemake 9.27.1 always compares mtimes (rerun-triggers cannot switch that off; inputs <= 1 MB with a
+    # recorded checksum are exempt): a newer benchmark file reruns that benchmark's evaluation, nothing else.
+    _, work, _ = faked
+    (work / "resources/benchmarks/synthetic_math.jsonl").touch()
+    jobs = planned(faked)
+    assert set(jobs) <= EVALUATION_RULES and jobs.get("generate_samples", 0) >= 1, jobs
+    assert jobs["generate_samples"] == jobs["score_samples"], jobs  # one benchmark's checkpoints only
+    assert_no_training(jobs)
+
+
+def test_an_evaluation_protocol_edit_reruns_generation_scoring_and_analysis_only(faked):
+    jobs = planned(faked, write_override(faked, "temperature", {"evaluation": {"temperature": 0.7}}))
+    benchmarks = len(yaml.safe_load(TINY.read_text())["evaluation"]["benchmarks"])
+    assert set(jobs) == EVALUATION_RULES, jobs
+    assert jobs["generate_samples"] == jobs["score_samples"] == jobs["summarize_evaluation"] >= benchmarks
+    assert_no_training(jobs)
+
+
+def test_a_protocol_edit_of_some_benchmarks_reruns_only_their_checkpoints(faked):
+    # frozen Reasoning Gym sets get more items: their data and evaluation rerun, synthetic_math's do not
+    jobs = planned(faked, write_override(faked, "rg", {"evaluation": {"reasoning_gym": {"items_per_task": 3}}}))
+    rg = [b for b in yaml.safe_load(TINY.read_text())["evaluation"]["benchmarks"] if b.startswith("rg_")]
+    assert jobs.get("generate_reasoning_gym") == len(rg), jobs
+    assert set(jobs) - {"generate_reasoning_gym"} <= EVALUATION_RULES, jobs
+    assert jobs["generate_samples"] % len(rg) == 0 and "prepare_benchmark" not in jobs, jobs
+    assert_no_training(jobs)
+
+
+def test_a_verifier_edit_reruns_scoring_never_generation(faked):
+    with edited(faked[0] / "workflow/brorl/scoring/math.py", lambda t: t + "\n# a verifier edit\n"):
+        jobs = planned(faked)
+    assert jobs and set(jobs) <= {"score_samples", "summarize_evaluation", "collect_evaluation"}, jobs
+    assert_no_training(jobs)
+
+
+@pytest.mark.parametrize("rule", sorted(ANALYSIS_CODE))
+@pytest.mark.xfail(strict=True, reason="plotting rules carry no source hash in params yet (reported to the owners)")
+def test_an_analysis_code_edit_reruns_only_analysis(faked, rule):
+    with edited(faked[0] / ANALYSIS_CODE[rule], lambda t: t + "\n# a plotting edit\n"):
+        jobs = planned(faked)
+    assert rule in jobs and set(jobs) <= {rule, *ANALYSIS_CODE}, jobs
+
+
+@pytest.mark.skipif(not TRAINING_RULES, reason="no training rule in the DAG yet (TRAINING_RULES is empty)")
+def test_trained_weights_are_protected(faked):
+    _, work, _ = faked
+    train_dir = work / "results" / "train"
+    weights = [p for p in train_dir.rglob("*") if p.is_file() and p.name != "metrics.jsonl"]
+    assert weights, f"no training outputs under {train_dir}"
+    writable = [p for p in weights if p.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)]
+    assert not writable, writable[:5]

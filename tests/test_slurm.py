@@ -1,0 +1,238 @@
+"""The SLURM profile: a dry run of the paper config without a cluster, and the tiny preset through a REAL local
+Slurm (workflow/scripts/local_slurm.sh: slurmctld + slurmdbd/MariaDB + 8 emulated 8-GPU nodes and a CPU node on
+this host), driven by the slurm executor plugin from the driver environment .venv-slurm (see the README).
+
+The Slurm tests skip, saying why, when there is no driver environment or no running Slurm (`make test` as root on
+Debian installs and starts both; `make slurm-up` does it by hand).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_workflow import TINY, job_counts, output_of
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / ".venv-slurm" / "bin" / "python"  # snakemake + the slurm executor plugin (numpy >= 2.4.5)
+ENGINE_BIN = Path(sys.executable).parent  # rules run `python -m brorl...` from the engine environment
+RAY_LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
+# The emulated nodes are smaller than H100 nodes: the production profile reads these overrides.
+CI_SITE = {
+    "BRORL_SLURM_GPU_NODE_CPUS": "16",
+    "BRORL_SLURM_GPU_NODE_MEM_MB": "64000",
+    "BRORL_SLURM_GPUS_PER_NODE": "1",  # one vLLM CPU engine per generation job on a 2-core host
+    "BRORL_SLURM_TRAIN_NODES": "2",
+}
+# The end-to-end subset: the full tiny preset is ~60 jobs (> 15 min through sbatch on 2 cores); data + the whole
+# evaluation chain of one benchmark exercises CPU jobs, a GPU job and local rules in ~2.5 min.
+E2E_OVERRIDE = {
+    "simulation": {"enabled": False},
+    "throughput": {"enabled": False},
+    "evaluation": {"benchmarks": ["synthetic_math"], "max_items": 2, "n_samples": 4, "max_tokens": 8, "shard_size": 1},
+}
+
+needs_driver = pytest.mark.skipif(not DRIVER.exists(), reason=f"no driver environment {DRIVER} (make slurm-env)")
+
+
+def slurm_up() -> str | None:
+    """None when a local Slurm answers with accounting, else why not."""
+    if shutil.which("sbatch") is None:
+        return "Slurm is not installed (as root on Debian: make slurm-up)"
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    if "UP" not in ping.stdout:
+        return "slurmctld is not running (make slurm-up)"
+    if subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True).returncode:
+        return "sacct does not answer (slurmdbd not running)"
+    return None
+
+
+def driver(*args, cwd: Path, timeout: int = 900, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The driver's snakemake, engine environment first on PATH, killed hard on timeout (a failed status query
+    can hang the plugin; SIGTERM alone may not end it)."""
+    full = {**os.environ, **CI_SITE, **(env or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
+    return subprocess.run(["timeout", "-k", "15", str(timeout), str(DRIVER), "-m", "snakemake", *map(str, args)],
+                          cwd=cwd, env=full, capture_output=True, text=True)  # fmt: skip
+
+
+def copy_workflow(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("workflow", "profiles", "envs"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(ROOT / name, dest / name)
+    (dest / "slurm").symlink_to("profiles/slurm")
+    return dest
+
+
+def sacct(*args: str) -> list[list[str]]:
+    proc = subprocess.run(["sacct", "-n", "-P", *args], capture_output=True, text=True, check=True)
+    return [line.split("|") for line in proc.stdout.splitlines() if line]
+
+
+# ----------------------------------------------------------------------------------------- without a cluster
+def test_the_slurm_link_at_the_root_is_the_profile():
+    assert (ROOT / "slurm").is_symlink() and (ROOT / "slurm").resolve() == (ROOT / "profiles" / "slurm").resolve()
+
+
+@needs_driver
+def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(tmp_path):
+    # a start checkpoint in place, so that the evaluation chain is in the DAG (download_base_model needs the hub)
+    model = "resources/models/Nemotron-Research-Reasoning-Qwen-1.5B"
+    (tmp_path / model).mkdir(parents=True)
+    target = "results/eval/base/step3000/aime24.scores.parquet"
+    # production values (no BRORL_SLURM_* overrides), and no Slurm command on PATH: nothing contacts a cluster
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("which", "bash", "sh", "env", "git", "uname"):
+        if shutil.which(tool):
+            (tools / tool).symlink_to(shutil.which(tool))
+    assert not any((tools / t).exists() for t in ("sbatch", "sacct", "squeue", "sinfo"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    env["PATH"] = os.pathsep.join([str(DRIVER.parent), str(tools)])
+    proc = subprocess.run([str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n", "--directory", str(tmp_path),
+                           "all", target], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    text = output_of(proc)
+    assert proc.returncode == 0, text[-4000:]
+    counts = job_counts(proc)
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n(.*?)(?=^\S|\Z)", text, flags=re.M | re.S)
+    assert len(jobs) == sum(counts.values()), (len(jobs), counts)
+    resources = {}
+    for rule, body in jobs:
+        match = re.search(r"resources: (.*)", body)
+        assert match, f"job of {rule} without resources:\n{body}"
+        resources.setdefault(rule, dict(kv.split("=", 1) for kv in match[1].split(", ")))
+    for rule, res in resources.items():
+        if rule == "all":
+            continue
+        assert res["slurm_partition"] in {"cpu", "h100"} and int(res["runtime"]) > 0 and int(res["mem_mb"]) > 0, rule
+    gen = resources["generate_samples"]
+    assert (gen["slurm_partition"], gen["nodes"], gen["gpu"], gen["gpu_model"]) == ("h100", "1", "8", "h100"), gen
+    assert resources["score_samples"]["slurm_partition"] == "cpu" and "gpu" not in resources["score_samples"]
+    assert {"simulate_token_level", "simulate_sensitivity", "generate_samples", "score_samples"} <= set(counts)
+    assert counts["simulate_token_level"] == 15 and counts["simulate_sensitivity"] == 24
+
+
+@needs_driver
+def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training_recipe_resolves(tmp_path):
+    # a minimal workflow with the training rule's name: the profile's recipe gives the multi-node sbatch resources
+    (tmp_path / "Snakefile").write_text(
+        'rule train_ppo:\n    output: "done"\n    log: "log"\n    shell: "touch {output} {log}"\n'
+    )  # fmt: skip
+    (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    proc = subprocess.run([str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=clean)  # fmt: skip
+    text = output_of(proc)
+    assert proc.returncode == 0, text[-3000:]
+    res = re.search(r"resources: (.*)", text)[1]
+    for expected in ("nodes=8", "tasks=8", "mpi=srun", "tasks_per_gpu=0", "gres=gpu:h100:8", "slurm_partition=h100",
+                     "slurm_extra=--ntasks-per-node=1 --exclusive", "runtime=1680"):  # fmt: skip
+        assert expected in res, (expected, res)
+
+
+# ------------------------------------------------------------------------------------------- real local Slurm
+WHY_NOT = slurm_up()
+needs_slurm = pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(), reason=WHY_NOT or f"no {DRIVER}")
+
+
+@pytest.mark.slow
+@needs_slurm
+def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_path):
+    repo = copy_workflow(tmp_path / "repo")
+    work = tmp_path / "work"
+    override = tmp_path / "e2e.yaml"
+    override.write_text(yaml.safe_dump(E2E_OVERRIDE))
+    args = ("--profile", "slurm", "--profile", "profiles/ci", "--directory", work, "--configfile", TINY, override)
+    env = {"BRORL_SHARED": str(tmp_path / "no-shared")}
+    started = time.time()
+
+    # 1. run, and cancel the generation job while it runs: Snakemake sees CANCELLED in sacct and fails
+    full = {**os.environ, **CI_SITE, **env, "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
+    cmd = ["timeout", "-k", "15", "900", str(DRIVER), "-m", "snakemake", *map(str, args)]
+    with open(tmp_path / "run1.log", "w") as log:
+        run1 = subprocess.Popen(cmd, cwd=repo, env=full, stdout=log, stderr=subprocess.STDOUT)
+        cancelled = None
+        while run1.poll() is None and cancelled is None and time.time() - started < 600:
+            for job_id, state, comment in sacct("-X", "-S", "now-1hour", "-o", "JobIDRaw,State,Comment%80"):
+                if state == "RUNNING" and comment.startswith("rule_generate_samples") and str(work) in _workdir(job_id):
+                    subprocess.run(["scancel", job_id], check=True)
+                    cancelled = job_id
+            time.sleep(1)
+        run1.wait(timeout=900)
+    text1 = (tmp_path / "run1.log").read_text()
+    assert cancelled, "the generation job was never seen RUNNING:\n" + text1[-4000:]
+    assert run1.returncode != 0 and "CANCELLED" in text1, text1[-4000:]
+    assert sacct("-X", "-j", cancelled, "-o", "State")[0][0].startswith("CANCELLED")
+
+    # 2. the rerun completes what was cancelled (and nothing that had finished)
+    run2 = driver(*args, cwd=repo, env=env)
+    text2 = output_of(run2)
+    assert run2.returncode == 0, text2[-6000:]
+    assert "rule build_tiny_model" not in text2, "a finished job ran again"
+    assert (work / "results/tables/eval_summary.md").stat().st_size > 0
+    elapsed = time.time() - started
+
+    # every non-local job went through sbatch, and sacct shows each COMPLETED (except the cancelled one)
+    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", text1 + text2)
+    assert len(submitted) >= 4, submitted  # build_tiny_model, generate_samples x2 (one cancelled), score_samples
+    states = {row[0]: row for row in sacct("-X", "-j", ",".join(submitted), "-o", "JobIDRaw,State,Partition,AllocTRES%80,Comment%80")}
+    for job_id in submitted:
+        job_id_, state, partition, tres, comment = states[job_id]
+        if job_id == cancelled:
+            continue
+        assert state == "COMPLETED", states[job_id]
+        if comment.startswith("rule_generate_samples"):
+            assert partition == "h100" and "gres/gpu=1" in tres, states[job_id]
+        else:
+            assert partition == "cpu" and "gres/gpu" not in tres, states[job_id]
+    rules = {states[j][4].split("_wildcards")[0] for j in submitted}
+    assert rules == {"rule_build_tiny_model", "rule_generate_samples", "rule_score_samples"}, rules
+    # local rules (data preparation, summaries, tables) ran on the driver, never through sbatch
+    assert "localrule prepare_benchmark" in text1 and "localrule collect_evaluation" in text2
+
+    # 3. a second run submits nothing
+    run3 = driver(*args, cwd=repo, env=env)
+    assert run3.returncode == 0 and "Nothing to be done" in output_of(run3), output_of(run3)[-3000:]
+    assert "has been submitted" not in output_of(run3)
+    print(f"\ntiny subset through sbatch (run with a cancel + rerun): {elapsed:.0f} s")
+
+
+def _workdir(job_id: str) -> str:
+    proc = subprocess.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "WorkDir%300"], capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
+@pytest.mark.slow
+@needs_slurm
+@pytest.mark.skipif(not RAY_LAUNCHER.exists(), reason=f"{RAY_LAUNCHER.name} (OpenRLHF engineer) does not exist yet")
+def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
+    """The profile's train_ppo recipe on 2 emulated nodes: the launcher starts a Ray head and a worker with srun
+    and a driver sees both nodes."""
+    pytest.importorskip("ray")
+    (tmp_path / "driver.py").write_text(
+        "import ray, socket\nray.init()\nalive = [n for n in ray.nodes() if n['Alive']]\n"
+        "print('RAY_NODES', len(alive))\nray.shutdown()\n"
+    )
+    (tmp_path / "Snakefile").write_text(
+        "rule train_ppo:\n"
+        '    output: "ray_nodes.txt"\n'
+        '    log: "train_ppo.log"\n'
+        f'    shell: "RAY_EXPECT_NODES=2 {RAY_LAUNCHER} python driver.py > {{output}} 2> {{log}}"\n'
+    )
+    (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
+    (tmp_path / "ci").symlink_to(ROOT / "profiles" / "ci")
+    proc = driver("--profile", "slurm", "--profile", "ci", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, output_of(proc)[-4000:] + (tmp_path / "train_ppo.log").read_text()[-3000:]
+    assert "RAY_NODES 2" in (tmp_path / "ray_nodes.txt").read_text()
+    job_id = re.findall(r"has been submitted with SLURM jobid (\d+)", output_of(proc))[0]
+    (state, nodes, tres), = [r for r in sacct("-X", "-j", job_id, "-o", "State,NNodes,AllocTRES%80")]
+    assert state == "COMPLETED" and nodes == "2" and "node=2" in tres, (state, nodes, tres)
