@@ -162,7 +162,8 @@ TINY_MODEL = config["base_model"]["embedded_model"]
 def base_model_dir():
     """The start checkpoint as download_base_model stages it, with its manifest, from every source (model.smk):
     resources/models/tiny-qwen2 (engine embedded: the built tiny model), else resources/models/<repo name>
-    (from the hub, or copied from base_model.local_path). The context-extended folders derive from it."""
+    (from the hub, or copied from base_model.local_path). The context-extended folders derive from it.
+    """
     if config["engine"] == "embedded":
         return TINY_MODEL_DIR
     return f"resources/models/{config['base_model']['repo_id'].split('/')[-1]}"

@@ -128,5 +128,5 @@ def extended_config(config: dict, plan: ExtensionPlan) -> dict:
 
 
 def with_limit(data: dict, key: str, length: int) -> tuple[dict, object]:
-    """``data`` with ``key`` set to ``length`` (tokenizer model_max_length, generation max_length), and the old value."""
+    """``data`` with ``key`` set to ``length`` (tokenizer model_max_length, generation max_length); the old value."""
     return {**data, key: length}, data.get(key)

@@ -12,6 +12,7 @@ Later stages call ``verify_model_dir`` on it. HF_TOKEN is read from the environm
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ from pathlib import Path
 from .check import MANIFEST_NAME, ModelError, check_model_dir, manifest_hash, write_manifest
 from .files import ALLOW_PATTERNS, select_files
 from .folders import link_or_copy, partial_folder, replace_folder
-from .verify import verify_model_dir
+from .verify import FOREIGN_MARKERS
 
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 
@@ -64,11 +65,12 @@ def hub_snapshot(repo_id: str, revision: str, cache_dir: Path | str | None, retr
 
 
 def _source_files(source: Path) -> list[str]:
-    """Every file under ``source`` (relative POSIX paths), except its own manifest and hub-cache bookkeeping."""
-    names = []
+    """Every file under ``source`` (relative POSIX paths), except its manifest, Snakemake's marker and hub-cache
+    bookkeeping."""
+    names, skip = [], {MANIFEST_NAME, *FOREIGN_MARKERS}
     for p in sorted(source.rglob("*")):
         rel = p.relative_to(source).as_posix()
-        if (p.is_file() or p.is_symlink()) and rel != MANIFEST_NAME and not rel.startswith(".cache/"):
+        if (p.is_file() or p.is_symlink()) and rel not in skip and not rel.startswith(".cache/"):
             names.append(rel)
     return names
 
@@ -86,7 +88,8 @@ def stage_model(source: Path | str, out: Path | str, origin: dict, link: bool = 
         raise ModelError(f"{source}: model source folder does not exist")
     source_info = {**origin, "path": str(source)}
     if (source / MANIFEST_NAME).is_file():
-        source_manifest = verify_model_dir(source)
+        check_model_dir(source, architectures=())  # every file its manifest lists, with its sha256
+        source_manifest = json.loads((source / MANIFEST_NAME).read_text(encoding="utf-8"))
         source_info["manifest_hash"] = manifest_hash(source)
         source_info["manifest"] = {k: v for k, v in source_manifest.items() if k != "files"}
     kept, excluded = select_files(_source_files(source))

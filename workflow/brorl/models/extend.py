@@ -53,7 +53,8 @@ def forward_check(folder: Path | str, length: int, threads: int | None = None, c
     if tok.model_max_length < length:
         raise ContextError(f"{folder}: tokenizer model_max_length {tok.model_max_length} < {length}")
     if model.config.max_position_embeddings < length:
-        raise ContextError(f"{folder}: loaded max_position_embeddings {model.config.max_position_embeddings} < {length}")
+        positions = model.config.max_position_embeddings
+        raise ContextError(f"{folder}: loaded max_position_embeddings {positions} < {length}")
     sample = tok(SAMPLE_TEXT, add_special_tokens=False)["input_ids"]
     ids = torch.tensor((sample * (length // len(sample) + 1))[:length]).unsqueeze(0)
     positions = torch.arange(length).unsqueeze(0)
