@@ -46,6 +46,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/throughput.smk"
+include: "workflow/rules/analysis.smk"
 
 
 rule all:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -354,3 +355,117 @@ def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
     bad = analysis_cli("units", "--scores", tmp_path / "x.parquet", "--benchmarks", *files["benchmarks"], "--out", units,
                        cwd=tmp_path)  # fmt: skip
     assert bad.returncode == 2 and "not a path of the form" in bad.stderr
+
+
+# --------------------------------------------------------------------------------------------- the workflow
+TINY_POINTS = [("base", 0), ("prorl_n4", 1), ("prorl_n4", 2), ("brorl_n16", 2)]
+# What the integrator's training will provide, stood in for here: trained checkpoints in evaluation_points(), their
+# folders as model inputs, and the analysis switch on. Appended to the private copy's common.smk (later definitions win).
+OVERRIDES = f'''
+
+def analysis_enabled():
+    return True
+
+
+def evaluation_points():
+    return {TINY_POINTS!r}
+
+
+def model_dir(arm, step):
+    return f"synthetic_models/{{arm}}/step{{step}}"
+'''
+# The stage's outputs and the evaluation table (not `all`: the model and training stages' own targets stay out).
+TARGETS = ["results/SUMMARY.md", "results/tables/eval_summary.md"] + [
+    f"results/figures/{f}.{e}" for f in ("figure1", "figure4", "n_sweep") for e in ("png", "pdf")
+] + [f"results/tables/{t}.{e}" for t in ("table1", "table3", "table4", "table5", "significance") for e in ("md", "tex", "csv")]
+
+
+def _copy_of_the_workflow(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("workflow", "profiles", "envs"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(ROOT / name, dest / name)
+    with (dest / "workflow/rules/common.smk").open("a") as handle:
+        handle.write(OVERRIDES)
+    return dest
+
+
+def _touch_in_order(paths: list[Path], start: float) -> None:
+    """Give ``paths`` increasing mtimes from ``start`` (inputs older than outputs: nothing upstream reruns)."""
+    for i, path in enumerate(paths):
+        os.utime(path, (start + i, start + i))
+
+
+@pytest.mark.slow
+def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path):
+    from test_workflow import TINY, job_counts, output_of, snakemake, write_yaml
+
+    repo = _copy_of_the_workflow(tmp_path / "repo")
+    work = tmp_path / "work"
+    work.mkdir()
+    override = write_yaml(tmp_path / "small.yaml", {"simulation": {"enabled": False}, "throughput": {"enabled": False}})
+    args = ("--cores", "2", "--directory", work, "--configfile", TINY, override)
+    env_shared = os.environ.get("BRORL_SHARED")
+    os.environ["BRORL_SHARED"] = str(tmp_path / "no-shared")  # offline: nothing from ../shared
+    try:
+        benches = ["synthetic_math", "rg_arithmetic", "rg_geometry"]
+        proc = snakemake(*[f"resources/benchmarks/{b}.jsonl" for b in benches], *args, cwd=repo)  # the real data rules
+        assert proc.returncode == 0, output_of(proc)[-6000:]
+
+        rng = np.random.default_rng(7)
+        older = [work / f"resources/benchmarks/{b}.{ext}" for b in benches for ext in ("jsonl", "manifest.json")]
+        newer = []
+        for arm, step in TINY_POINTS:  # stand-in model folders, produced by no rule
+            (work / f"synthetic_models/{arm}/step{step}").mkdir(parents=True)
+            older.append(work / f"synthetic_models/{arm}/step{step}")
+        for arm, hours in (("prorl_n4", [0.01, 0.02]), ("brorl_n16", [0.015, 0.03])):
+            older.append(write_metrics(work / f"results/train/{arm}/metrics.jsonl", hours))
+        for bench in benches:
+            items = [json.loads(line) for line in (work / f"resources/benchmarks/{bench}.jsonl").open()][:4]
+            ids = [i["id"] for i in items]
+            p = rng.uniform(0.2, 0.6, len(ids))
+            for arm, step in TINY_POINTS:
+                folder = work / f"results/eval/{arm}/step{step}"
+                samples = folder / f"{bench}.samples.parquet"
+                folder.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame({"id": np.repeat(ids, 16), "sample_idx": np.tile(np.arange(16), len(ids)),
+                              "response": "synthetic", "n_tokens": 8, "finish_reason": "stop"}).to_parquet(samples)  # fmt: skip
+                shift = 0.2 if arm == "brorl_n16" else 0.0  # a known effect of the tiny "BroRL" arm
+                scores = write_scores(folder / f"{bench}.scores.parquet", ids, np.clip(p + shift, 0, 1), rng)
+                Path(f"{samples}.json").write_text("{}")  # the generation sidecar
+                older += [samples, Path(f"{samples}.json")]
+                newer.append(scores)
+        _touch_in_order(older + newer, start=time.time() - 10_000)
+
+        args = (*TARGETS, *args)
+        dry = snakemake("-n", *args, cwd=repo)
+        jobs = job_counts(dry)
+        assert {"generate_samples", "score_samples", "build_tiny_model"}.isdisjoint(jobs), jobs  # synthetic kept
+        assert {k: jobs[k] for k in ("collect_units", "test_significance", "make_tables", "plot_figures",
+                                     "write_summary")} == dict.fromkeys(("collect_units", "test_significance",
+                                                                         "make_tables", "plot_figures", "write_summary"), 1)  # fmt: skip
+        proc = snakemake(*args, cwd=repo)
+        assert proc.returncode == 0, output_of(proc)[-8000:]
+        results = work / "results"
+        sig = json.loads((results / "stats/significance.json").read_text())
+        assert sig["status"] == "ok" and sig["treatment"] == {"arm": "brorl_n16", "step": 2, "hours": 0.03}
+        assert sig["pooled"]["n"] == 12 and sig["pooled"]["delta"] > 0  # equal_time_hours null: final checkpoints
+        for name in ("figure1", "figure4", "n_sweep"):  # both tiny arms are the tiny preset's N sweep
+            assert (results / f"figures/{name}.png").stat().st_size > 1000
+        summary = (results / "SUMMARY.md").read_text()
+        assert "tiny preset" in summary and "over n = 12 instances" in summary
+        again = snakemake(*args, cwd=repo)
+        assert "Nothing to be done" in output_of(again), output_of(again)[-3000:]
+
+        report = snakemake(*args, "--report", work / "report.html", cwd=repo)
+        assert report.returncode == 0, output_of(report)[-6000:]
+        html = (work / "report.html").read_text(errors="replace")
+        for needle in ("figure1.png", "figure4.png", "n_sweep.png", "table1.md", "table5.md", "significance.md",
+                       "SUMMARY.md", "eval_summary.md"):  # fmt: skip
+            assert needle in html, needle
+    finally:
+        if env_shared is None:
+            os.environ.pop("BRORL_SHARED", None)
+        else:
+            os.environ["BRORL_SHARED"] = env_shared

@@ -405,3 +405,136 @@ def throughput_max_num_seqs_flag():
     if THROUGHPUT["max_num_seqs"] is None:
         return []
     return ["--max-num-seqs", str(THROUGHPUT["max_num_seqs"])]
+
+
+# ---------------------------------------------------------------------------------------------------- analysis
+ANALYSIS = config["analysis"]
+ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
+TABLE2_MD = "results/tables/table2.md"  # the throughput stage's Table 2 (rule tabulate_throughput)
+
+
+def analysis_enabled():
+    """Whether `all` builds the analysis stage. THE SWITCH: return True once training lands (evaluation_points()
+    lists trained checkpoints and a rule writes results/train/{arm}/metrics.jsonl); off, `snakemake -n` of every
+    config keeps working while no arm has training outputs."""
+    return False
+
+
+def analysis_targets():
+    """Statistics, Tables 1 and 3-5, Figures 1 and 4 (+ N sweep) and SUMMARY.md; none while analysis_enabled() is
+    off or the evaluation is not in `all` (at paper scale until download_base_model exists).
+    """
+    if not analysis_enabled() or not evaluation_targets():
+        return []
+    figures = ["figure1", "figure4"] + (["n_sweep"] if len(n_sweep_arms()) >= 2 else [])
+    return (
+        ["results/stats/significance.json", "results/SUMMARY.md"]
+        + [
+            f"results/tables/{t}.{ext}"
+            for t in ANALYSIS_TABLES
+            for ext in ("md", "tex", "csv")
+        ]
+        + [f"results/figures/{f}.{ext}" for f in figures for ext in ("png", "pdf")]
+    )
+
+
+STAGE_TARGETS.append(analysis_targets)  # after evaluation_targets: uses it
+
+
+def analysis_scores():
+    """Every evaluated checkpoint's scores: evaluation_points() x evaluation.benchmarks."""
+    return [
+        f"results/eval/{arm}/step{step}/{bench}.scores.parquet"
+        for arm, step in evaluation_points()
+        for bench in EVAL["benchmarks"]
+    ]
+
+
+def analysis_benchmark_files():
+    """The records of evaluation.benchmarks (family and Reasoning Gym task of each problem)."""
+    return [f"resources/benchmarks/{bench}.jsonl" for bench in EVAL["benchmarks"]]
+
+
+def analysis_metrics():
+    """Training metrics of every trained arm that has an evaluated checkpoint (hours per step)."""
+    arms = sorted({arm for arm, _ in evaluation_points() if arm != BASE_ARM})
+    return [f"results/train/{arm}/metrics.jsonl" for arm in arms]
+
+
+def n_sweep_arms():
+    """The enabled arms of analysis.n_sweep.arms, in its order."""
+    enabled = {arm["name"] for arm in config["arms"] if arm["enabled"]}
+    return [name for name in ANALYSIS["n_sweep"]["arms"] if name in enabled]
+
+
+def analysis_spec():
+    """--spec of the analysis CLI (JSON): engine, start checkpoint, enabled arms, analysis and evaluation sections."""
+    keys = ("name", "label", "n", "prompts_per_step", "continued_steps", "report_steps")
+    return json.dumps(
+        {
+            "engine": config["engine"],
+            "base_arm": BASE_ARM,
+            "start_step": config["base_model"]["start_step"],
+            "arms": [
+                {k: arm.get(k) for k in keys}
+                for arm in config["arms"]
+                if arm["enabled"]
+            ],
+            "analysis": ANALYSIS,
+            "evaluation": {
+                k: EVAL[k] for k in ("benchmarks", "n_samples", "max_items")
+            },
+            "benchmark_families": {n: b.family for n, b in BENCHMARKS.items()},
+        },
+        sort_keys=True,
+    )
+
+
+def n_sweep_figures():
+    """Named outputs of plot_figures for the N-sweep figure: only with >= 2 enabled sweep arms."""
+    if len(n_sweep_arms()) < 2:
+        return {}
+    return {
+        f"sweep_{ext}": report(
+            f"results/figures/n_sweep.{ext}",
+            caption="../report/n_sweep.rst",
+            category="Analysis",
+            subcategory="Figures",
+            labels={"figure": "N sweep", "format": ext.upper()},
+        )
+        for ext in ("png", "pdf")
+    }
+
+
+def n_sweep_flags(wildcards, output):
+    """--sweep-png/--sweep-pdf of the figures command, empty without the sweep figure."""
+    if len(n_sweep_arms()) < 2:
+        return []
+    return ["--sweep-png", output.sweep_png, "--sweep-pdf", output.sweep_pdf]
+
+
+def simulation_claims_input():
+    """The simulation claims table for SUMMARY.md (none when the simulation is disabled)."""
+    return ["results/tables/simulation_claims.csv"] if SIM["enabled"] else []
+
+
+def table2_input():
+    """The throughput stage's Table 2 for SUMMARY.md, when a rule of this workflow produces it."""
+    made = any(TABLE2_MD in map(str, r.output) for r in workflow.rules)
+    return [TABLE2_MD] if made and config["throughput"]["enabled"] else []
+
+
+def optional_flag(flag, paths):
+    """[flag, path] for an optional single input, else nothing."""
+    return [flag, *paths] if paths else []
+
+
+def analysis_table(name, caption, title):
+    """report() of one analysis table file; the caption file is workflow/report/<caption>.rst."""
+    return lambda ext: report(
+        f"results/tables/{name}.{ext}",
+        caption=f"../report/{caption}.rst",
+        category="Analysis",
+        subcategory="Tables",
+        labels={"table": title, "format": ext},
+    )

@@ -24,6 +24,12 @@ def _f(x: object, digits: int = 2) -> str:
     return NOT_RUN if v is None else f"{v:.{digits}f}"
 
 
+def _cell(x: object, digits: int = 2, sign: str = "") -> str:
+    """A table cell: numbers rounded (signed for differences), markers as they are."""
+    v = _num(x)
+    return str(x) if v is None else f"{round(v, digits) + 0.0:{sign}.{digits}f}"
+
+
 def scale_text(spec: Mapping) -> str:
     """One paragraph: the scale this run has against the paper's."""
     arms = ", ".join(f"{a['name']} (N={a['n']} x {a['prompts_per_step']} prompts, {a['continued_steps']} steps)"
@@ -84,8 +90,10 @@ def _table1(table1: pd.DataFrame) -> list[str]:
     lines = ["### Table 1 (family pass@1, %)", "", "| row | arm | steps | time h (paper) | Math (paper, diff) | "
              "Code (paper, diff) | Reasoning Gym (paper, diff) |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in table1.to_dict("records"):
-        cells = [f"{_f(r[l])} ({r[l + ', paper']}, {r[l + ' diff']})" for l in ("Math", "Code", "Reasoning Gym")]
-        lines.append(f"| {r['method']} | {r['arm']} | {r['continued steps']} | {r['time (h)']} ({r['time (h), paper']}) | "
+        cells = [f"{_cell(r[c])} ({_cell(r[c + ', paper'])}, {_cell(r[c + ' diff'], sign='+')})"
+                 for c in ("Math", "Code", "Reasoning Gym")]
+        time = f"{_cell(r['time (h)'], 3)} ({_cell(r['time (h), paper'], 1)})"
+        lines.append(f"| {r['method']} | {r['arm']} | {r['continued steps']} | {time} | "
                      + " | ".join(cells) + " |")  # fmt: skip
     return lines + [""]
 

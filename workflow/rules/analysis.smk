@@ -1,0 +1,198 @@
+# Analysis stage: per-instance units from every evaluated checkpoint's scores, the paper's paired one-tailed test at
+# equal training time, Tables 1 and 3-5 beside the paper's values, Figures 1 and 4 (and the N sweep), SUMMARY.md.
+# Input functions and the switch that puts the stage in `all` (analysis_enabled): the analysis section of common.smk.
+# Logic in brorl.analysis (paper values: workflow/brorl/analysis/paper_results.yaml). Targets:
+#   results/stats/instance_scores.parquet   results/stats/significance.json   results/tables/table{1,3,4,5}.{md,tex,csv}
+#   results/tables/significance.{md,tex,csv}   results/figures/{figure1,figure4,n_sweep}.{png,pdf}   results/SUMMARY.md
+
+
+rule collect_units:
+    input:
+        scores=analysis_scores(),
+        benchmarks=analysis_benchmark_files(),
+    output:
+        "results/stats/instance_scores.parquet",
+    log:
+        "results/logs/collect_units/instance_scores.log",
+    benchmark:
+        "results/benchmarks/collect_units/instance_scores.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=30,
+    params:
+        n=EVAL["n_samples"],
+    shell:
+        """
+        python -m brorl.analysis units \
+            --scores {input.scores:q} \
+            --benchmarks {input.benchmarks:q} \
+            --n {params.n} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule test_significance:
+    input:
+        units="results/stats/instance_scores.parquet",
+        metrics=analysis_metrics(),
+    output:
+        json="results/stats/significance.json",
+        md=analysis_table("significance", "significance", "significance")("md"),
+        csv=analysis_table("significance", "significance", "significance")("csv"),
+        tex="results/tables/significance.tex",
+    log:
+        "results/logs/test_significance/significance.log",
+    benchmark:
+        "results/benchmarks/test_significance/significance.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=30,
+    params:
+        spec=analysis_spec(),
+    shell:
+        """
+        python -m brorl.analysis significance \
+            --units {input.units:q} \
+            --metrics {input.metrics:q} \
+            --spec {params.spec:q} \
+            --out-json {output.json:q} \
+            --out-md {output.md:q} \
+            --out-csv {output.csv:q} \
+            --out-tex {output.tex:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule make_tables:
+    input:
+        units="results/stats/instance_scores.parquet",
+        metrics=analysis_metrics(),
+    output:
+        t1_md=analysis_table("table1", "table1", "Table 1")("md"),
+        t1_csv=analysis_table("table1", "table1", "Table 1")("csv"),
+        t3_md=analysis_table("table3", "table3", "Table 3 (math)")("md"),
+        t3_csv=analysis_table("table3", "table3", "Table 3 (math)")("csv"),
+        t4_md=analysis_table("table4", "table4", "Table 4 (code)")("md"),
+        t4_csv=analysis_table("table4", "table4", "Table 4 (code)")("csv"),
+        t5_md=analysis_table("table5", "table5", "Table 5 (Reasoning Gym)")("md"),
+        t5_csv=analysis_table("table5", "table5", "Table 5 (Reasoning Gym)")("csv"),
+        tex=expand("results/tables/{table}.tex", table=ANALYSIS_TABLES),
+    log:
+        "results/logs/make_tables/tables.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=30,
+    params:
+        spec=analysis_spec(),
+        out_dir=lambda wildcards, output: os.path.dirname(output.t1_md),
+    shell:
+        """
+        python -m brorl.analysis tables \
+            --units {input.units:q} \
+            --metrics {input.metrics:q} \
+            --spec {params.spec:q} \
+            --out-dir {params.out_dir:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule plot_figures:
+    input:
+        units="results/stats/instance_scores.parquet",
+        metrics=analysis_metrics(),
+    output:
+        **n_sweep_figures(),
+        figure1_png=report(
+            "results/figures/figure1.png",
+            caption="../report/figure1.rst",
+            category="Analysis",
+            subcategory="Figures",
+            labels={"figure": "Figure 1", "format": "PNG"},
+        ),
+        figure1_pdf="results/figures/figure1.pdf",
+        figure4_png=report(
+            "results/figures/figure4.png",
+            caption="../report/figure4.rst",
+            category="Analysis",
+            subcategory="Figures",
+            labels={"figure": "Figure 4", "format": "PNG"},
+        ),
+        figure4_pdf="results/figures/figure4.pdf",
+    log:
+        "results/logs/plot_figures/figures.log",
+    benchmark:
+        "results/benchmarks/plot_figures/figures.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=60,
+    params:
+        spec=analysis_spec(),
+        sweep=n_sweep_flags,
+    shell:
+        """
+        python -m brorl.analysis figures \
+            --units {input.units:q} \
+            --metrics {input.metrics:q} \
+            --spec {params.spec:q} \
+            --figure1-png {output.figure1_png:q} \
+            --figure1-pdf {output.figure1_pdf:q} \
+            --figure4-png {output.figure4_png:q} \
+            --figure4-pdf {output.figure4_pdf:q} \
+            {params.sweep:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule write_summary:
+    input:
+        significance="results/stats/significance.json",
+        table1="results/tables/table1.csv",
+        tables=expand("results/tables/table{i}.csv", i=(3, 4, 5)),
+        claims=simulation_claims_input(),
+        table2=table2_input(),
+    output:
+        report(
+            "results/SUMMARY.md",
+            caption="../report/summary.rst",
+            category="Analysis",
+            subcategory="Summary",
+            labels={"file": "SUMMARY.md"},
+        ),
+    log:
+        "results/logs/write_summary/summary.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        spec=analysis_spec(),
+        claims=lambda wildcards, input: optional_flag("--claims", input.claims),
+        table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),
+    shell:
+        """
+        python -m brorl.analysis summary \
+            --spec {params.spec:q} \
+            --significance {input.significance:q} \
+            --table1 {input.table1:q} \
+            --benchmark-tables {input.tables:q} \
+            {params.claims:q} \
+            {params.table2:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
