@@ -243,15 +243,15 @@ def base_model_dir():
 
 
 def model_dir(arm, step):
-    """The model folder of (arm, step). Only the start checkpoint exists so far (arm `base`, step
-    base_model.start_step); trained checkpoints results/train/<arm>/step<k>/ join here with training.
-    """
-    if arm == BASE_ARM and int(step) == config["base_model"]["start_step"]:
-        return base_model_dir()
-    raise ValueError(
-        f"no model for arm {arm!r} at step {step}: only the start checkpoint "
-        f"({BASE_ARM}, step {config['base_model']['start_step']}) can be evaluated until training exists"
-    )
+    """The model folder of (arm, step): the start checkpoint (arm `base` at base_model.start_step, extended to the
+    evaluation length) or a trained arm's exported step results/train/<arm>/step<k>/."""
+    if arm == BASE_ARM:
+        if int(step) != config["base_model"]["start_step"]:
+            raise ValueError(
+                f"arm {BASE_ARM!r} is the start checkpoint: only step {config['base_model']['start_step']} exists"
+            )
+        return eval_start_model()
+    return f"results/train/{arm}/step{step}"
 
 
 def evaluation_model(wildcards):
@@ -260,8 +260,16 @@ def evaluation_model(wildcards):
 
 
 def evaluation_points():
-    """The (arm, step) checkpoints evaluated: for now only the start checkpoint (training adds its steps later)."""
-    return [(BASE_ARM, config["base_model"]["start_step"])]
+    """The evaluated (arm, step) checkpoints: the start checkpoint (evaluation.steps.include_start) and each enabled
+    arm's steps of evaluation.steps (brorl.training.recipe.evaluation_steps)."""
+    from brorl.training.recipe import enabled_arms, evaluation_steps
+
+    points = []
+    if EVAL["steps"].get("include_start", True):
+        points.append((BASE_ARM, config["base_model"]["start_step"]))
+    for arm in enabled_arms(config):
+        points += [(arm, step) for step in evaluation_steps(config, arm)]
+    return points
 
 
 def evaluation_summaries():

@@ -14,12 +14,13 @@ from .segments import CheckpointError
 
 
 def _config(args: argparse.Namespace) -> dict:
-    """The recipe config (a JSON text from the rule's params, or a file), validated and with defaults filled."""
-    from brorl.config import validate_config
-
+    """The recipe config (JSON text from the rule's params, or @file): sections arms (the arm), training, context
+    and train_data of a config the Snakefile has already validated, defaults filled."""
     text = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
     config = json.loads(text)
-    validate_config(config)
+    missing = [k for k in ("arms", "training", "context") if k not in config]
+    if missing:
+        raise RecipeError(f"--config lacks the section(s) {missing} (pass the rule's params.recipe)")
     return config
 
 
@@ -45,8 +46,9 @@ def cmd_segment(args: argparse.Namespace) -> None:
         records, extra = run_cluster_segment(config, args.arm, args.segment, Path(args.start_model),
                                              Path(args.train_data), out_dir)  # fmt: skip
     write_segment_manifest(Path(args.manifest), plan, plan.segments[args.segment], records, out_dir / "run", extra)
-    print(f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, "
-          f"mean reward {sum(r['reward_mean'] for r in records) / len(records):.4f}")
+    rewards = [r["reward_mean"] for r in records if r["reward_mean"] is not None]  # null where OpenRLHF lacks it
+    mean = f"{sum(rewards) / len(rewards):.4f}" if rewards else "not logged"
+    print(f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, mean reward {mean}")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -105,9 +107,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench)
 
+    from .cli_cluster import add_cluster_commands, cluster_errors
+
+    add_cluster_commands(sub)
     args = parser.parse_args(argv)
     from brorl.config import ConfigError
 
     from .embedded import TrainingError
 
-    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, FileNotFoundError))
+    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, FileNotFoundError,
+                       *cluster_errors()))

@@ -168,3 +168,22 @@ def recipe_fingerprint(config: Mapping[str, Any], name: str) -> dict[str, Any]:
         "context": dict(config["context"]),
         "train_data": config["train_data"]["name"],
     }
+
+
+def evaluation_steps(config: Mapping[str, Any], name: str) -> tuple[int, ...]:
+    """Continued steps of arm `name` that are evaluated (config evaluation.steps); each must be a saved step."""
+    plan = arm_plan(config, name)
+    rules = config["evaluation"]["steps"]
+    arm = find_arm(config, name)
+    steps: set[int] = set()
+    if rules.get("every"):
+        steps |= set(range(rules["every"], plan.continued_steps + 1, rules["every"]))
+    if rules.get("include_report_steps", True):
+        steps |= {s for s in arm["report_steps"] if s <= plan.continued_steps}
+    if rules.get("include_final", True):
+        steps.add(plan.continued_steps)
+    unsaved = sorted(steps - set(plan.saved_steps))
+    if unsaved:
+        raise RecipeError(f"arm {name!r}: evaluation.steps asks for steps {unsaved} that are not saved; make "
+                          f"evaluation.steps.every a multiple of training.checkpoint_every")  # fmt: skip
+    return tuple(sorted(steps))

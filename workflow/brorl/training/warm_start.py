@@ -1,0 +1,75 @@
+"""Supervised warm start of the tiny model: the embedded preset's stand-in for a model that already reasons.
+
+The paper continues RL from a trained checkpoint whose rollouts are right often enough for groups to have mixed
+outcomes. A freshly built random tiny model is right with probability ~0, so every group would be dropped by
+dynamic sampling and nothing would train. A few hundred steps of next-token training on answers written the way
+the verifier reads them (`\\boxed{...}`) give it a non-trivial, far-from-perfect accuracy. Loss on answer tokens
+only; the prompts go through the same chat template as generation.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from .state import TOKENIZER_FILES
+
+
+def sft_examples(tokenizer, items: list[dict]) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, answer ids) per item: the chat-templated prompt and '\\boxed{answer}' + end of turn."""
+    examples = []
+    eos = tokenizer.eos_token or ""
+    for item in items:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": item["prompt"]}], tokenize=False,
+                                             add_generation_prompt=True)  # fmt: skip
+        prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
+        answer = tokenizer(f"\\boxed{{{item['answer']}}}{eos}", add_special_tokens=False)["input_ids"]
+        examples.append((prompt, answer))
+    return examples
+
+
+def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr: float, batch_size: int,
+               seed: int, progress: bool = True) -> dict:  # fmt: skip
+    """Train a copy of `model_dir` on `items` for `steps` AdamW steps; write it to `out_dir`; return a summary."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).train()
+    examples = sft_examples(tokenizer, items)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    pad = tokenizer.pad_token_id or 0
+    losses = []
+    for _ in tqdm(range(steps), desc="warm start", unit="step", disable=not progress):
+        batch = rng.sample(examples, min(batch_size, len(examples)))
+        width = max(len(p) + len(a) for p, a in batch)
+        ids = torch.full((len(batch), width), pad)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        labels = torch.full((len(batch), width), -100)
+        for i, (p, a) in enumerate(batch):
+            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+            mask[i, : len(p) + len(a)] = 1
+            labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        if (model_dir / name).exists():
+            shutil.copy2(model_dir / name, tmp / name)
+    summary = {"source": str(model_dir), "items": len(items), "steps": steps, "lr": lr, "batch_size": batch_size,
+               "seed": seed, "loss_first": losses[0], "loss_last": losses[-1]}  # fmt: skip
+    (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.replace(out_dir)
+    return summary
