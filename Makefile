@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox demo test lint bench-sim bench-scoring
+.PHONY: setup sandbox demo test lint bench-sim bench-scoring slurm-env slurm-up slurm-down slurm-ci plan
 
 setup: $(STAMP) sandbox
 
@@ -40,8 +40,8 @@ demo: setup
 	snakemake --profile profiles/local
 	@$(VENV)/bin/python -m brorl.outputs results
 
-## Run the test suite.
-test: setup
+## Run the test suite (as root on Debian it also installs and starts the local Slurm for tests/test_slurm.py).
+test: setup slurm-env slurm-ci
 	$(VENV)/bin/python -m pytest -q
 
 lint: setup
@@ -56,3 +56,29 @@ bench-scoring: setup
 ## Time the paper-scale simulation sweep against a straightforward implementation.
 bench-sim: setup
 	$(VENV)/bin/python -m brorl.simulation bench --out results/benchmarks/simulation_speed.json
+
+# The SLURM driver: snakemake + the slurm executor plugin. A second small environment because the plugin (>= 2.7)
+# needs numpy >= 2.4.5 and vLLM caps numpy < 2.4 on Python 3.11; rules still run the engines of .venv (README).
+SLURM_VENV := .venv-slurm
+SLURM_STAMP := $(SLURM_VENV)/.installed
+slurm-env: $(SLURM_STAMP)
+$(SLURM_STAMP): Makefile
+	test -x $(SLURM_VENV)/bin/python || $(PYTHON) -m venv $(SLURM_VENV)
+	$(SLURM_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
+	$(SLURM_VENV)/bin/python -m pip install --quiet snakemake==9.27.1 snakemake-executor-plugin-slurm==2.8.0 \
+	  snakemake-executor-plugin-slurm-jobstep==0.6.1 jsonschema==4.25.1 pyyaml==6.0.3
+	touch $(SLURM_STAMP)
+
+## A real local Slurm for the tests (root + apt only: 8 emulated 8-GPU nodes, a CPU node, slurmdbd for sacct).
+slurm-up:
+	bash workflow/scripts/local_slurm.sh start
+slurm-down:
+	bash workflow/scripts/local_slurm.sh stop
+# `make test` starts it where it can, and otherwise says why the Slurm tests will skip.
+slurm-ci:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash workflow/scripts/local_slurm.sh start; \
+	 else echo "note: not root with apt-get: the local Slurm is not started, tests/test_slurm.py's cluster tests skip"; fi
+
+## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm.
+plan: setup
+	$(VENV)/bin/python -m brorl.plan

@@ -46,7 +46,8 @@ def faked(tmp_path_factory):
     work = tmp / "work"
     work.mkdir()
     os.environ["BRORL_SHARED"] = str(tmp / "no-shared")  # offline, like the embedded default's tests
-    args = ("--directory", work, "--configfile", TINY, "--rerun-triggers", *TRIGGERS)
+    # --configfile last: an override file passed to planned() joins its list
+    args = ("--directory", work, "--rerun-triggers", *TRIGGERS, "--configfile", TINY)
     for _ in range(12):  # one DAG level per round: touch what exists, create what is missing
         proc = snakemake("--touch", "--keep-going", "--cores", "1", *args, cwd=repo)
         missing = re.findall(r"Output files not touched because they don't exist: (.*)", output_of(proc))
@@ -59,10 +60,10 @@ def faked(tmp_path_factory):
     return repo, work, args
 
 
-def planned(faked, *extra: str) -> dict[str, int]:
-    """Jobs per rule a dry run would run now (empty: nothing to do)."""
+def planned(faked, *overrides: Path) -> dict[str, int]:
+    """Jobs per rule a dry run would run now with these config files merged last (empty: nothing to do)."""
     repo, _, args = faked
-    proc = snakemake("-n", *args, *extra, cwd=repo)
+    proc = snakemake("-n", *args, *overrides, cwd=repo)
     text = output_of(proc)
     assert proc.returncode == 0, text[-4000:]
     return {} if "Nothing to be done" in text else {k: v for k, v in job_counts(proc).items() if k != "all"}
