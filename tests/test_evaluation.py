@@ -210,11 +210,19 @@ def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_
 
 # ------------------------------------------------------------------------------------------------------- workflow
 def expected_evaluation_counts(cfg: dict) -> dict[str, int]:
-    """Jobs of the evaluation (start checkpoint only) and of the benchmark files it reads."""
+    """Jobs of the evaluation of every evaluated checkpoint, of the benchmark files it reads and of the models and
+    training runs that make those checkpoints (tiny preset: built, warm-started, staged, extended)."""
+    from brorl.training.recipe import arm_plan, enabled_arms, evaluation_steps
+
     benches = cfg["evaluation"]["benchmarks"]
     rg = sum(b.startswith("rg_") for b in benches)
-    counts = {"build_tiny_model": 1, "generate_samples": len(benches), "score_samples": len(benches),
-              "summarize_evaluation": len(benches), "collect_evaluation": 1,
+    arms = enabled_arms(cfg)
+    points = 1 + sum(len(evaluation_steps(cfg, arm)) for arm in arms)
+    counts = {"build_tiny_model": 1, "warm_start_tiny_model": 1, "download_base_model": 1,
+              "extend_context": 2 if arms else 1, "prepare_train_data": int(bool(arms)),
+              "train_ppo": sum(len(arm_plan(cfg, arm).segments) for arm in arms), "export_checkpoint": points - 1,
+              "generate_samples": points * len(benches), "score_samples": points * len(benches),
+              "summarize_evaluation": points * len(benches), "collect_evaluation": 1,
               "generate_reasoning_gym": rg, "prepare_benchmark": len(benches) - rg}  # fmt: skip
     return {k: v for k, v in counts.items() if v}
 
@@ -230,21 +238,25 @@ def test_dry_run_of_the_tiny_preset_evaluates_the_start_checkpoint(tmp_path):
     for bench in cfg["evaluation"]["benchmarks"]:
         for ext in ("samples.parquet", "scores.parquet", "summary.json"):
             assert f"results/eval/base/step{step}/{bench}.{ext}" in text
+            assert f"results/eval/brorl_n16/step6/{bench}.{ext}" in text  # trained checkpoints too
+    assert "--model results/train/prorl_n4/step3" in text
     assert "--max-items 4" in text and "--n 16" in text and "--engine embedded" in text
 
 
-def test_paper_config_keeps_evaluation_out_of_all(tmp_path):
+def test_paper_config_evaluates_every_checkpoint_on_every_benchmark(tmp_path):
+    from brorl.training.recipe import enabled_arms, evaluation_steps
+
+    cfg = load_yaml_config(CONFIG)
     proc = snakemake("-n", "--directory", tmp_path)
     assert proc.returncode == 0, output_of(proc)
-    assert "generate_samples" not in job_counts(proc)
+    points = 1 + sum(len(evaluation_steps(cfg, arm)) for arm in enabled_arms(cfg))
+    assert job_counts(proc)["generate_samples"] == points * len(cfg["evaluation"]["benchmarks"]) == 33 * 21
 
 
 # ------------------------------------------------------------------------------------------------------ real run
 ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.models.cli", "brorl.generation.cli"))
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
 def _copy_of_the_workflow(dest: Path) -> Path:
     """A private copy of the workflow (its own brorl package), so that a test may edit a verifier."""
     root = Path(__file__).resolve().parents[1]
@@ -256,10 +268,15 @@ def _copy_of_the_workflow(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
 def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_shards(tmp_path):
     repo = _copy_of_the_workflow(tmp_path / "repo")
+    untrained = [{**arm, "enabled": False} for arm in load_yaml_config(CONFIG, TINY)["arms"]]  # the start model only
     override = write_yaml(tmp_path / "small.yaml", {
         "simulation": {"enabled": False},
+        "throughput": {"enabled": False},
+        "arms": untrained,
         "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic"], "max_items": 3, "n_samples": 16,
                        "max_tokens": 16, "shard_size": 1},
     })  # fmt: skip

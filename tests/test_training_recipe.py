@@ -169,3 +169,21 @@ def test_prompt_stream_resumes_exactly():
     assert again.take(6) == rest
     assert sorted(i["id"] for i in first[:5]) == list(range(5))  # an epoch is a permutation
     assert derived_seed(1, 2, 0) != derived_seed(1, 2, 1)
+
+
+def test_paper_dry_run_has_one_train_job_per_segment_and_one_export_per_evaluated_step(tmp_path):
+    from brorl.training.recipe import enabled_arms
+
+    from test_workflow import job_counts, output_of, snakemake
+
+    cfg = yaml.safe_load(CONFIG.read_text())
+    validate_config(cfg)
+    proc = snakemake("-n", "--directory", tmp_path)
+    assert proc.returncode == 0, output_of(proc)
+    counts = job_counts(proc)
+    arms = enabled_arms(cfg)
+    assert counts["train_ppo"] == sum(len(arm_plan(cfg, a).segments) for a in arms) == 22 + 8
+    assert counts["export_checkpoint"] == sum(len(evaluation_steps(cfg, a)) for a in arms)
+    assert counts["finish_training"] == len(arms)
+    text = output_of(proc)
+    assert "--engine cluster" in text and "results/train/brorl_n512/segment7.json" in text

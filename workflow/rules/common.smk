@@ -157,6 +157,8 @@ def train_data_spec():
 # ------------------------------------------------------------------------------------------------------- model
 # The start checkpoint staged by download_base_model and derived by extend_context (workflow/rules/model.smk).
 TINY_BUILD_DIR = "resources/build/tiny-qwen2"
+TINY_WARM_DIR = "resources/build/tiny-qwen2-warm"  # after the supervised warm start (warm_start_tiny_model)
+WARM_START = config["base_model"]["embedded_model"]["warm_start"]
 CONTEXT = config["context"]
 HUB_CACHE = "resources/models/.hub-cache"  # resumes an interrupted hub download
 
@@ -190,9 +192,10 @@ STAGE_TARGETS.append(model_targets)
 
 
 def base_model_source():
-    """Input of download_base_model: the built tiny model (engine embedded), base_model.local_path, or none (hub)."""
+    """Input of download_base_model: the built tiny model after its warm start (engine embedded; the bare build when
+    base_model.embedded_model.warm_start.steps is 0), base_model.local_path, or none (hub)."""
     if config["engine"] == "embedded":
-        return TINY_BUILD_DIR
+        return TINY_WARM_DIR if WARM_START["steps"] else TINY_BUILD_DIR
     return config["base_model"]["local_path"] or []
 
 
@@ -282,10 +285,7 @@ def evaluation_summaries():
 
 
 def evaluation_targets():
-    """The evaluation table (markdown and CSV), which needs every summary. Only for the embedded engine until
-    download_base_model exists (at paper scale the start model must be downloaded first)."""
-    if config["engine"] != "embedded":
-        return []
+    """The evaluation table (markdown and CSV), which needs every summary."""
     return ["results/tables/eval_summary.md", "results/tables/eval_summary.csv"]
 
 
@@ -327,10 +327,10 @@ THROUGHPUT = config["throughput"]
 
 # Integrator switches: flip each when the rules that produce its inputs exist.
 # True once train_ppo writes results/train/{arm}/metrics.jsonl: Table 2 then needs both compared arms' metrics.
-THROUGHPUT_USES_TRAINING_METRICS = False
+THROUGHPUT_USES_TRAINING_METRICS = True
 # True once download_base_model stages base_model_dir() for engine cluster (paper scale); the tiny preset
 # (engine embedded) builds its model with build_tiny_model and is always on.
-THROUGHPUT_AT_PAPER_SCALE = False
+THROUGHPUT_AT_PAPER_SCALE = True
 
 TABLE2_FILES = {ext: f"results/tables/table2.{ext}" for ext in ("md", "tex", "csv")}
 THROUGHPUT_FIGURE = {
@@ -422,10 +422,9 @@ TABLE2_MD = "results/tables/table2.md"  # the throughput stage's Table 2 (rule t
 
 
 def analysis_enabled():
-    """Whether `all` builds the analysis stage. THE SWITCH: return True once training lands (evaluation_points()
-    lists trained checkpoints and a rule writes results/train/{arm}/metrics.jsonl); off, `snakemake -n` of every
-    config keeps working while no arm has training outputs."""
-    return False
+    """Whether `all` builds the analysis stage: yes (training writes results/train/{arm}/metrics.jsonl through
+    finish_training and evaluation_points() lists the trained checkpoints)."""
+    return True
 
 
 def analysis_targets():
@@ -546,3 +545,63 @@ def analysis_table(name, caption, title):
         subcategory="Tables",
         labels={"table": title, "format": ext},
     )
+
+
+# ------------------------------------------------------------------------------------------------------- train
+from brorl.training.recipe import arm_plan, enabled_arms
+
+TRAIN = config["training"]
+TRAINED_ARMS = enabled_arms(config)
+PRESENTATION_KEYS = ("label", "description", "enabled")
+
+
+def train_recipe(wildcards):
+    """The config the training CLI needs for one arm, as JSON (params: a change here reruns the arm)."""
+    arm = next(a for a in config["arms"] if a["name"] == wildcards.arm)
+    other_engine = "cluster" if config["engine"] == "embedded" else "embedded"
+    recipe = {
+        "arms": [{k: v for k, v in arm.items() if k not in PRESENTATION_KEYS}],
+        # the other engine's settings cannot change these weights: leaving them out keeps them from rerunning
+        "training": {k: v for k, v in TRAIN.items() if k != other_engine},
+        "context": config["context"],
+        "train_data": {"name": config["train_data"]["name"]},
+    }
+    return json.dumps(recipe, sort_keys=True)
+
+
+def previous_segment(wildcards):
+    """Segment s needs segment s-1's manifest (its state is where s resumes)."""
+    index = int(wildcards.segment)
+    return [] if index == 0 else f"results/train/{wildcards.arm}/segment{index - 1}.json"
+
+
+def segment_of_step(wildcards):
+    """The manifest of the segment that ran (and exported) {step} of {arm}."""
+    segment = arm_plan(config, wildcards.arm).segment_of(int(wildcards.step))
+    return f"results/train/{wildcards.arm}/segment{segment.index}.json"
+
+
+def arm_segment_manifests(wildcards):
+    return [
+        f"results/train/{wildcards.arm}/segment{s.index}.json"
+        for s in arm_plan(config, wildcards.arm).segments
+    ]
+
+
+def arm_checkpoints(wildcards):
+    return [
+        f"results/train/{wildcards.arm}/step{k}"
+        for k in arm_plan(config, wildcards.arm).saved_steps
+    ]
+
+
+def training_targets():
+    """Every enabled arm's train.json and metrics.jsonl (which need all its segments and saved checkpoints)."""
+    return [
+        f"results/train/{arm}/{name}"
+        for arm in TRAINED_ARMS
+        for name in ("train.json", "metrics.jsonl")
+    ]
+
+
+STAGE_TARGETS.append(training_targets)

@@ -4,7 +4,9 @@
 # L = context.prompt_max_len + a response budget, RoPE checked, weights hard-linked, proven by a forward pass at L).
 # Logic in brorl.models; every later stage verifies a folder against its manifest (brorl.models.verify_model_dir).
 # Input functions (common.smk, "model"): train_start_model(), eval_start_model(). Targets (in `all`): both folders.
-#   resources/build/tiny-qwen2/        the tiny Qwen2 as built (engine embedded): the source of the start model
+#   resources/build/tiny-qwen2/        the tiny Qwen2 as built (engine embedded)
+#   resources/build/tiny-qwen2-warm/   after warm_start_tiny_model (sometimes right on one-digit sums): the source
+#                                      of the tiny start model (brorl.training.warm_start explains why)
 #   resources/models/<name>/           the start checkpoint (<name>: the repo's name, or tiny-qwen2)
 #   resources/models/<name>-ctx<L>/    the same weights allowing L tokens
 # HF_TOKEN reaches download_base_model from the environment only (never params): it is declared with `envvars:`
@@ -52,6 +54,41 @@ rule build_tiny_model:
             {params.tie:q} \
             >{log:q} 2>&1
         python -m brorl.models check {output:q} >>{log:q} 2>&1
+        """
+
+
+rule warm_start_tiny_model:
+    input:
+        TINY_BUILD_DIR,
+    output:
+        directory(TINY_WARM_DIR),
+    log:
+        "results/logs/warm_start_tiny_model/tiny-qwen2.log",
+    benchmark:
+        "results/benchmarks/warm_start_tiny_model/tiny-qwen2.tsv"
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=30,
+    params:
+        steps=WARM_START["steps"],
+        lr=WARM_START["lr"],
+        batch_size=WARM_START["batch_size"],
+        n_items=WARM_START["items"],
+        seed=WARM_START["seed"],
+    shell:
+        """
+        python -m brorl.training warm-start \
+            --model {input:q} \
+            --out {output:q} \
+            --steps {params.steps} \
+            --lr {params.lr} \
+            --batch-size {params.batch_size} \
+            --items {params.n_items} \
+            --seed {params.seed} \
+            >{log:q} 2>&1
         """
 
 

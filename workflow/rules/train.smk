@@ -4,64 +4,12 @@
 # (brorl.training.cluster). Both write the same files:
 #   results/train/{arm}/segment{segment}.json   a finished job: its steps' metrics, exports (sha256), provenance
 #   results/train/{arm}/step{step}/             a saved step's HF folder (protected; hard links into run/)
-#   results/train/{arm}/metrics.jsonl           one line per step (brorl.training.metrics), appended live
+#   results/train/{arm}/metrics.jsonl           one line per step (brorl.training.metrics), once the arm is done
 #   results/train/{arm}/train.json              the arm is done
+#   results/train/{arm}/run/metrics.jsonl       the same lines, appended live while the arm trains
 #   results/train/{arm}/run/                    the engine's working state (resume after interruption; not an output)
 # params.recipe holds only what the weights depend on, so editing labels, evaluation or analysis settings never
 # retrains; changing the recipe of an arm with a run folder stops with an error instead of mixing two recipes.
-from brorl.training.recipe import arm_plan, enabled_arms
-
-TRAIN = config["training"]
-TRAINED_ARMS = enabled_arms(config)
-PRESENTATION_KEYS = ("label", "description", "enabled")
-
-
-def train_recipe(wildcards):
-    """The config the training CLI needs for one arm, as JSON (params: a change here reruns the arm)."""
-    arm = next(a for a in config["arms"] if a["name"] == wildcards.arm)
-    recipe = {
-        "arms": [{k: v for k, v in arm.items() if k not in PRESENTATION_KEYS}],
-        "training": TRAIN,
-        "context": config["context"],
-        "train_data": {"name": config["train_data"]["name"]},
-    }
-    return json.dumps(recipe, sort_keys=True)
-
-
-def previous_segment(wildcards):
-    """Segment s needs segment s-1's manifest (its state is where s resumes)."""
-    index = int(wildcards.segment)
-    return [] if index == 0 else f"results/train/{wildcards.arm}/segment{index - 1}.json"
-
-
-def segment_of_step(wildcards):
-    """The manifest of the segment that ran (and exported) {step} of {arm}."""
-    segment = arm_plan(config, wildcards.arm).segment_of(int(wildcards.step))
-    return f"results/train/{wildcards.arm}/segment{segment.index}.json"
-
-
-def arm_segment_manifests(wildcards):
-    return [
-        f"results/train/{wildcards.arm}/segment{s.index}.json"
-        for s in arm_plan(config, wildcards.arm).segments
-    ]
-
-
-def arm_checkpoints(wildcards):
-    return [
-        f"results/train/{wildcards.arm}/step{k}"
-        for k in arm_plan(config, wildcards.arm).saved_steps
-    ]
-
-
-def training_targets():
-    """Every enabled arm's train.json (which needs all its segments and saved checkpoints)."""
-    return [f"results/train/{arm}/train.json" for arm in TRAINED_ARMS]
-
-
-STAGE_TARGETS.append(training_targets)
-
-
 rule train_ppo:
     input:
         model=train_start_model(),
@@ -126,20 +74,22 @@ rule finish_training:
         manifests=arm_segment_manifests,
         checkpoints=arm_checkpoints,
     output:
-        "results/train/{arm}/train.json",
+        summary="results/train/{arm}/train.json",
+        metrics="results/train/{arm}/metrics.jsonl",
     log:
         "results/logs/finish_training/{arm}.log",
     localrule: True
     params:
         recipe=train_recipe,
-        metrics=lambda wildcards: f"results/train/{wildcards.arm}/metrics.jsonl",
+        live_metrics=lambda wildcards: f"results/train/{wildcards.arm}/run/metrics.jsonl",
     shell:
         """
         python -m brorl.training finish \
             --config {params.recipe:q} \
             --arm {wildcards.arm:q} \
             --manifests {input.manifests:q} \
-            --metrics {params.metrics:q} \
-            --out {output:q} \
+            --metrics {params.live_metrics:q} \
+            --out {output.summary:q} \
+            --metrics-out {output.metrics:q} \
             >{log:q} 2>&1
         """

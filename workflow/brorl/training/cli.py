@@ -62,7 +62,18 @@ def cmd_finish(args: argparse.Namespace) -> None:
 
     config = _config(args)
     write_train_summary(Path(args.out), arm_plan(config, args.arm), [Path(m) for m in args.manifests],
-                        Path(args.metrics))  # fmt: skip
+                        Path(args.metrics), Path(args.metrics_out))  # fmt: skip
+
+
+def cmd_warm_start(args: argparse.Namespace) -> None:
+    from brorl.benchmarks.synthetic import sums
+
+    from .warm_start import warm_start
+
+    items = sums(args.items, args.seed, benchmark="warm_start")
+    summary = warm_start(Path(args.model), items, Path(args.out), steps=args.steps, lr=args.lr,
+                         batch_size=args.batch_size, seed=args.seed)  # fmt: skip
+    print(f"warm start: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} over {args.steps} steps")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -98,9 +109,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--config", required=True)
     p.add_argument("--arm", required=True)
     p.add_argument("--manifests", nargs="+", required=True)
-    p.add_argument("--metrics", required=True)
+    p.add_argument("--metrics", required=True, help="the live metrics of the run (run/metrics.jsonl)")
     p.add_argument("--out", required=True)
+    p.add_argument("--metrics-out", required=True, help="where the arm's complete metrics.jsonl goes")
     p.set_defaults(func=cmd_finish)
+
+    p = sub.add_parser("warm-start", help="supervised warm start of the tiny model on synthetic sums")
+    p.add_argument("--model", required=True, help="the built tiny model")
+    p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--lr", type=float, required=True)
+    p.add_argument("--batch-size", type=int, required=True)
+    p.add_argument("--items", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.set_defaults(func=cmd_warm_start)
 
     p = sub.add_parser("bench", help="steps/s and where the time goes, from training metrics files")
     p.add_argument("--metrics", required=True, nargs="+")

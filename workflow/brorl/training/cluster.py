@@ -175,7 +175,7 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
     missing = [g for g in wanted if g not in logs]
     if missing:
         raise ClusterRunError(f"{paths.tensorboard_dir}: no logged metrics for global steps {missing}")
-    metrics_path = paths.out_dir / "metrics.jsonl"
+    metrics_path = paths.out_dir / "run" / "metrics.jsonl"  # live; finish_training publishes the complete file
     before = truncate_after(metrics_path, segment.first_step - 1) if metrics_path.exists() else []
     if [r["step"] for r in before] != list(range(1, segment.first_step)):
         raise ClusterRunError(f"{metrics_path}: steps 1..{segment.first_step - 1} must precede segment {segment_index}")

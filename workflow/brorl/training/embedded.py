@@ -74,7 +74,7 @@ class EmbeddedRun:
         self.start_model, self.train_data = Path(start_model), Path(train_data)
         self.out_dir = Path(out_dir)
         self.run_dir = self.out_dir / "run"
-        self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.metrics_path = self.run_dir / "metrics.jsonl"  # live; finish_training publishes the complete file
         self.progress = progress
         ctx = config["context"]
         self.max_tokens = ctx["train_max_len"]
@@ -91,7 +91,6 @@ class EmbeddedRun:
         from .trainer import LossSettings, PolicyTrainer, load_causal_lm
 
         torch.set_num_threads(self.train["embedded"]["threads"])
-        check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
         committed = run_state.latest_step(self.run_dir) or 0
         if committed < segment.first_step - 1:
             raise TrainingError(f"arm {self.arm!r} segment {segment.index} starts at step {segment.first_step} but "
@@ -240,6 +239,8 @@ class EmbeddedRun:
         from tqdm import tqdm
 
         segment = self.plan.segments[index]
+        # before anything else, also for a finished run: a changed recipe must never pass for the old one
+        check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
         committed = run_state.latest_step(self.run_dir) or 0
         if committed < segment.last_step:
             committed = self._setup(segment)

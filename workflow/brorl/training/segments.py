@@ -3,7 +3,7 @@
   results/train/<arm>/segment<s>.json   the job's steps (metrics), exported checkpoints with sha256, provenance
   results/train/<arm>/step<k>/          a saved step's HF folder (hard links to the run folder's export), with
                                         checkpoint.json (sha256 of every file, arm, step, segment)
-  results/train/<arm>/train.json        the arm's summary once its last segment is done
+  results/train/<arm>/train.json        the arm's summary once its last segment is done (+ metrics.jsonl, complete)
 """
 
 from __future__ import annotations
@@ -95,14 +95,17 @@ def verify_checkpoint(folder: Path) -> dict:
     return meta
 
 
-def write_train_summary(path: Path, plan: ArmPlan, manifests: list[Path], metrics_path: Path) -> None:
-    """train.json: the arm's plan, its segments, final step and total training wall time."""
-    from .metrics import read_metrics
+def write_train_summary(path: Path, plan: ArmPlan, manifests: list[Path], metrics_path: Path,
+                        metrics_out: Path) -> None:  # fmt: skip
+    """train.json (the arm's plan, segments, final step, total training wall time) and the arm's complete
+    metrics.jsonl (checked: steps 1..continued_steps, each once)."""
+    from .metrics import read_metrics, write_metrics
 
     records = read_metrics(metrics_path)
     steps = [r["step"] for r in records]
     if steps != list(range(1, plan.continued_steps + 1)):
         raise CheckpointError(f"{metrics_path}: expected steps 1..{plan.continued_steps} exactly once, got {steps[:5]}...{steps[-5:]}")
+    write_metrics(metrics_out, records)
     atomic_json(Path(path), {
         "arm": plan.name, "final_step": plan.continued_steps, "wall_s": records[-1]["wall_s"],
         "segments": [str(m) for m in manifests], "saved_steps": list(plan.saved_steps),

@@ -34,11 +34,12 @@ def sft_examples(tokenizer, items: list[dict]) -> list[tuple[list[int], list[int
 
 
 def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr: float, batch_size: int,
-               seed: int, progress: bool = True) -> dict:  # fmt: skip
+               seed: int, threads: int = 1, progress: bool = True) -> dict:  # fmt: skip
     """Train a copy of `model_dir` on `items` for `steps` AdamW steps; write it to `out_dir`; return a summary."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
+    torch.set_num_threads(threads)
     rng = random.Random(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).train()

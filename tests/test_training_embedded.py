@@ -1,0 +1,148 @@
+"""The embedded training engine end to end on the tiny model: a run killed with SIGKILL mid-segment and rerun ends
+with every step exactly once in metrics.jsonl and the same final weights as an uninterrupted run; a changed recipe
+is refused; segment manifests and checkpoint exports are checked."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from brorl.benchmarks.records import write_records
+from brorl.benchmarks.synthetic import sums
+from brorl.config import load_yaml_config
+from brorl.models.tiny import build_tiny_model
+from brorl.training.metrics import read_metrics
+from brorl.training.recipe import arm_plan
+from brorl.training.segments import CheckpointError, export_checkpoint, verify_checkpoint
+from brorl.training.warm_start import warm_start
+
+from test_workflow import CONFIG, ROOT, TINY
+
+ARM = "prorl_n4"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A warm-started tiny model, a sums train mix and a 3-step recipe in two segments (a reset after step 2)."""
+    root = tmp_path_factory.mktemp("train")
+    build_tiny_model(root / "tiny", context_length=1024)
+    warm_start(root / "tiny", sums(256, seed=7, benchmark="ws"), root / "start", steps=80, lr=3e-3, batch_size=16,
+               seed=7, progress=False)  # fmt: skip
+    write_records(root / "mix.jsonl", sums(64, seed=0, benchmark="sums"))
+    config = load_yaml_config(CONFIG, TINY)
+    arm = next(a for a in config["arms"] if a["name"] == ARM)
+    arm.update(n=8, prompts_per_step=2, continued_steps=3, report_steps=[3])
+    config["arms"] = [arm]
+    config["training"].update(checkpoint_every=1, mini_batches_per_step=2)
+    config["training"]["reference_reset"]["period_steps"] = 2
+    recipe = {k: config[k] for k in ("arms", "training", "context")}
+    recipe["train_data"] = {"name": "mix"}
+    assert [(s.first_step, s.last_step) for s in arm_plan(recipe, ARM).segments] == [(1, 2), (3, 3)]
+    return root, recipe
+
+
+def segment_cmd(root: Path, recipe: dict, out: Path, segment: int) -> list[str]:
+    return [sys.executable, "-m", "brorl.training", "segment", "--config", json.dumps(recipe), "--arm", ARM,
+            "--segment", str(segment), "--engine", "embedded", "--start-model", str(root / "start"),
+            "--train-data", str(root / "mix.jsonl"), "--out-dir", str(out),
+            "--manifest", str(out / f"segment{segment}.json")]  # fmt: skip
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def final_weights(out: Path) -> dict[str, torch.Tensor]:
+    return load_file(out / "run" / "exports" / "step3" / "model.safetensors")
+
+
+@pytest.fixture(scope="module")
+def straight(setup):
+    root, recipe = setup
+    out = root / "straight"
+    for segment in (0, 1):
+        run(segment_cmd(root, recipe, out, segment))
+    return out
+
+
+def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
+    root, recipe = setup
+    records = read_metrics(straight / "run" / "metrics.jsonl")
+    assert [r["step"] for r in records] == [1, 2, 3]
+    assert any(r["samples"] > 0 for r in records), "dynamic sampling dropped every group: nothing was trained"
+    for r in records:
+        assert r["generated_samples"] == r["generated_prompts"] * 8
+        assert r["dynamic_sampling_pass_rate"] == pytest.approx(r["samples"] / r["generated_samples"])
+        assert r["wall_s"] >= r["step_s"] > 0 and r["gen_samples_per_s"] > 0
+    assert records[2]["segment"] == 1 and records[2]["wall_s"] > records[1]["wall_s"]
+    start = load_file(root / "start" / "model.safetensors")
+    assert any(not torch.equal(start[k], v) for k, v in final_weights(straight).items())
+    # segment 1 starts with a reference reset: the reference is the policy after step 2
+    assert (straight / "run" / "reference" / "step2.pt").exists()
+    manifest = json.loads((straight / "segment1.json").read_text())
+    assert manifest["segment"]["reset_reference"] and list(manifest["exports"]) == ["3"]
+    assert [r["step"] for r in manifest["steps"]] == [3]
+
+
+def test_sigkill_mid_segment_then_rerun_matches_the_uninterrupted_run(setup, straight):
+    root, recipe = setup
+    out = root / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    proc = subprocess.Popen(segment_cmd(root, recipe, out, 0), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    latest = out / "run" / "state" / "latest.json"
+    deadline = time.time() + 600
+    while time.time() < deadline and not latest.exists():  # kill right after step 1 is committed
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert json.loads(latest.read_text())["step"] == 1, "the kill came too late to test a mid-segment resume"
+    assert not (out / "segment0.json").exists()  # an unfinished job leaves no manifest
+    for segment in (0, 1):
+        run(segment_cmd(root, recipe, out, segment))
+    steps = [r["step"] for r in read_metrics(out / "run" / "metrics.jsonl")]
+    assert steps == [1, 2, 3]  # each step exactly once
+    ref = final_weights(straight)
+    got = final_weights(out)
+    assert ref.keys() == got.keys()
+    for name in ref:
+        assert torch.equal(ref[name], got[name]), f"{name} differs after resuming"
+
+
+def test_changed_recipe_is_refused(setup, straight):
+    root, recipe = setup
+    changed = copy.deepcopy(recipe)
+    changed["arms"][0]["seed"] = 2
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    before = (straight / "segment1.json").read_bytes()
+    proc = subprocess.run(segment_cmd(root, changed, straight, 1), capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2 and "different recipe (changed: arm)" in proc.stderr, proc.stderr[-2000:]
+    assert (straight / "segment1.json").read_bytes() == before  # the finished run is untouched
+
+
+def test_export_verifies_checksums(setup, straight, tmp_path):
+    manifest = straight / "segment0.json"
+    export_checkpoint(manifest, straight / "run", 2, tmp_path / "step2")
+    assert verify_checkpoint(tmp_path / "step2")["step"] == 2
+    with pytest.raises(CheckpointError, match="not a saved step"):
+        export_checkpoint(manifest, straight / "run", 3, tmp_path / "step3")
+    weights = tmp_path / "step2" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.unlink()  # a hard link: rewrite a copy, never the run folder's file
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="checksum"):
+        verify_checkpoint(tmp_path / "step2")

@@ -1,0 +1,65 @@
+"""The training reward (OpenRLHF's `reward_func` interface and the embedded engine's `score_rollouts`): right,
+wrong, truncated, empty and hostile responses; it never raises."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from brorl.benchmarks.synthetic import sums
+from brorl.training.reward import parse_label, response_of, reward_func, score_rollouts
+
+ITEM = sums(1, seed=3)[0]  # "Compute a + b. ..." with its integer answer
+PROMPT = "<|im_start|>user\n" + ITEM["prompt"] + "<|im_end|>\n<|im_start|>assistant\n"
+CODE_ITEM = {
+    "id": "code/0", "benchmark": "apps", "family": "code", "prompt": "Read n, print n*2.", "scorer": "code",
+    "tests": {"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10\n"]}, "metadata": {},
+}  # fmt: skip
+
+
+def call(responses: list[str], labels: list) -> dict:
+    return reward_func([PROMPT + r for r in responses], [PROMPT] * len(responses), labels)
+
+
+def test_right_wrong_truncated_empty():
+    answer = ITEM["answer"]
+    responses = [f"\\boxed{{{answer}}}", f"<think>easy</think> \\boxed{{{answer}}}", "\\boxed{999}",
+                 f"<think>still thinking \\boxed{{{answer}}}", ""]  # fmt: skip
+    out = call(responses, [json.dumps(ITEM)] * len(responses))
+    assert out["rewards"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert out["scores"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert out["rewards"].dtype == torch.float32 and out["rewards"].shape == (5,)
+    assert float(out["extra_logs"]["bad_labels"]) == 0.0
+
+
+def test_labels_as_dicts_and_bad_labels_never_raise():
+    out = call(["\\boxed{1}", "\\boxed{1}", "\\boxed{1}", "x"], [ITEM, "not json", None, json.dumps({"id": 1})])
+    assert out["rewards"].shape == (4,)
+    assert out["rewards"][1:].tolist() == [0.0, 0.0, 0.0]
+    assert float(out["extra_logs"]["bad_labels"]) == 3.0
+    with pytest.raises(ValueError, match="scorer"):
+        parse_label('{"id": 1}')
+
+
+def test_hostile_responses_score_zero_without_raising():
+    hostile = ["\\boxed{" * 5000, "\x00\xff" * 1000, "}" * 10_000 + "\\boxed{}", "\\boxed{\\frac{1}{0}}",
+               "\\boxed{" + "9" * 5000 + "}"]  # fmt: skip
+    out = call(hostile, [ITEM] * len(hostile))
+    assert out["rewards"].tolist() == [0.0] * len(hostile)
+
+
+def test_code_reward_is_partial_credit_and_binary_score_needs_all_tests():
+    half = "```python\nn = int(input())\nprint(4 if n == 2 else 0)\n```"
+    full = "```python\nprint(int(input()) * 2)\n```"
+    loop = "```python\nwhile True:\n    pass\n```"
+    scores = score_rollouts([CODE_ITEM] * 3, [half, full, loop], code_reward="fraction", code_timeout_s=1.0)
+    assert [s.score for s in scores] == [0.5, 1.0, 0.0]
+    assert [s.correct for s in scores] == [False, True, False]
+    assert scores[2].error  # the infinite loop is recorded, not raised
+
+
+def test_response_of_strips_the_prompt():
+    assert response_of(PROMPT + "abc", PROMPT) == "abc"
+    assert response_of("other text", PROMPT) == "other text"
