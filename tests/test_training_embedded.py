@@ -146,3 +146,30 @@ def test_export_verifies_checksums(setup, straight, tmp_path):
     weights.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="checksum"):
         verify_checkpoint(tmp_path / "step2")
+
+
+def test_one_update_moves_logprobs_the_way_the_advantages_point(tmp_path):
+    """The sign and alignment of the whole update path: after one step on a group where sample 0 was right and
+    sample 1 wrong, sample 0's response is more likely and sample 1's less likely (OpenRLHF's PolicyLoss + KL)."""
+    from brorl.training.advantages import reinforce_baseline
+    from brorl.training.batch import build_batch
+    from brorl.training.trainer import LossSettings, PolicyTrainer, load_causal_lm
+
+    import numpy as np
+
+    build_tiny_model(tmp_path / "tiny", context_length=1024)
+    policy, reference = load_causal_lm(str(tmp_path / "tiny")), load_causal_lm(str(tmp_path / "tiny"))
+    loss = LossSettings(0.2, 0.28, "k2", 1e-4, 2.0, 1.0)
+    trainer = PolicyTrainer(policy, reference, loss, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                            grad_clip=1.0, micro_batch_size=1)  # fmt: skip
+    prompt, right, wrong = [5, 6, 7, 8], [40, 41, 42], [50, 51, 52, 53]
+    adv = reinforce_baseline(np.array([[1.0, 0.0]]), np.array([[3, 4]]))[0]
+    assert adv[0] > 0 > adv[1]
+    batch = build_batch([prompt, prompt], [right, wrong], [[0.0] * 3, [0.0] * 4], adv.tolist(), pad_id=0)
+    before = trainer.score_logprobs(batch)
+    trainer.update(batch, before, trainer.score_logprobs(batch, reference=True), [[0, 1]])
+    after = trainer.score_logprobs(batch)
+    gain = ((after - before) * batch.action_mask).sum(dim=1)
+    assert gain[0] > 0 > gain[1], gain
+    # only response tokens are trained: the prompt positions carry no advantage
+    assert batch.action_mask[0].tolist() == [0, 0, 0, 1, 1, 1, 0, 0, 0][: batch.action_mask.shape[1]]

@@ -39,11 +39,12 @@ def arithmetic(items: int, seed: int, benchmark: str = "arithmetic") -> list[dic
 
 
 def sums(items: int, seed: int, benchmark: str = "sums") -> list[dict]:
-    """``items`` one-digit sums a + b (answers 0..18): the easy task the tiny model can learn within a few RL steps."""
+    """``items`` sums a + b of digits 0..4 (25 problems, answers 0..8): the easy task the tiny model can learn within
+    a few RL steps."""
     rng = random.Random(f"synthetic:sums:{VERSION}:{seed}")
     records = []
     for i in range(items):
-        a, b = rng.randint(0, 9), rng.randint(0, 9)
+        a, b = rng.randint(0, 4), rng.randint(0, 4)
         problem = f"Compute {a} + {b}."
         records.append(
             {

@@ -680,8 +680,19 @@ def score_math(item: dict, response: str) -> Score:
     golds = normalize_gold(item["answer"])
     if not golds:
         return failed("no_gold")
+    if _plain_integer(pred) and all(_plain_integer(g) for g in golds):
+        # both sides are plain integers: equality is exact, and the graders below cost ~10 ms a call
+        return Score(1.0, True) if any(int(pred) == int(g) for g in golds) else Score(0.0, False)
     if any(deepscaler_equal(pred, g) for g in golds):
         return Score(1.0, True)
     if math_verify_equal(pred, golds):
         return Score(1.0, True)
     return Score(0.0, False)
+
+
+_INTEGER = re.compile(r"^\s*-?\d{1,30}\s*$")
+
+
+def _plain_integer(text: str) -> bool:
+    """A bare integer such as '17' or '-3' (no sign tricks, units, commas or LaTeX)."""
+    return bool(_INTEGER.match(text))
