@@ -311,7 +311,7 @@ def test_train_mix_of_the_tiny_preset_and_reasoning_gym_prepares_offline(tmp_pat
     records = read_records(out)
     assert len(records) == manifest["rows"] == 150
     assert {r["family"] for r in records} == {"math", "reasoning_gym"}
-    assert [s["rows"] for s in manifest["sources"]] == [64, 120]
+    assert [s["rows"] for s in manifest["sources"]] == [tiny["sources"][0]["items"], 120]
     rg = next(r for r in records if r["family"] == "reasoning_gym")
     assert rg["metadata"]["seed"] != 12345  # disjoint from the evaluation seed
 
