@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox demo test lint bench-sim bench-scoring slurm-env slurm-up slurm-down slurm-ci plan
+.PHONY: setup sandbox demo test lint bench-sim bench-scoring bench-train slurm-env slurm-up slurm-down slurm-ci plan
 
 setup: $(STAMP) sandbox
 
@@ -82,3 +82,9 @@ slurm-ci:
 ## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm.
 plan: setup
 	$(VENV)/bin/python -m brorl.plan
+
+## Train the tiny arms (embedded engine) and report steps/s, where the time goes and the reward by step.
+bench-train: setup
+	snakemake --profile profiles/local results/train/prorl_n4/train.json results/train/brorl_n16/train.json
+	$(VENV)/bin/python -m brorl.training bench --metrics results/train/prorl_n4/metrics.jsonl \
+	    results/train/brorl_n16/metrics.jsonl --out results/benchmarks/training.json
