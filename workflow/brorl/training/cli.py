@@ -134,8 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     add_cluster_commands(sub)
     args = parser.parse_args(argv)
     from brorl.config import ConfigError
+    from brorl.models.check import ModelError
 
     from .embedded import TrainingError
 
-    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, FileNotFoundError,
+    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, ModelError, FileNotFoundError,
                        *cluster_errors()))

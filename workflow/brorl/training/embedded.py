@@ -91,6 +91,9 @@ class EmbeddedRun:
         from .trainer import LossSettings, PolicyTrainer, load_causal_lm
 
         torch.set_num_threads(self.train["embedded"]["threads"])
+        from brorl.models.verify import verify_model_dir
+
+        verify_model_dir(self.start_model)  # the start model's sha256 are checked on every use
         committed = run_state.latest_step(self.run_dir) or 0
         if committed < segment.first_step - 1:
             raise TrainingError(f"arm {self.arm!r} segment {segment.index} starts at step {segment.first_step} but "

@@ -2,7 +2,8 @@
 
   results/train/<arm>/segment<s>.json   the job's steps (metrics), exported checkpoints with sha256, provenance
   results/train/<arm>/step<k>/          a saved step's HF folder (hard links to the run folder's export), with
-                                        checkpoint.json (sha256 of every file, arm, step, segment)
+                                        brorl_manifest.json (sha256 of every file, arm, step, segment), the
+                                        manifest every model folder carries (brorl.models.verify_model_dir)
   results/train/<arm>/train.json        the arm's summary once its last segment is done (+ metrics.jsonl, complete)
 """
 
@@ -26,8 +27,8 @@ class CheckpointError(RuntimeError):
 
 
 def file_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every regular file directly in `folder` (our own checkpoint.json excluded)."""
-    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != "checkpoint.json"}
+    """sha256 of every regular file directly in `folder`."""
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def write_segment_manifest(path: Path, plan: ArmPlan, segment: Segment, records: list[dict], run_dir: Path,
@@ -74,25 +75,26 @@ def export_checkpoint(manifest_path: Path, run_dir: Path, step: int, out_dir: Pa
         _link_or_copy(src / name, tmp / name)
         if sha256_file(tmp / name) != digest:
             raise CheckpointError(f"{src / name}: checksum differs from {manifest_path} (corrupt export)")
-    atomic_json(tmp / "checkpoint.json", {"arm": manifest["arm"], "step": step,
-                                          "segment": manifest["segment"]["index"], "files": hashes,
-                                          "segment_manifest": str(manifest_path)})  # fmt: skip
+    from brorl.models.check import write_manifest
+
+    write_manifest(tmp, {"source": "trained", "arm": manifest["arm"], "step": step,
+                         "segment": manifest["segment"]["index"], "segment_manifest": str(manifest_path)})  # fmt: skip
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.replace(out_dir)
 
 
 def verify_checkpoint(folder: Path) -> dict:
-    """checkpoint.json of an exported step, after checking every file's sha256 (CheckpointError otherwise)."""
-    folder = Path(folder)
-    meta_path = folder / "checkpoint.json"
-    if not meta_path.exists():
-        raise CheckpointError(f"{folder}: no checkpoint.json (not an exported checkpoint, or an interrupted copy)")
-    meta = json.loads(meta_path.read_text())
-    for name, digest in meta["files"].items():
-        path = folder / name
-        if not path.is_file() or sha256_file(path) != digest:
-            raise CheckpointError(f"{path}: missing or its checksum differs from checkpoint.json")
-    return meta
+    """The manifest of an exported step, after checking every file's sha256 (CheckpointError otherwise)."""
+    from brorl.models.check import ModelError
+    from brorl.models.verify import verify_model_dir
+
+    try:
+        manifest = verify_model_dir(folder)
+    except ModelError as error:
+        raise CheckpointError(str(error)) from None
+    if manifest.get("source") != "trained":
+        raise CheckpointError(f"{folder}: not an exported training checkpoint (manifest source {manifest.get('source')!r})")
+    return manifest
 
 
 def write_train_summary(path: Path, plan: ArmPlan, manifests: list[Path], metrics_path: Path,

@@ -71,6 +71,9 @@ def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr
     summary = {"source": str(model_dir), "items": len(items), "steps": steps, "lr": lr, "batch_size": batch_size,
                "seed": seed, "loss_first": losses[0], "loss_last": losses[-1]}  # fmt: skip
     (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2))
+    from brorl.models.check import write_manifest
+
+    write_manifest(tmp, {"source": "warm_start", "warm_start": summary})  # sha256 of every file, like every model folder
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.replace(out_dir)
     return summary
