@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from brorl.analysis.significance import compare_checkpoints
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, task_pass1
 from brorl.benchmarks.records import write_records
 from brorl.training.metrics import FIELDS
+from test_workflow import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = load_paper()
@@ -381,11 +381,7 @@ TARGETS = ["results/SUMMARY.md", "results/tables/eval_summary.md"] + [
 
 
 def _copy_of_the_workflow(dest: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("workflow", "profiles", "envs"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy2(ROOT / name, dest / name)
+    copy_workflow(dest)
     with (dest / "workflow/rules/common.smk").open("a") as handle:
         handle.write(OVERRIDES)
     return dest

@@ -9,7 +9,6 @@ import importlib.util
 import itertools
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from brorl.config import load_yaml_config
 from brorl.evaluation.passk import ks_for, pass_at_k, pass_at_k_from_scores
 from brorl.evaluation.score import EvaluationError, check_coverage
 from brorl.evaluation.summary import collect, summarize
-from test_workflow import CONFIG, TINY, job_counts, output_of, snakemake, write_yaml
+from test_workflow import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
@@ -257,21 +256,10 @@ def test_paper_config_evaluates_every_checkpoint_on_every_benchmark(tmp_path):
 ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.models.cli", "brorl.generation.cli"))
 
 
-def _copy_of_the_workflow(dest: Path) -> Path:
-    """A private copy of the workflow (its own brorl package), so that a test may edit a verifier."""
-    root = Path(__file__).resolve().parents[1]
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("workflow", "profiles", "envs"):
-        shutil.copytree(root / name, dest / name, ignore=ignore)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy2(root / name, dest / name)
-    return dest
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
 def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_shards(tmp_path):
-    repo = _copy_of_the_workflow(tmp_path / "repo")
+    repo = copy_workflow(tmp_path / "repo")
     untrained = [{**arm, "enabled": False} for arm in load_yaml_config(CONFIG, TINY)["arms"]]  # the start model only
     override = write_yaml(tmp_path / "small.yaml", {
         "simulation": {"enabled": False},

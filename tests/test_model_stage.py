@@ -25,7 +25,7 @@ from brorl.models import (
     plan_extension, verify_model_dir,
 )  # fmt: skip
 from brorl.models.files import select_files
-from test_workflow import CONFIG, TINY, job_counts, output_of, snakemake, write_yaml
+from test_workflow import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
@@ -319,18 +319,9 @@ def test_dry_run_of_the_paper_config_stages_and_extends_the_start_model(tmp_path
     assert "hf_never_in_the_output" not in text
 
 
-def _copy_of_the_workflow(dest: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("workflow", "profiles", "envs"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy2(ROOT / name, dest / name)
-    return dest
-
-
 @pytest.mark.slow
 def test_tiny_model_rules_run_for_real_then_are_up_to_date(tmp_path):
-    repo = _copy_of_the_workflow(tmp_path / "repo")
+    repo = copy_workflow(tmp_path / "repo")
     cfg = load_yaml_config(CONFIG, TINY)
     ctx = cfg["context"]
     lengths = [ctx["prompt_max_len"] + ctx[k] for k in ("train_max_len", "eval_max_len")]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import yaml
 
 from brorl.plan.estimate import STAGES
 from brorl.plan.profile import read_profile
-from test_workflow import TINY, job_counts, output_of, snakemake
+from test_workflow import TINY, copy_workflow, job_counts, output_of, snakemake
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = read_profile(ROOT / "profiles" / "slurm")
@@ -42,12 +41,7 @@ ANALYSIS_CODE = {"plot_simulation": "workflow/brorl/simulation/figure.py"}
 def faked(tmp_path_factory):
     """(repo copy, work dir): the tiny preset's DAG with every output faked and its metadata recorded."""
     tmp = tmp_path_factory.mktemp("rerun")
-    repo = tmp / "repo"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("workflow", "profiles", "envs"):
-        shutil.copytree(ROOT / name, repo / name, ignore=ignore)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy2(ROOT / name, repo / name)
+    repo = copy_workflow(tmp / "repo")
     work = tmp / "work"
     work.mkdir()
     os.environ["BRORL_SHARED"] = str(tmp / "no-shared")  # offline, like the embedded default's tests

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_workflow import TINY, job_counts, output_of
+from test_workflow import TINY, copy_workflow, job_counts, output_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / ".venv-slurm" / "bin" / "python"  # snakemake + the slurm executor plugin (numpy >= 2.4.5)
@@ -65,12 +65,8 @@ def driver(*args, cwd: Path, timeout: int = 900, env: dict | None = None) -> sub
                           cwd=cwd, env=full, capture_output=True, text=True)  # fmt: skip
 
 
-def copy_workflow(dest: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("workflow", "profiles", "envs"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy2(ROOT / name, dest / name)
+def copy_slurm_workflow(dest: Path) -> Path:
+    copy_workflow(dest)
     (dest / "slurm").symlink_to("profiles/slurm")
     return dest
 
@@ -149,7 +145,7 @@ needs_slurm = pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(), rea
 @pytest.mark.slow
 @needs_slurm
 def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_path):
-    repo = copy_workflow(tmp_path / "repo")
+    repo = copy_slurm_workflow(tmp_path / "repo")
     work = tmp_path / "work"
     override = tmp_path / "e2e.yaml"
     override.write_text(yaml.safe_dump(E2E_OVERRIDE))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,17 @@ def expected_simulation_counts(cfg: dict) -> dict[str, int]:
     if sens["enabled"]:
         counts["simulate_sensitivity"] = len(sens["variants"]) * len(sens["n_values"]) * len(sens["seeds"])
     return counts
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A private copy of the workflow (Snakefile, config, its own brorl package, profiles, envs) at `dest`, so that a
+    test may edit code or config without touching the checkout."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("workflow", "profiles", "envs"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(ROOT / name, dest / name)
+    return dest
 
 
 def write_yaml(path: Path, data: dict) -> Path:

@@ -193,7 +193,8 @@ STAGE_TARGETS.append(model_targets)
 
 def base_model_source():
     """Input of download_base_model: the built tiny model after its warm start (engine embedded; the bare build when
-    base_model.embedded_model.warm_start.steps is 0), base_model.local_path, or none (hub)."""
+    base_model.embedded_model.warm_start.steps is 0), base_model.local_path, or none (hub).
+    """
     if config["engine"] == "embedded":
         return TINY_WARM_DIR if WARM_START["steps"] else TINY_BUILD_DIR
     return config["base_model"]["local_path"] or []
@@ -572,7 +573,9 @@ def train_recipe(wildcards):
 def previous_segment(wildcards):
     """Segment s needs segment s-1's manifest (its state is where s resumes)."""
     index = int(wildcards.segment)
-    return [] if index == 0 else f"results/train/{wildcards.arm}/segment{index - 1}.json"
+    return (
+        [] if index == 0 else f"results/train/{wildcards.arm}/segment{index - 1}.json"
+    )
 
 
 def segment_of_step(wildcards):

@@ -56,6 +56,8 @@ rule export_checkpoint:
     log:
         "results/logs/export_checkpoint/{arm}/step{step}.log",
     localrule: True
+    conda:
+        "../../envs/train.yaml"
     params:
         run_dir=lambda wildcards: f"results/train/{wildcards.arm}/run",
     shell:
@@ -79,6 +81,8 @@ rule finish_training:
     log:
         "results/logs/finish_training/{arm}.log",
     localrule: True
+    conda:
+        "../../envs/train.yaml"
     params:
         recipe=train_recipe,
         live_metrics=lambda wildcards: f"results/train/{wildcards.arm}/run/metrics.jsonl",

@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -89,15 +89,18 @@ def save_reference(run_dir: Path, step: int, state_dict: dict) -> None:
     atomic_torch_save(reference_path(run_dir, step), state_dict)
 
 
-def export_hf(model: torch.nn.Module, tokenizer_dir: Path, out_dir: Path) -> None:
+def export_hf(model: torch.nn.Module, tokenizer_dir: Path, out_dir: Path,
+              before_publish: Callable[[Path], None] | None = None) -> None:  # fmt: skip
     """An HF folder of `model` at `out_dir` (written beside it, then renamed into place), tokenizer files copied
-    from `tokenizer_dir`."""
+    from `tokenizer_dir`; `before_publish(tmp)` may add files (a manifest) before the rename."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
     for name in TOKENIZER_FILES:
         if (tokenizer_dir / name).exists():
             shutil.copy2(tokenizer_dir / name, tmp / name)
+    if before_publish is not None:
+        before_publish(tmp)
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.replace(out_dir)
     _fsync_dir(out_dir.parent)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from .state import TOKENIZER_FILES
+from .state import export_hf
 
 
 def sft_examples(tokenizer, items: list[dict]) -> list[tuple[list[int], list[int]]]:
@@ -38,6 +37,8 @@ def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr
     """Train a copy of `model_dir` on `items` for `steps` AdamW steps; write it to `out_dir`; return a summary."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if steps < 1 or not items:
+        raise ValueError(f"a warm start needs at least one step and one item (steps={steps}, items={len(items)})")
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     rng = random.Random(seed)
@@ -61,19 +62,15 @@ def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    for name in TOKENIZER_FILES:
-        if (model_dir / name).exists():
-            shutil.copy2(model_dir / name, tmp / name)
+        losses.append(loss.item())
     summary = {"source": str(model_dir), "items": len(items), "steps": steps, "lr": lr, "batch_size": batch_size,
                "seed": seed, "loss_first": losses[0], "loss_last": losses[-1]}  # fmt: skip
-    (tmp / "warm_start.json").write_text(json.dumps(summary, indent=2))
-    from brorl.models.check import write_manifest
 
-    write_manifest(tmp, {"source": "warm_start", "warm_start": summary})  # sha256 of every file, like every model folder
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.replace(out_dir)
+    def describe(folder: Path) -> None:
+        from brorl.models.check import write_manifest
+
+        (folder / "warm_start.json").write_text(json.dumps(summary, indent=2))
+        write_manifest(folder, {"source": "warm_start", "warm_start": summary})  # sha256 of every file
+
+    export_hf(model, model_dir, out_dir, before_publish=describe)
     return summary
