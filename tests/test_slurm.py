@@ -233,7 +233,9 @@ def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
     )
     (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
     (tmp_path / "ci").symlink_to(ROOT / "profiles" / "ci")
-    proc = driver("--profile", "slurm", "--profile", "ci", cwd=tmp_path, timeout=600)
+    # the whole 8-GPU nodes, as in production (the launcher gives Ray every GPU of the node)
+    proc = driver("--profile", "slurm", "--profile", "ci", cwd=tmp_path, timeout=600,
+                  env={"BRORL_SLURM_GPUS_PER_NODE": "8"})
     assert proc.returncode == 0, output_of(proc)[-4000:] + (tmp_path / "train_ppo.log").read_text()[-3000:]
     assert "RAY_NODES 2" in (tmp_path / "ray_nodes.txt").read_text()
     job_id = re.findall(r"has been submitted with SLURM jobid (\d+)", output_of(proc))[0]
