@@ -158,7 +158,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
     full = {**os.environ, **CI_SITE, **env, "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
     cmd = ["timeout", "-k", "15", "900", str(DRIVER), "-m", "snakemake", *map(str, args)]
     with open(tmp_path / "run1.log", "w") as log:
-        run1 = subprocess.Popen(cmd, cwd=repo, env=full, stdout=log, stderr=subprocess.STDOUT)
+        run1 = subprocess.Popen(cmd, cwd=repo, env=full, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         cancelled = None
         while run1.poll() is None and cancelled is None and time.time() - started < 600:
             queue = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k|%Z"], capture_output=True, text=True).stdout
@@ -172,7 +172,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
         try:
             run1.wait(timeout=180)
         except subprocess.TimeoutExpired:
-            run1.kill()  # the process this test started
+            os.killpg(run1.pid, 9)  # timeout and the driver under it: the process group this test started
             run1.wait()
     text1 = (tmp_path / "run1.log").read_text()
     assert cancelled, "the generation job was never seen RUNNING:\n" + text1[-4000:]
