@@ -23,6 +23,7 @@ rule collect_units:
         mem_mb=4096,
         runtime=30,
     params:
+        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
         n=EVAL["n_samples"],
     shell:
         """
@@ -55,6 +56,7 @@ rule test_significance:
         mem_mb=4096,
         runtime=30,
     params:
+        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
         spec=analysis_spec(),
     shell:
         """
@@ -93,6 +95,7 @@ rule make_tables:
         mem_mb=4096,
         runtime=30,
     params:
+        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         out_dir=lambda wildcards, output: os.path.dirname(output.t1_md),
     shell:
@@ -139,6 +142,7 @@ rule plot_figures:
         mem_mb=4096,
         runtime=60,
     params:
+        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         sweep=n_sweep_flags,
     shell:
@@ -181,6 +185,7 @@ rule write_summary:
         mem_mb=1024,
         runtime=10,
     params:
+        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         claims=lambda wildcards, input: optional_flag("--claims", input.claims),
         table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),

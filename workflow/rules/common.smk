@@ -313,14 +313,24 @@ def tiny_model_tie_flag():
     return ["--tie"] if TINY_MODEL["tie_word_embeddings"] else []
 
 
-def scoring_code_sha256():
-    """SHA-256 over the verifiers' source (brorl/scoring/*.py): a params value of score_samples, so that a verifier
-    change reruns scoring (never generation, which does not see it)."""
+def code_sha256(*parts):
+    """SHA-256 over the source of brorl/<part> (a .py file or a package folder) for each part: a params value of
+    the rules that run that code and nothing heavier (verifiers -> scoring, plotting -> figures), so that editing
+    it reruns exactly those rules (Snakemake's own code trigger sees only a rule's shell text).
+    """
     digest = hashlib.sha256()
-    for path in sorted((Path(PACKAGE_DIR) / "brorl" / "scoring").glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    root = Path(PACKAGE_DIR) / "brorl"
+    for part in parts:
+        target = root / part
+        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def scoring_code_sha256():
+    """The verifiers' source hash (brorl/scoring): a verifier change reruns scoring, never generation."""
+    return code_sha256("scoring")
 
 
 # -------------------------------------------------------------------------------------------------- throughput

@@ -162,6 +162,8 @@ rule plot_simulation:
     resources:
         mem_mb=1024,
         runtime=10,
+    params:
+        code=code_sha256("simulation/figure.py"),  # rerun trigger: a plotting edit redraws
     shell:
         """
         python -m brorl.simulation figure \
@@ -200,6 +202,7 @@ rule tabulate_simulation:
         mem_mb=1024,
         runtime=10,
     params:
+        code=code_sha256("simulation/claims.py", "tables.py"),  # rerun trigger
         near_zero_rel_tol=SIM["claims"]["near_zero_rel_tol"],
         full_improvement_pct=SIM["claims"]["full_improvement_pct"],
         sensitivity_tables=sensitivity_table_flags,

@@ -99,6 +99,12 @@ rule tabulate_throughput:
         mem_mb=2048,
         runtime=10,
     params:
+        code=code_sha256(
+            "throughput/table.py",
+            "throughput/figure.py",
+            "throughput/pass_rate.py",
+            "tables.py",
+        ),  # rerun trigger
         arms=json.dumps(throughput_compared_arms(), sort_keys=True),
         metrics=throughput_metrics_flags,
     shell:
