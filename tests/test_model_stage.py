@@ -330,7 +330,8 @@ def test_tiny_model_rules_run_for_real_then_are_up_to_date(tmp_path):
     args = ("--cores", "2", "--directory", tmp_path, "--configfile", TINY, override)
     proc = snakemake(*targets, *args, cwd=repo)
     assert proc.returncode == 0, output_of(proc)[-6000:]
-    assert job_counts(proc) == {"build_tiny_model": 1, "download_base_model": 1, "extend_context": 2}
+    assert job_counts(proc) == {"build_tiny_model": 1, "warm_start_tiny_model": 1, "download_base_model": 1,
+                                "extend_context": 2}
     base = verify_model_dir(tmp_path / "resources/models/tiny-qwen2")
     assert base["source"]["manifest"]["build"]["context_length"] == ctx["prompt_max_len"] + ctx["base_max_len"]
     for target, length in zip(targets, lengths):

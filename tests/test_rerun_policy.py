@@ -49,6 +49,7 @@ def faked(tmp_path_factory):
     repo = copy_workflow(tmp / "repo")
     work = tmp / "work"
     work.mkdir()
+    shared = os.environ.get("BRORL_SHARED")
     os.environ["BRORL_SHARED"] = str(tmp / "no-shared")  # offline, like the embedded default's tests
     # --configfile last: an override file passed to planned() joins its list
     args = ("--directory", work, "--rerun-triggers", *TRIGGERS, "--configfile", TINY)
@@ -61,7 +62,12 @@ def faked(tmp_path_factory):
             (work / path).parent.mkdir(parents=True, exist_ok=True)
             (work / path).write_text("fake output\n")  # non-empty: some outputs are ensure(non_empty=True)
     assert proc.returncode == 0, output_of(proc)[-4000:]
-    return repo, work, args
+    yield repo, work, args
+    # restore: later test modules (real-data verifier tests) read BRORL_SHARED too
+    if shared is None:
+        os.environ.pop("BRORL_SHARED", None)
+    else:
+        os.environ["BRORL_SHARED"] = shared
 
 
 def planned(faked, *overrides: Path) -> dict[str, int]:

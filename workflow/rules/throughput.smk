@@ -104,7 +104,8 @@ rule tabulate_throughput:
             "throughput/figure.py",
             "throughput/pass_rate.py",
             "tables.py",
-        ),  # rerun trigger
+        ),
+        # rerun trigger
         arms=json.dumps(throughput_compared_arms(), sort_keys=True),
         metrics=throughput_metrics_flags,
     shell:
