@@ -67,10 +67,12 @@ def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr
                "seed": seed, "loss_first": losses[0], "loss_last": losses[-1]}  # fmt: skip
 
     def describe(folder: Path) -> None:
-        from brorl.models.check import write_manifest
+        from brorl.models.check import MANIFEST_NAME, write_manifest
 
         (folder / "warm_start.json").write_text(json.dumps(summary, indent=2))
-        write_manifest(folder, {"source": "warm_start", "warm_start": summary})  # sha256 of every file
+        built = model_dir / MANIFEST_NAME  # carry the build facts forward (shape, context length, seed)
+        build = json.loads(built.read_text()).get("build") if built.is_file() else None
+        write_manifest(folder, {"source": "warm_start", "build": build, "warm_start": summary})  # sha256 of every file
 
     export_hf(model, model_dir, out_dir, before_publish=describe)
     return summary
