@@ -19,12 +19,12 @@ transformers version); only the manifest's provenance (time, machine) differs be
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from .check import write_manifest
+from .folders import replace_folder
 
 VOCAB_SIZE = 320
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -133,14 +133,7 @@ def build_tiny_model(
                              "build": {**sizes, "tie_word_embeddings": tie_word_embeddings, "seed": seed,
                                        "vocab_size": VOCAB_SIZE, "context_length": context_length},
                              "n_parameters": n_params})  # fmt: skip
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
+        replace_folder(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
