@@ -328,11 +328,6 @@ def code_sha256(*parts):
     return digest.hexdigest()
 
 
-def scoring_code_sha256():
-    """The verifiers' source hash (brorl/scoring): a verifier change reruns scoring, never generation."""
-    return code_sha256("scoring")
-
-
 # -------------------------------------------------------------------------------------------------- throughput
 THROUGHPUT = config["throughput"]
 

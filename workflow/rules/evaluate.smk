@@ -79,7 +79,7 @@ rule score_samples:
     params:
         n=EVAL["n_samples"],
         max_items=max_items_flag(),
-        verifier_sha256=scoring_code_sha256(),  # rerun trigger only: a verifier change rescores
+        verifier_sha256=code_sha256("scoring"),  # rerun trigger only: a verifier change rescores
     shell:
         """
         python -m brorl.evaluation score \

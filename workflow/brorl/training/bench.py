@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .metrics import read_metrics
+from .metrics import pass_rate, read_metrics
 
 PARTS = ("gen_s", "reward_s", "logprob_s", "update_s", "reload_s")
 
@@ -31,7 +31,7 @@ def summarize_run(records: list[dict]) -> dict:
         "reward_first": float(rewards[0]),
         "reward_last": float(rewards[-1]),
         "reward_slope_per_step": slope,
-        "pass_rate": sum(r["samples"] for r in records) / sum(r["generated_samples"] for r in records),
+        "pass_rate": pass_rate(records),
     }
 
 

@@ -49,8 +49,9 @@ def check_fingerprint(run_dir: Path, fingerprint: dict) -> None:
     path = run_dir / "recipe.json"
     if path.exists():
         old = json.loads(path.read_text())
-        if old != json.loads(json.dumps(fingerprint)):
-            changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != json.loads(json.dumps(fingerprint)).get(k))
+        new = json.loads(json.dumps(fingerprint))  # as it would read back from the file (tuples -> lists)
+        if old != new:
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
             raise TrainingError(f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
                                 f"restore the config or delete {run_dir.parent} to retrain this arm")  # fmt: skip
     else:

@@ -79,6 +79,12 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _line(record: Mapping[str, Any], where: str) -> str:
+    """One validated record as a JSON line, keys in schema order."""
+    validate_record(record, where)
+    return json.dumps({k: _clean(record[k]) for k in FIELDS}) + "\n"
+
+
 def write_metrics(path: str | Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Replace `path` atomically with `records` (used to drop steps past a restored state on resume)."""
     path = Path(path)
@@ -86,8 +92,7 @@ def write_metrics(path: str | Path, records: Iterable[Mapping[str, Any]]) -> Non
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w") as handle:
         for record in records:
-            validate_record(record, str(path))
-            handle.write(json.dumps({k: _clean(record[k]) for k in FIELDS}) + "\n")
+            handle.write(_line(record, str(path)))
         handle.flush()
         os.fsync(handle.fileno())
     tmp.replace(path)
@@ -105,9 +110,9 @@ def truncate_after(path: str | Path, step: int) -> list[dict[str, Any]]:
 
 def append_metrics(path: str | Path, record: Mapping[str, Any]) -> None:
     """Append one step's record (validated, flushed to disk so a killed job loses at most the current step)."""
-    validate_record(record, str(path))
+    line = _line(record, str(path))
     with Path(path).open("a") as handle:
-        handle.write(json.dumps({k: _clean(record[k]) for k in FIELDS}) + "\n")
+        handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())
 

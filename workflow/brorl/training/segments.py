@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -51,13 +50,6 @@ def write_segment_manifest(path: Path, plan: ArmPlan, segment: Segment, records:
     return payload
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # another file system: copy
-        shutil.copy2(src, dst)
-
-
 def export_checkpoint(manifest_path: Path, run_dir: Path, step: int, out_dir: Path) -> None:
     """results/train/<arm>/step<k>/ from the run folder's export, verified against the segment manifest."""
     manifest = json.loads(Path(manifest_path).read_text())
@@ -69,16 +61,20 @@ def export_checkpoint(manifest_path: Path, run_dir: Path, step: int, out_dir: Pa
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for name, digest in hashes.items():
+    from brorl.models.check import write_manifest
+    from brorl.models.folders import link_or_copy
+
+    for name in hashes:
         if not (src / name).is_file():
             raise CheckpointError(f"{src / name}: missing (the run folder lost part of the export)")
-        _link_or_copy(src / name, tmp / name)
-        if sha256_file(tmp / name) != digest:
+        link_or_copy(src / name, tmp / name)
+    # the folder's own manifest hashes every file once; those hashes are the check against the segment manifest
+    written = write_manifest(tmp, {"source": "trained", "arm": manifest["arm"], "step": step,
+                                   "segment": manifest["segment"]["index"],
+                                   "segment_manifest": str(manifest_path)})  # fmt: skip
+    for name, digest in hashes.items():
+        if written["files"][name]["sha256"] != digest:
             raise CheckpointError(f"{src / name}: checksum differs from {manifest_path} (corrupt export)")
-    from brorl.models.check import write_manifest
-
-    write_manifest(tmp, {"source": "trained", "arm": manifest["arm"], "step": step,
-                         "segment": manifest["segment"]["index"], "segment_manifest": str(manifest_path)})  # fmt: skip
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.replace(out_dir)
 
