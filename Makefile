@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox demo test lint bench-sim bench-scoring bench-train slurm-env slurm-up slurm-down slurm-ci plan
+.PHONY: setup sandbox demo test lint bench-sim bench-scoring bench-train slurm-env slurm-up slurm-down slurm-ci plan rehearsal
 
 setup: $(STAMP) sandbox
 
@@ -78,6 +78,11 @@ slurm-down:
 slurm-ci:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash workflow/scripts/local_slurm.sh start; \
 	 else echo "note: not root with apt-get: the local Slurm is not started, tests/test_slurm.py's cluster tests skip"; fi
+
+## The CPU rehearsal of the paper's training path: OpenRLHF 0.11.2's own trainer through train_ppo, Ray and (as
+## root) the local Slurm, only the device substituted (docs/rehearsal.md); about 20 minutes on 2 cores.
+rehearsal: setup slurm-env
+	bash workflow/scripts/rehearse.sh
 
 ## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm.
 plan: setup

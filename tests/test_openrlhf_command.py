@@ -19,7 +19,7 @@ import yaml
 from brorl.config import validate_config
 from brorl.training.openrlhf_command import ClusterPaths, build_command, openrlhf_flags, run_layout
 from brorl.training.openrlhf_data import TrainDataError, openrlhf_rows
-from brorl.training.openrlhf_metrics import StepLog, read_tensorboard, steps_from_events, to_records
+from brorl.training.openrlhf_metrics import Launch, RewardCall, StepLog, read_tensorboard, steps_from_events, to_records
 from brorl.training.openrlhf_parse import OpenRLHFArgError, parse_argv
 from brorl.training.openrlhf_validate import ClusterConfigError, validate_cluster_config
 from brorl.training.recipe import arm_plan
@@ -163,14 +163,19 @@ def _step(step, t, **over):
     return [(t, step, k, v) for k, v in scalars.items()]
 
 
+def _calls(t, rewards, scores, errors=None):
+    return RewardCall(t, rewards, scores, errors or [None] * len(rewards))
+
+
 def test_metrics_converter_on_a_hand_made_log(tmp_path):
     # step 2 logged twice: by a job killed afterwards (t=200) and again by the rerun (t=400): the rerun wins
-    events = _step(1, 100.0) + _step(2, 200.0, kl=9.0) + _step(2, 400.0) + _step(3, 500.0)
+    events = _step(1, 100.0) + _step(2, 200.0, kl=9.0) + _step(2, 400.0) + _step(3, 560.0)
     logs = steps_from_events(events)
     assert logs[2].scalars["kl"] == 0.01 and logs[2].wall_time == 400.0
-    calls = [(150.0, [1.0], [1.0]), (350.0, [0.25] * 8191 + [0.0], [0.0] * 8192)]  # 150: the killed job's step 2
+    calls = [_calls(150.0, [1.0], [1.0]), _calls(350.0, [0.25] * 8191 + [0.0], [0.0] * 8192)]  # 150: the killed job's
+    launches = [Launch(8, 0.0, 300.0, "killed"), Launch(9, 300.0, 600.0, "stopped")]
     records = to_records([logs[2], logs[3]], offset=200, segment=9, n=16, dynamic_sampling=True,
-                         wall_s_before=1000.0, launches=[0.0, 300.0], reward_calls=calls)  # fmt: skip
+                         wall_s_before=250.0, launches=launches, reward_calls=calls)  # fmt: skip
     first = records[0]
     assert first["step"] == 202 and first["segment"] == 9
     assert first["prompts"] == 512 and first["samples"] == 8192
@@ -178,19 +183,24 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
     assert first["dynamic_sampling_pass_rate"] == pytest.approx(0.41, abs=1e-3)
     assert first["gen_samples_per_s"] == pytest.approx(first["generated_samples"] / 100.0)
     assert first["reward_mean"] is None  # 8,192 logged rewards but 20,000 generated samples: incomplete, not guessed
+    assert first["reward_errors"] is None and first["reward_timeouts"] is None  # the same incomplete window
     assert first["response_len_mean"] is None and first["truncated_frac"] is None  # OpenRLHF logs accepted only
-    assert (first["wall_s"], records[1]["wall_s"]) == (1131.0, 1262.0)
+    # wall time: the killed launch counts whole (300 s), then 100 s into the rerun; the rest is start-up/saves
+    assert (first["wall_s"], records[1]["wall_s"]) == (400.0, 560.0)
+    assert (first["overhead_s"], records[1]["overhead_s"]) == (400.0 - 250.0 - 131.0, 560.0 - 400.0 - 131.0)
     assert (first["logprob_s"], first["update_s"], first["reload_s"], first["reward_s"]) == (10.0, 20.0, 1.0, None)
-    # a complete reward log gives the mean over every generated sample
+    # a complete reward log gives the mean over every generated sample, and its verifier failures
     generated = first["generated_samples"]
-    calls = [(350.0, [1.0] * (generated // 2) + [0.0] * (generated - generated // 2), [1.0] * generated)]
+    errors = ["timeout after 5 s", "no answer"] + [None] * (generated - 2)
+    calls = [_calls(350.0, [1.0] * (generated // 2) + [0.0] * (generated - generated // 2), [1.0] * generated, errors)]
     record = to_records([logs[2]], offset=0, segment=0, n=16, dynamic_sampling=True, wall_s_before=0.0,
-                        launches=[300.0], reward_calls=calls)[0]  # fmt: skip
+                        launches=[Launch(0, 300.0, 900.0, "stopped")], reward_calls=calls)[0]  # fmt: skip
     assert record["reward_mean"] == pytest.approx((generated // 2) / generated) and record["score_mean"] == 1.0
+    assert (record["reward_errors"], record["reward_timeouts"]) == (2, 1)
     # without dynamic sampling OpenRLHF's rollout stats cover every generated sample
     record = to_records([logs[1]], offset=0, segment=0, n=16, dynamic_sampling=False, wall_s_before=0.0,
-                        launches=[0.0], reward_calls=None)[0]  # fmt: skip
-    assert record["generated_samples"] == 8192 and record["reward_mean"] == 0.5
+                        launches=[Launch(0, 0.0, 900.0, "stopped")], reward_calls=None)[0]  # fmt: skip
+    assert record["generated_samples"] == 8192 and record["reward_mean"] == 0.5 and record["wall_s"] == 100.0
 
 
 def test_metrics_read_from_real_tensorboard_events(tmp_path):

@@ -557,6 +557,9 @@ def analysis_table(name, caption, title):
 from brorl.training.recipe import arm_plan, enabled_arms
 
 TRAIN = config["training"]
+TRAIN_ENGINE = (
+    TRAIN["engine"] or config["engine"]
+)  # the CPU rehearsal trains with cluster, the rest embedded
 TRAINED_ARMS = enabled_arms(config)
 PRESENTATION_KEYS = ("label", "description", "enabled")
 
@@ -564,7 +567,7 @@ PRESENTATION_KEYS = ("label", "description", "enabled")
 def train_recipe(wildcards):
     """The config the training CLI needs for one arm, as JSON (params: a change here reruns the arm)."""
     arm = next(a for a in config["arms"] if a["name"] == wildcards.arm)
-    other_engine = "cluster" if config["engine"] == "embedded" else "embedded"
+    other_engine = "cluster" if TRAIN_ENGINE == "embedded" else "embedded"
     recipe = {
         "arms": [{k: v for k, v in arm.items() if k not in PRESENTATION_KEYS}],
         # the other engine's settings cannot change these weights: leaving them out keeps them from rerunning

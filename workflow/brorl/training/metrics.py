@@ -10,13 +10,14 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: overhead_s, reward_errors, reward_timeouts
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
     "segment": "index of the training segment (job) that ran the step",
-    "wall_s": "cumulative training wall-clock seconds at the end of the step, across segments",
+    "wall_s": "cumulative training wall-clock seconds at the end of the step, across segments (start-ups, saves and relaunches included)",
     "step_s": "wall-clock seconds of this step",
+    "overhead_s": "seconds since the previous step outside step_s: start-up, checkpoint saves, relaunches (null: not measured)",
     "prompts": "prompts in the update, after dynamic sampling",
     "samples": "samples in the update (prompts x N)",
     "generated_prompts": "prompts sampled, including groups dropped by dynamic sampling",
@@ -24,6 +25,8 @@ FIELDS: dict[str, str] = {
     "dynamic_sampling_pass_rate": "samples / generated_samples of this step",
     "reward_mean": "mean reward over the generated samples",
     "score_mean": "mean binary score (correct) over the generated samples",
+    "reward_errors": "generated samples scored 0 without a judgement (no final answer, bad label, verifier crash or timeout)",
+    "reward_timeouts": "generated samples whose verifier hit its hard time limit (part of reward_errors)",
     "kl": "mean KL(policy || reference) per token over the update",
     "entropy": "mean per-token entropy of the policy over the update",
     "response_len_mean": "mean response length of the generated samples (tokens)",

@@ -10,7 +10,9 @@ A reference reset (ProRLv2: new reference, optimizer kept) relaunches the same r
 and the tokenizer) from that folder, then loads the policy and optimizer state from the full-state checkpoint.
 With `training.reference_reset.keep_optimizer: false` (ProRL v1) a reset starts a NEW run (fresh ckpt path: fresh
 Adam) from that export; its global step restarts at 0 (`RunLayout.offset` maps it back to continued steps) and its
-seed is shifted so it does not replay the previous run's prompt order.
+seed is shifted. The seed reaches DeepSpeed ranks and vLLM through --train.seed and the prompt loader's shuffle
+through BRORL_TORCH_SEED (the job hook in workflow/scripts/openrlhf_site seeds torch in every process), so the
+prompt order follows the config.
 """
 
 from __future__ import annotations
@@ -23,10 +25,19 @@ from typing import Any, Mapping
 from .recipe import ArmPlan, RecipeError, arm_plan
 
 MODULE = "openrlhf.cli.train_ppo_ray"
-# Passes over the prompt set; a segment is stopped by step count (brorl.training.cluster), never by running out of
-# prompts, and the constant lr schedule ignores OpenRLHF's horizon (data x episodes), so this only needs to be big.
-NUM_EPISODES = 100
+# One pass over the prompt file, which holds as many shuffled passes of the mix as the run needs (openrlhf_data):
+# OpenRLHF trains the prompts left at the end of an episode as a partial step, so no episode may end inside the run.
+# A segment is stopped by step count (brorl.training.cluster); the constant lr schedule ignores the horizon.
+NUM_EPISODES = 1
 GROUP_ESTIMATORS = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo")  # OpenRLHF asserts N > 1 for these
+# The CPU rehearsal (training.cluster.device = cpu) changes the command in exactly these flags; docs/rehearsal.md
+# says for each what it replaces and why it leaves the rehearsed algorithm alone.
+GPU_ONLY_FLAGS = ("--vllm.enable_sleep",)  # vLLM refuses sleep mode on CPU ("not supported on current platform")
+CPU_DEVICE_FLAGS = (
+    "--vllm.sync_backend", "gloo",  # weight sync over gloo (the device layer's group), never CUDA IPC or NCCL
+    "--ds.attn_implementation", "sdpa",  # torch's attention kernel: flash-attention exists only for CUDA
+    "--vllm.enforce_eager",  # no CUDA graphs on a CPU
+)
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,7 @@ def openrlhf_flags(config: Mapping[str, Any], arm: str, segment_index: int, path
         # layout: 8 x 8 GPUs, actor + reference + vLLM colocated on every GPU (hybrid engine, sleep between phases)
         *_flag("actor.num_nodes", cluster["nodes"]), *_flag("actor.num_gpus_per_node", cluster["gpus_per_node"]),
         *_flag("ref.num_nodes", cluster["nodes"]), *_flag("ref.num_gpus_per_node", cluster["gpus_per_node"]),
-        "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
+        "--train.colocate_all", *(GPU_ONLY_FLAGS if cluster["device"] == "gpu" else ()), "--ds.enable_sleep",
         *_flag("vllm.num_engines", cluster["vllm_engines"]),
         *_flag("vllm.tensor_parallel_size", cluster["vllm_tensor_parallel_size"]),
         *_flag("vllm.gpu_memory_utilization", float(cluster["vllm_gpu_memory_utilization"])),
@@ -189,6 +200,8 @@ def openrlhf_flags(config: Mapping[str, Any], arm: str, segment_index: int, path
     else:
         flags += [*_flag("train.micro_batch_size", cluster["train_micro_batch_size"]),
                   *_flag("rollout.micro_batch_size", cluster["rollout_micro_batch_size"])]  # fmt: skip
+    if cluster["device"] == "cpu":
+        flags += CPU_DEVICE_FLAGS
     return flags
 
 

@@ -4,12 +4,19 @@ per line, read with `--data.input_key input --data.label_key label --data.apply_
 OpenRLHF hands `label` verbatim to `reward_func`, which parses the record back (brorl.training.reward.parse_label).
 Prompts longer than context.prompt_max_len tokens (after the chat template) are left out and listed in the summary,
 never dropped silently; OpenRLHF itself would only truncate them.
+
+The file holds `passes` passes over the mix, each shuffled with its own seed derived from the arm's seed, and the
+run uses one OpenRLHF episode: a step never meets the end of the data (OpenRLHF would train it on the prompts left,
+a partial step, and at fewer than one prompt per rank crash in seqlen balancing), and the order of the passes is
+fixed by the config (OpenRLHF's own loader shuffle is seeded through the job hook, scripts/openrlhf_site).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 from pathlib import Path
 from typing import Callable
 
@@ -41,20 +48,38 @@ def openrlhf_rows(records: list[dict], prompt_tokens: Callable[[str], int] | Non
     return rows, too_long
 
 
+def passes_needed(prompts_needed: float, usable: int) -> int:
+    """Passes over `usable` prompts that hold `prompts_needed` (at least one)."""
+    return max(1, math.ceil(prompts_needed / usable))
+
+
+def shuffled_passes(rows: list[dict], passes: int, seed: int) -> list[dict]:
+    """`passes` copies of rows, each in its own order from random.Random((seed, pass)) (stable across Pythons)."""
+    order = []
+    for index in range(passes):
+        copy = list(rows)
+        random.Random(f"{seed}/{index}").shuffle(copy)
+        order += copy
+    return order
+
+
 def write_openrlhf_dataset(train_mix: Path, out: Path, prompt_tokens: Callable[[str], int] | None = None,
-                           prompt_max_len: int | None = None) -> dict:  # fmt: skip
-    """Convert `train_mix` into `out` (atomically); returns a summary (counts and the left-out ids)."""
+                           prompt_max_len: int | None = None, *, prompts_needed: float = 0, seed: int = 0) -> dict:  # fmt: skip
+    """Convert `train_mix` into `out` (atomically), enough shuffled passes for `prompts_needed` prompts; returns a
+    summary (counts, passes and the left-out ids)."""
     records = read_records(train_mix)
     rows, too_long = openrlhf_rows(records, prompt_tokens, prompt_max_len)
+    passes = passes_needed(prompts_needed, len(rows))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
+        for row in shuffled_passes(rows, passes, seed):
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
     tmp.replace(out)
-    return {"source": str(train_mix), "records": len(records), "written": len(rows),
+    return {"source": str(train_mix), "records": len(records), "written": len(rows), "passes": passes,
+            "prompts": passes * len(rows), "seed": seed,
             "too_long": len(too_long), "too_long_ids": too_long, "prompt_max_len": prompt_max_len}  # fmt: skip
 
 

@@ -66,35 +66,76 @@ def steps_from_events(events: Iterable[tuple[float, int, str, float]]) -> dict[i
     return {s: StepLog(s, times[s], scalars[s]) for s in sorted(scalars)}
 
 
-def read_reward_log(log_dir: Path) -> list[tuple[float, list[float], list[float]]]:
-    """(time, rewards, scores) of every reward call, from all reward processes; unreadable lines are counted out
-    loudly (a process killed mid-write leaves one torn line)."""
+@dataclass(frozen=True)
+class RewardCall:
+    """One reward_func call as the reward log has it (workflow/scripts/openrlhf_reward.py)."""
+
+    time: float
+    rewards: list[float]
+    scores: list[float]
+    errors: list[str | None]
+
+
+def read_reward_log(log_dir: Path, since: float = 0.0) -> list[RewardCall]:
+    """Reward calls made at or after `since` (unix seconds), from all reward processes, in time order. Files last
+    written before `since` are not opened (each launch's processes write new files), so a segment reads its own
+    window, not the arm's whole history. Unreadable lines are counted out loudly (a kill mid-write tears one)."""
     calls, torn = [], 0
-    for path in sorted(Path(log_dir).glob("*.jsonl")) if Path(log_dir).is_dir() else []:
-        for line in path.read_text().splitlines():
-            try:
-                entry = json.loads(line)
-                calls.append((float(entry["t"]), list(entry["rewards"]), list(entry["scores"])))
-            except (ValueError, KeyError, TypeError):
-                torn += 1
+    paths = sorted(Path(log_dir).glob("*.jsonl")) if Path(log_dir).is_dir() else []
+    for path in (p for p in paths if p.stat().st_mtime >= since):
+        with path.open() as handle:
+            for line in handle:
+                try:
+                    entry = json.loads(line)
+                    if float(entry["t"]) < since:
+                        continue
+                    rewards = list(entry["rewards"])
+                    calls.append(RewardCall(float(entry["t"]), rewards, list(entry["scores"]),
+                                            list(entry.get("errors") or [None] * len(rewards))))  # fmt: skip
+                except (ValueError, KeyError, TypeError):
+                    torn += 1
     if torn:
         print(f"reward log {log_dir}: {torn} torn line(s) ignored")
-    return sorted(calls)
+    return sorted(calls, key=lambda c: c.time)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One start of the launcher for a segment: when it began and ended (unix seconds) and how."""
+
+    segment: int
+    start: float
+    end: float
+    status: str  # "stopped" (we ended it after the last step), "exited <rc>", "killed" (end from its logs' mtime)
 
 
 def _get(scalars: Mapping[str, float], key: str) -> float | None:
     return scalars.get(key)
 
 
+def arm_wall_before(launches: list[Launch], launch: Launch) -> float:
+    """Training wall time of the arm before `launch` began: every earlier launch counted whole (start-up, steps,
+    saves, and the lost work of killed launches: the equal-time comparison is about time spent, not steps kept)."""
+    return sum(l.end - l.start for l in launches if l.start < launch.start)
+
+
+def launch_of(launches: list[Launch], when: float) -> Launch:
+    """The launch running at time `when` (the latest one started at or before it)."""
+    started = [l for l in launches if l.start <= when]
+    if not started:
+        raise ValueError(f"no launch started before {when}")
+    return max(started, key=lambda l: l.start)
+
+
 def to_records(logs: list[StepLog], *, offset: int, segment: int, n: int, dynamic_sampling: bool,
-               wall_s_before: float, launches: list[float],
-               reward_calls: list[tuple[float, list[float], list[float]]] | None) -> list[dict[str, Any]]:  # fmt: skip
+               wall_s_before: float, launches: list[Launch], reward_calls: list[RewardCall] | None) -> list[dict[str, Any]]:  # fmt: skip
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
-    offset; wall_s continues from wall_s_before. `launches`: start times of the jobs (reward calls of a job killed
-    mid-step are not counted into the rerun's step)."""
+    offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
+    since this launch began (so start-ups, saves and relaunches count; `overhead_s` is the part of a step's
+    interval outside OpenRLHF's own step timing). Reward calls count into the step whose interval holds them,
+    never across a launch start (a killed launch's calls are not the rerun step's)."""
     records = []
-    wall_s = wall_s_before
-    previous_time = 0.0
+    previous_wall, previous_time = wall_s_before, 0.0
     for log in logs:
         s = log.scalars
         samples = int(round(s["rollout/num_samples"]))
@@ -102,26 +143,33 @@ def to_records(logs: list[StepLog], *, offset: int, segment: int, n: int, dynami
         rate = _get(s, "dynamic_filtering_pass_rate")
         generated_prompts = int(round(samples * 100.0 / rate)) if dynamic_sampling and rate else prompts
         generated_samples = generated_prompts * n
+        launch = launch_of(launches, log.wall_time)
+        start = max(previous_time, launch.start)
+        window = [c for c in reward_calls or [] if start < c.time <= log.wall_time]
+        errors = [e for c in window for e in c.errors]
+        reward_errors = reward_timeouts = None
+        if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
+            reward_errors = sum(e is not None for e in errors)
+            reward_timeouts = sum(bool(e) and e.startswith("timeout") for e in errors)
         reward_mean = score_mean = response_len = truncated = None
         if not dynamic_sampling:  # OpenRLHF's rollout stats are over every generated sample
             reward_mean, score_mean = _get(s, "rollout/reward_mean"), _get(s, "score")
             response_len, truncated = _get(s, "rollout/response_length_mean"), _get(s, "rollout/truncated_rate")
-        elif reward_calls is not None:
-            start = max([previous_time, *(t for t in launches if t <= log.wall_time)])
-            window = [c for c in reward_calls if start < c[0] <= log.wall_time]
-            rewards = [r for c in window for r in c[1]]
-            scores = [x for c in window for x in c[2]]
-            if len(rewards) == generated_samples:  # the log is complete for this step: trust it
-                reward_mean, score_mean = sum(rewards) / len(rewards), sum(scores) / len(scores)
+        elif reward_errors is not None:
+            rewards = [r for c in window for r in c.rewards]
+            scores = [x for c in window for x in c.scores]
+            reward_mean, score_mean = sum(rewards) / len(rewards), sum(scores) / len(scores)
         previous_time = log.wall_time
         gen_s = _get(s, "timing/generation")
         step_s = _get(s, "timing/step_total")
-        wall_s += step_s or 0.0
+        wall_s = arm_wall_before(launches, launch) + (log.wall_time - launch.start)
         record = {
             "step": log.step + offset, "segment": segment, "wall_s": wall_s, "step_s": step_s,
+            "overhead_s": wall_s - previous_wall - (step_s or 0.0),
             "prompts": prompts, "samples": samples, "generated_prompts": generated_prompts,
             "generated_samples": generated_samples, "dynamic_sampling_pass_rate": samples / generated_samples,
-            "reward_mean": reward_mean, "score_mean": score_mean, "kl": _get(s, "kl"),
+            "reward_mean": reward_mean, "score_mean": score_mean,
+            "reward_errors": reward_errors, "reward_timeouts": reward_timeouts, "kl": _get(s, "kl"),
             "entropy": _get(s, "entropy_loss"), "response_len_mean": response_len, "truncated_frac": truncated,
             "gen_samples_per_s": generated_samples / gen_s if gen_s else None, "lr": _get(s, "actor_lr"),
             "gen_s": gen_s, "reward_s": None,  # rewards are computed inside generation (not timed apart)
@@ -129,5 +177,6 @@ def to_records(logs: list[StepLog], *, offset: int, segment: int, n: int, dynami
             "reload_s": _get(s, "timing/broadcast"),
         }  # fmt: skip
         assert set(record) == set(FIELDS), set(record) ^ set(FIELDS)
+        previous_wall = wall_s
         records.append(record)
     return records

@@ -60,6 +60,10 @@ def layout_problems(config: Mapping[str, Any]) -> list[str]:
     if cluster["gpus_per_node"] % tp:
         problems.append(f"config key 'training.cluster.vllm_tensor_parallel_size': {tp} does not divide "
                         f"gpus_per_node {cluster['gpus_per_node']} (an engine would span nodes)")  # fmt: skip
+    if cluster["device"] == "cpu" and cluster["dynamic_batch"]:
+        # --ds.packing_samples (which dynamic batching needs) calls flash-attention's varlen kernels: CUDA only
+        problems.append("config key 'training.cluster.dynamic_batch': packed micro-batches need flash-attention's "
+                        "CUDA kernels, which the CPU rehearsal (training.cluster.device: cpu) cannot run; use false")  # fmt: skip
     longest = context["prompt_max_len"] + context["train_max_len"]
     if cluster["dynamic_batch"] and cluster["max_tokens_per_gpu"] < longest:
         problems.append(f"config key 'training.cluster.max_tokens_per_gpu': {cluster['max_tokens_per_gpu']} tokens "

@@ -57,11 +57,9 @@ def score_rollouts(items: Sequence[dict], responses: Sequence[str], *, workers: 
     return score_batch(pairs, workers=workers, progress=progress)
 
 
-def reward_func(queries: list[str], prompts: list[str], labels: list) -> dict:
-    """OpenRLHF's custom reward interface. Never raises: a bad label or any failure gives reward 0 for that
-    sample and is counted in extra_logs (an exception here would crash OpenRLHF training)."""
-    import torch
-
+def score_queries(queries: list[str], prompts: list[str], labels: list) -> tuple[list[Score], int]:
+    """One Score per OpenRLHF sample and the number of unreadable labels. Never raises: a bad label or any failure
+    scores 0 with the reason in Score.error."""
     n = len(queries)
     results: list[Score] = [failed("not scored")] * n
     bad_labels = 0
@@ -81,11 +79,32 @@ def reward_func(queries: list[str], prompts: list[str], labels: list) -> dict:
                 results[i] = s
     except Exception as error:  # the reward must never take training down
         print(f"brorl reward_func: scoring failed, rewards 0 for this call: {error!r}", file=sys.stderr)
+        results = [r if r.error != "not scored" else failed(f"scoring failed: {error!r}"[:160]) for r in results]
+    return results, bad_labels
+
+
+def is_timeout(score: Score) -> bool:
+    """A verifier call stopped by its hard time limit (brorl.scoring.pool), as opposed to another failure."""
+    return bool(score.error) and score.error.startswith("timeout")
+
+
+def reward_result(results: Sequence[Score], bad_labels: int) -> dict:
+    """OpenRLHF's reward dictionary: rewards (verifier score), binary scores (dynamic filtering) and extra logs,
+    which OpenRLHF logs per step as train/<key>: the shares of samples whose verifier failed or timed out."""
+    import torch
+
     return {
         "rewards": torch.tensor([s.score for s in results], dtype=torch.float32),
         "scores": torch.tensor([1.0 if s.correct else 0.0 for s in results], dtype=torch.float32),
         "extra_logs": {
             "verifier_errors": torch.tensor([float(s.error is not None) for s in results]).mean(),
+            "verifier_timeouts": torch.tensor([float(is_timeout(s)) for s in results]).mean(),
             "bad_labels": torch.tensor(float(bad_labels)),
         },
     }
+
+
+def reward_func(queries: list[str], prompts: list[str], labels: list) -> dict:
+    """OpenRLHF's custom reward interface (score_queries + reward_result). Never raises: a bad label or any failure
+    gives reward 0 for that sample and is counted in extra_logs (an exception here would crash OpenRLHF training)."""
+    return reward_result(*score_queries(queries, prompts, labels))

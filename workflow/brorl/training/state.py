@@ -104,3 +104,20 @@ def export_hf(model: torch.nn.Module, tokenizer_dir: Path, out_dir: Path,
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.replace(out_dir)
     _fsync_dir(out_dir.parent)
+
+
+def check_fingerprint(run_dir: Path, fingerprint: dict) -> None:
+    """Refuse to continue a run folder made with another recipe (RecipeError); record the recipe on a fresh one.
+    Both engines call it before touching their state."""
+    from .recipe import RecipeError
+
+    path = Path(run_dir) / "recipe.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        new = json.loads(json.dumps(fingerprint))  # as it would read back from the file (tuples -> lists)
+        if old != new:
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            raise RecipeError(f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
+                              f"restore the config or delete {Path(run_dir).parent} to retrain this arm")  # fmt: skip
+    else:
+        atomic_json(path, fingerprint)

@@ -1,0 +1,180 @@
+"""The CPU rehearsal of the paper's training path, through the real train_ppo rule on the local Slurm: OpenRLHF
+0.11.2's own train_ppo_ray on a 2-node Ray cluster started by workflow/scripts/ray_on_slurm.sh, the device layer of
+workflow/rehearsal, and the project's segment runner (brorl.training.cluster). What it shows:
+
+  - segment 0 (steps 1-2) killed with SIGKILL (scancel --signal=KILL) in the middle of step 2, then rerun: OpenRLHF
+    resumes from its full state of step 1 (global step, optimizer, data-loader position) and no step is repeated;
+  - segment 1 (steps 3-4) starts against the exported step 2 as reference (a reset), is killed inside the save of
+    step 3 (the save is held open by workflow/rehearsal/faults.py so the kill lands in it), then rerun: the runner
+    drops the half-written save and resumes from step 2;
+  - metrics.jsonl comes from OpenRLHF's tensorboard events, every step once; the exports carry manifests and are
+    evaluated by generate_samples.
+
+Layout: the rehearsal preset at 2 nodes x 1 GPU (2 actor ranks, 2 vLLM engines): each launch starts Ray, vLLM and
+DeepSpeed in about half the time of the preset's 2 x 2 on a 2-core machine, and there are four launches. `make
+rehearsal` runs the preset's own 2 x 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from test_slurm import CI_SITE, DRIVER, ENGINE_BIN, WHY_NOT, copy_slurm_workflow, output_of, sacct
+from test_workflow import TINY, write_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+REHEARSAL = ROOT / "workflow" / "presets" / "rehearsal.yaml"
+ARM = "rehearsal_n4"
+LAYOUT = {"training": {"cluster": {"gpus_per_node": 1, "vllm_engines": 2}}}  # see the module docstring
+TARGETS = [f"results/train/{ARM}/train.json",
+           *(f"results/eval/{ARM}/step{k}/synthetic_sums.summary.json" for k in (2, 4))]  # fmt: skip
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(),
+                                                   reason=WHY_NOT or f"no {DRIVER} (make slurm-env)")]  # fmt: skip
+
+
+def _train_job(work: Path) -> str | None:
+    """The running train_ppo job of this test's workflow, if any."""
+    queue = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k|%Z"], capture_output=True, text=True).stdout
+    for job_id, state, comment, workdir in (line.split("|") for line in queue.splitlines() if line):
+        if state == "RUNNING" and comment.startswith("rule_train_ppo") and workdir == str(work):
+            return job_id
+    return None
+
+
+def _logged_steps(run: Path) -> set[int]:
+    from brorl.training.openrlhf_metrics import read_tensorboard
+
+    tb = run / "openrlhf" / "tensorboard"
+    return set(read_tensorboard(tb)) if tb.is_dir() else set()
+
+
+def _reward_lines(run: Path) -> int:
+    folder = run / "openrlhf" / "rewards"
+    return sum(len(p.read_text().splitlines()) for p in folder.glob("*.jsonl")) if folder.is_dir() else 0
+
+
+class Workflow:
+    """The test's copy of the workflow, driven through the slurm profile stacked with the CI profile."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.repo = copy_slurm_workflow(tmp_path / "repo")
+        self.work = tmp_path / "work"
+        self.run = self.work / "results" / "train" / ARM / "run"
+        layout = write_yaml(tmp_path / "layout.yaml", LAYOUT)
+        self.args = ["--profile", "slurm", "--profile", "profiles/ci", "--directory", str(self.work),
+                     "--configfile", str(TINY), str(REHEARSAL), str(layout)]  # fmt: skip
+        self.logs = tmp_path
+
+    def env(self, extra: dict | None = None) -> dict:
+        return {**os.environ, **CI_SITE, "BRORL_SLURM_RAY_EMULATED": "auto", "BRORL_SHARED": str(self.logs / "none"),
+                **(extra or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}  # fmt: skip
+
+    def start(self, name: str, targets: list[str], extra: dict | None = None) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "w")
+        return subprocess.Popen(["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
+                                cwd=self.repo, env=self.env(extra), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
+
+    def finish(self, name: str, targets: list[str]) -> str:
+        proc = subprocess.run(["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
+                              cwd=self.repo, env=self.env(), capture_output=True, text=True)  # fmt: skip
+        (self.logs / f"{name}.log").write_text(output_of(proc))
+        assert proc.returncode == 0, output_of(proc)[-6000:] + self.train_log_tail()
+        return output_of(proc)
+
+    def kill_when(self, driver: subprocess.Popen, ready, what: str, deadline_s: float = 1200) -> str:
+        """SIGKILL the running train_ppo job once ready() holds, then stop the driver (plugin 2.8.0 may never see
+        a job that Slurm reports CANCELLED) and unlock the workflow. Returns the killed job id."""
+        started, job = time.time(), None
+        while time.time() - started < deadline_s:
+            assert driver.poll() is None, f"the driver ended before {what}:\n" + self.train_log_tail()
+            job = job or _train_job(self.work)
+            if job and ready():
+                subprocess.run(["scancel", "--signal=KILL", job], check=True)
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"never reached {what}\n" + self.train_log_tail())
+        try:
+            driver.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(driver.pid, 9)
+            driver.wait()
+        unlock = subprocess.run([str(DRIVER), "-m", "snakemake", "--unlock", *self.args], cwd=self.repo,
+                                env=self.env(), capture_output=True, text=True)  # fmt: skip
+        assert unlock.returncode == 0, output_of(unlock)[-3000:]
+        return job
+
+    def train_log_tail(self) -> str:
+        logs = sorted((self.work / "results" / "logs" / "train_ppo" / ARM).glob("*.log"))
+        return "".join(f"\n--- {p}\n" + p.read_text()[-4000:] for p in logs)
+
+
+def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
+    flow = Workflow(tmp_path)
+    started = time.time()
+
+    # 1. segment 0, killed while step 2 is being generated (step 1 logged and saved, the reward log moving again)
+    driver = flow.start("run1", [f"results/train/{ARM}/segment0.json"])
+    marks = {}
+
+    def in_step_2() -> bool:
+        if 1 not in _logged_steps(flow.run):
+            return False
+        marks.setdefault("after_step_1", _reward_lines(flow.run))
+        return _reward_lines(flow.run) > marks["after_step_1"] and 2 not in _logged_steps(flow.run)
+
+    killed_step = flow.kill_when(driver, in_step_2, "step 2 of segment 0")
+    assert sacct("-X", "-j", killed_step, "-o", "State")[0][0] in ("CANCELLED", "FAILED", "CANCELLED by 0"), killed_step
+    assert 2 not in _logged_steps(flow.run) and not (flow.work / f"results/train/{ARM}/segment0.json").exists()
+
+    # 2. the rerun finishes segment 0 and runs segment 1 up to the save of step 3, which is held open and killed
+    ckpt = flow.run / "openrlhf" / "ckpt0" / "_actor"
+    driver = flow.start("run2", [f"results/train/{ARM}/segment1.json"], {"BRORL_REHEARSAL_SAVE_DELAY": "3:60"})
+    killed_save = flow.kill_when(driver, lambda: (ckpt / "global_step3").is_dir(), "the save of step 3")
+    assert (ckpt / "latest").read_text().strip() == "global_step2", "the kill did not land inside the save"
+    assert (flow.work / f"results/train/{ARM}/segment0.json").is_file()
+
+    # 3. the rerun completes the arm and evaluates its exported steps
+    flow.finish("run3", TARGETS)
+    elapsed = time.time() - started
+
+    out = flow.work / "results" / "train" / ARM
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["segment"]) for r in records] == [(1, 0), (2, 0), (3, 1), (4, 1)]
+    segments = [json.loads((out / f"segment{i}.json").read_text()) for i in (0, 1)]
+    # each segment: one killed launch, one that we stopped after its last step was saved (SIGTERM)
+    for seg in segments:
+        assert [l["status"] for l in seg["launches"]] == ["killed", "stopped"], seg["launches"]
+    # segment 0's rerun resumed from OpenRLHF's full state of step 1: global step, optimizer, data-loader position
+    resumed = (out / "run" / "openrlhf" / "logs" / "segment000-2" / "launcher.log").read_text()
+    assert "'global_step': 1" in resumed and "'samples_yielded':" in resumed, resumed[-3000:]
+    # segment 1's rerun dropped the half-written save of step 3 and resumed from step 2
+    repair = segments[1]["checkpoint_repair"]
+    assert repair["resume_step"] == 2 and any(p.endswith("global_step3") for p in repair["removed"]), repair
+    # the reset: segment 1 trains against the export of step 2, so its KL starts again from (near) zero
+    reference = segments[1]["openrlhf_command"][segments[1]["openrlhf_command"].index("--actor.model_name_or_path") + 1]
+    assert reference.endswith(f"results/train/{ARM}/run/exports/step2"), reference
+    kl = {r["step"]: r["kl"] for r in records}
+    assert kl[3] < kl[2] / 5, kl
+    # every step's metrics came from OpenRLHF's events; wall time counts the killed launches and start-ups
+    assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
+    assert records[-1]["wall_s"] >= sum(l["end"] - l["start"] for s in segments for l in s["launches"][:1])
+    # the exports carry manifests, and evaluation read them
+    for step in (1, 2, 3, 4):
+        manifest = json.loads((out / f"step{step}" / "brorl_manifest.json").read_text())
+        assert manifest["source"] == "trained" and manifest["step"] == step
+    for step in (2, 4):
+        summary = json.loads((flow.work / f"results/eval/{ARM}/step{step}/synthetic_sums.summary.json").read_text())
+        assert summary["n_samples"] == 16, summary
+
+    report = subprocess.run([str(ENGINE_BIN / "python"), "-m", "brorl.training", "report", "--out-dir", str(out)],
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")})  # fmt: skip
+    print(f"\nrehearsal with two kills: {elapsed:.0f} s\n{report.stdout}")

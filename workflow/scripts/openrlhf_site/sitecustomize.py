@@ -1,0 +1,76 @@
+"""Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
+
+brorl.training.cluster puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
+imports it everywhere. It changes no library code and no algorithm; it does one thing:
+
+  * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).
+    torch 2.13 seeds that RNG from the OS in every new process, and OpenRLHF 0.11.2's prompt loader (a torchdata
+    StatefulDataLoader with shuffle=True and no generator) draws its shuffling seed from it inside the PPOTrainer
+    actor, which never calls set_seed: without this hook the prompt order differs at every launch. Model actors
+    and vLLM seed themselves from --train.seed afterwards, as before.
+
+It also offers `after_import(name, patch)`, which the CPU rehearsal's device layer (workflow/rehearsal) uses to
+register its patches on the same import hook.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+from typing import Callable
+
+_PATCHES: dict[str, list[Callable]] = {}
+
+
+def after_import(name: str, patch: Callable) -> None:
+    """Call patch(module) right after module `name` executes (at once if it is already imported)."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+        return
+    _PATCHES.setdefault(name, []).append(patch)
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """The module's own loader, with the registered patches applied after it executes."""
+
+    def __init__(self, loader, patches: list[Callable]) -> None:
+        self._loader, self._patches = loader, patches
+
+    def __getattr__(self, attribute):  # get_resource_reader, is_package, get_data, ...: the real loader's
+        return getattr(self._loader, attribute)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        for patch in self._patches:
+            patch(module)
+
+
+class _PatchingFinder(importlib.abc.MetaPathFinder):
+    """Finds a patched module with the normal machinery, then wraps its loader."""
+
+    def find_spec(self, fullname, path, target=None):
+        patches = _PATCHES.pop(fullname, None)
+        if not patches:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader, patches)
+                return spec
+        return None
+
+
+def _seed_torch(torch) -> None:
+    torch.manual_seed(int(os.environ["BRORL_TORCH_SEED"]))
+
+
+if not any(isinstance(finder, _PatchingFinder) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _PatchingFinder())
+if os.environ.get("BRORL_TORCH_SEED", "").lstrip("-").isdigit():
+    after_import("torch", _seed_torch)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# make rehearsal: the CPU rehearsal of the paper's training path (docs/rehearsal.md). OpenRLHF 0.11.2 trains the
+# tiny arm rehearsal_n4 through the train_ppo rule; the exported steps are then evaluated; a report follows.
+#   - with a local Slurm (started here as root on Debian, or already up): --profile slurm --profile profiles/ci,
+#     the training job a real 2-node allocation (2 emulated nodes x 2 GPUs);
+#   - otherwise: --profile profiles/local, the launcher's --single-host mode (two Ray nodes on this machine).
+# Extra arguments go to snakemake (e.g. --forceall).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+arm=rehearsal_n4
+configs=(--configfile workflow/presets/tiny.yaml workflow/presets/rehearsal.yaml)
+targets=("results/train/$arm/train.json" "results/eval/$arm/step2/synthetic_sums.summary.json"
+         "results/eval/$arm/step4/synthetic_sums.summary.json")
+export PATH="$PWD/.venv/bin:$PATH"
+
+if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then bash workflow/scripts/local_slurm.sh start; fi
+if [[ -x .venv-slurm/bin/python ]] && command -v scontrol >/dev/null && scontrol ping 2>/dev/null | grep -q UP; then
+  echo "rehearsal: through the local Slurm (train_ppo on 2 emulated nodes x 2 GPUs)"
+  # the emulated nodes' size (profiles/ci/config.yaml); one Slurm node per Ray node, on one host
+  export BRORL_SLURM_GPU_NODE_CPUS=16 BRORL_SLURM_GPU_NODE_MEM_MB=64000 BRORL_SLURM_GPUS_PER_NODE=2 \
+    BRORL_SLURM_TRAIN_NODES=2 BRORL_SLURM_RAY_EMULATED=auto
+  .venv-slurm/bin/python -m snakemake "${targets[@]}" --profile slurm --profile profiles/ci "${configs[@]}" "$@"
+else
+  echo "rehearsal: no Slurm here, the launcher starts both Ray nodes on this machine (--single-host)"
+  snakemake "${targets[@]}" --profile profiles/local "${configs[@]}" "$@"
+fi
+mkdir -p results/rehearsal
+python -m brorl.training report --out-dir "results/train/$arm" --json results/rehearsal/report.json
