@@ -146,3 +146,94 @@ def test_job_hook_seeds_torch_in_a_fresh_process(tmp_path):
 
     assert draw("7") == draw("7") != draw("8")
     assert draw(None) != draw(None)  # what OpenRLHF's trainer process gets without the hook
+
+
+def test_code_rewards_refuse_an_old_sandbox_python(tmp_path):
+    from brorl.training.cluster import sandbox_python_problem
+
+    assert sandbox_python_problem(sys.executable) is None
+    old = tmp_path / "python3"
+    old.write_text("#!/bin/sh\necho 3 6\n")  # what RHEL 8's /usr/bin/python3 would say
+    old.chmod(0o755)
+    assert "Python 3.6, older than 3.8" in sandbox_python_problem(str(old))
+    assert "does not run" in sandbox_python_problem(str(tmp_path / "missing"))
+
+
+# ------------------------------------------------------------------------------------ launch, watchdog, env
+def _paths(tmp_path):
+    from brorl.training.openrlhf_command import ClusterPaths
+
+    paths = ClusterPaths(tmp_path / "start", tmp_path / "mix.jsonl", tmp_path / "out", tmp_path / "reward.py")
+    for folder in (paths.reward_log_dir, paths.tensorboard_dir, paths.logs_dir):
+        folder.mkdir(parents=True)
+    return paths
+
+
+def _fake_launcher(tmp_path, body: str) -> Path:
+    script = tmp_path / "launcher.sh"
+    script.write_text("#!/usr/bin/env bash\ntrap 'echo terminated > \"$DONE\"; exit 143' TERM\n" + body)
+    script.chmod(0o755)
+    return script
+
+
+def test_launch_is_stopped_once_the_last_step_is_saved_and_the_next_generates(tmp_path):
+    from brorl.training.cluster import _launch
+
+    paths = _paths(tmp_path)
+    ckpt = tmp_path / "ckpt"
+    (ckpt / "_actor").mkdir(parents=True)
+    body = (f'echo -n global_step2 > {ckpt}/_actor/latest; sleep 1\n'  # the save of the last step, then
+            f'echo "{{}}" >> {paths.reward_log_dir}/host-1.jsonl\n'  # the next step's first reward
+            'while :; do sleep 0.1; done\n')  # fmt: skip
+    launcher = _fake_launcher(tmp_path, body)
+    done = tmp_path / "done"
+    status = _launch([str(launcher)], {**os.environ, "DONE": str(done)}, paths, ckpt, 2, poll_s=0.1, watchdog_s=60)
+    assert status == "stopped" and done.read_text().strip() == "terminated"
+
+
+def test_watchdog_stops_a_launch_that_makes_no_progress(tmp_path):
+    from brorl.training.cluster import ClusterRunError, _launch
+
+    paths = _paths(tmp_path)
+    launcher = _fake_launcher(tmp_path, "while :; do sleep 0.1; done\n")  # a placement group never placed
+    done = tmp_path / "done"
+    with pytest.raises(ClusterRunError, match="no progress for"):
+        _launch([str(launcher)], {**os.environ, "DONE": str(done)}, paths, tmp_path / "ckpt", 2, poll_s=0.1,
+                watchdog_s=1.0)  # fmt: skip
+    assert done.read_text().strip() == "terminated"  # stopped, not left running
+
+
+def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
+    import yaml
+
+    from brorl.config import validate_config
+    from brorl.training.cluster import DEVICE_LAYER, JOB_HOOK, launch_env
+    from brorl.training.openrlhf_command import run_layout
+    from brorl.training.recipe import arm_plan
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    validate_config(config)
+    layout = run_layout(config, arm_plan(config, "prorl_n16"), 0)
+    gpu = launch_env(config, layout, _paths(tmp_path), {"PYTHONPATH": "/site"}, emulated="0")
+    entries = gpu["PYTHONPATH"].split(os.pathsep)
+    assert entries[0] == str(JOB_HOOK) and str(DEVICE_LAYER) not in entries and entries[-1] == "/site"
+    assert "BRORL_CPU_REHEARSAL" not in gpu and "DS_ACCELERATOR" not in gpu
+    assert gpu["BRORL_TORCH_SEED"] == str(layout.seed) and gpu["RAY_SLURM_EMULATED"] == "0"
+    config["training"]["cluster"]["device"] = "cpu"
+    cpu = launch_env(config, layout, _paths(tmp_path / "cpu"), {})
+    assert cpu["PYTHONPATH"].split(os.pathsep)[:2] == [str(DEVICE_LAYER), str(JOB_HOOK)]
+    assert cpu["BRORL_CPU_REHEARSAL"] == "1" and cpu["DS_ACCELERATOR"] == "cpu" and "RAY_SLURM_EMULATED" not in cpu
+
+
+def test_reward_log_is_read_for_the_segments_window_only(tmp_path):
+    from brorl.training.openrlhf_metrics import read_reward_log
+
+    old, new = tmp_path / "a-1.jsonl", tmp_path / "b-2.jsonl"
+    old.write_text(json.dumps({"t": 10.0, "rewards": [1.0], "scores": [1.0]}) + "\n")
+    os.utime(old, (20.0, 20.0))  # last written long before the segment began: not opened
+    new.write_text(json.dumps({"t": 50.0, "rewards": [0.0], "scores": [0.0]}) + "\n"
+                   + json.dumps({"t": 150.0, "rewards": [0.5], "scores": [0.0], "errors": ["timeout after 5 s"]})
+                   + "\n" + '{"t": 160.0, "rewa')  # a line torn by a kill  # fmt: skip
+    calls = read_reward_log(tmp_path, since=100.0)
+    assert [(c.time, c.rewards, c.errors) for c in calls] == [(150.0, [0.5], ["timeout after 5 s"])]
+    assert [c.errors for c in read_reward_log(tmp_path)] == [[None], [None], ["timeout after 5 s"]]

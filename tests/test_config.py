@@ -356,9 +356,16 @@ BAD = [
     ),
     (
         "reset-not-on-checkpoint",
-        lambda c: _set(c, ["training", "reference_reset", "period_steps"], 210),
+        lambda c: (_set(c, ["training", "reference_reset", "resets"], None),
+                   _set(c, ["training", "reference_reset", "period_steps"], 210)),
         "'training.reference_reset.period_steps'",
         "not a multiple of training.checkpoint_every",
+    ),
+    (
+        "reset-both-ways",
+        lambda c: _set(c, ["training", "reference_reset", "period_steps"], 200),
+        "'training.reference_reset.resets'",
+        "give exactly one of resets",
     ),
 ]
 

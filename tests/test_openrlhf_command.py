@@ -126,7 +126,7 @@ def test_parser_errors_are_clear():
 def test_reset_segments_point_the_reference_at_the_previous_export(config):
     plan = arm_plan(config, "prorl_n16")
     resets = [s for s in plan.segments if s.reset_reference]
-    assert resets and resets[0].first_step == 201
+    assert resets and resets[0].first_step == 181  # after 1/3 of ProRL's 535 steps, rounded to 5
     for segment in plan.segments:
         args, _ = parse_argv(openrlhf_flags(config, "prorl_n16", segment.index, PATHS))
         earlier = [s for s in resets if s.first_step <= segment.first_step]
@@ -136,7 +136,7 @@ def test_reset_segments_point_the_reference_at_the_previous_export(config):
     # ProRL v1 semantics: a reset starts a fresh OpenRLHF run (new ckpt dir, steps counted from 0, new seed)
     cfg = _broken(config, _set("training.reference_reset.keep_optimizer", False))
     layout = run_layout(cfg, plan, resets[0].index)
-    assert (layout.run_index, layout.offset, layout.reference_step) == (1, 200, 200)
+    assert (layout.run_index, layout.offset, layout.reference_step) == (1, 180, 180)
     assert layout.seed == plan.seed + 1
     args, _ = parse_argv(openrlhf_flags(cfg, "prorl_n16", resets[0].index, PATHS))
     assert args.ckpt.path == str(PATHS.ckpt_dir(1))
@@ -220,6 +220,7 @@ def test_metrics_read_from_real_tensorboard_events(tmp_path):
 FAKES = {
     "srun": """#!/usr/bin/env bash
 out=/dev/stdout
+echo "$*" >> "$FAKE_DIR/srun.args"
 while [[ $1 == -* ]]; do case $1 in --output=*) out=${1#--output=};; -w) shift;; esac; shift; done
 echo "$$" >> "$FAKE_DIR/srun.pids"
 exec "$@" >"$out" 2>&1
@@ -232,6 +233,8 @@ while :; do sleep 0.1; done
 """,
     "scontrol": """#!/usr/bin/env bash
 if [[ $1 == show && $2 == hostnames ]]; then for n in $FAKE_NODES; do echo $n; done
+elif [[ $1 == show && $2 == job ]]; then echo "JobId=$3 NumNodes=3 CPUs/Task=${FAKE_CPUS_PER_TASK:-12}"
+elif [[ -n ${FAKE_OWN_ADDRS:-} ]]; then echo "NodeName=$3 NodeAddr=$3.invalid CPUTot=16"
 else echo "NodeName=$3 NodeAddr=127.0.0.1 CPUTot=16"; fi
 """,
     "squeue": "#!/usr/bin/env bash\necho 'gpu[01-03]'\n",
@@ -322,3 +325,44 @@ def test_launcher_cancelled_mid_run_stops_everything(fake_slurm):
     output, _ = process.communicate(timeout=30)
     assert process.returncode == 128 + 15 and "tearing down" in output
     assert _alive(tmp_path) == []
+
+
+def test_launcher_decides_emulation_from_the_jobs_own_nodes(fake_slurm):
+    """B3: `sinfo -N` lists a node once per partition, so cluster-wide duplicates say nothing; nodes of this job
+    with their own addresses are real hosts: no loopback addresses, no private temp dirs."""
+    tmp_path, env = fake_slurm
+    logs = tmp_path / "logs"
+    result = _run(["--logs", str(logs), "--", "true"], {**env, "FAKE_OWN_ADDRS": "1"})  # sinfo still lists duplicates
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(emulated=0," in (logs / "launcher.log").read_text()
+    head = (logs / "ray-0-gpu01.log").read_text()
+    assert "--temp-dir" not in head and "--port=6379" in head
+    assert "--address=gpu01:6379" in (logs / "ray-1-gpu02.log").read_text()
+
+
+def test_launcher_gives_each_node_step_its_cpus_and_ray_explicit_counts(fake_slurm):
+    """R4: the jobstep plugin strips SLURM_CPUS_PER_TASK, so each srun step asks for the job's CPUs per task and no
+    binding, and Ray is told its CPUs and GPUs instead of autodetecting the whole machine."""
+    tmp_path, env = fake_slurm
+    logs = tmp_path / "logs"
+    result = _run(["--logs", str(logs), "--", "true"], {**env, "CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = (tmp_path / "srun.args").read_text().splitlines()
+    assert len(steps) == 3 and all("--cpus-per-task=12 --cpu-bind=none" in line for line in steps), steps
+    head = (logs / "ray-0-gpu01.log").read_text()
+    assert "--num-cpus=12" in head and "--num-gpus=4" in head
+    assert "12 CPUs and 4 GPUs per node" in (logs / "launcher.log").read_text()
+
+
+def test_launcher_single_host_runs_without_slurm(fake_slurm):
+    """--single-host: the same launcher with N emulated Ray nodes as plain processes (no srun, no job)."""
+    tmp_path, env = fake_slurm
+    env = {k: v for k, v in env.items() if k != "SLURM_JOB_ID"}
+    logs = tmp_path / "logs"
+    result = _run(["--logs", str(logs), "--nodes", "2", "--single-host", "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"'],
+                  {**env, "RAY_NUM_CPUS": "8", "RAY_NUM_GPUS": "2"})  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "addr=127.0.0.2:" in result.stdout and not (tmp_path / "srun.args").exists()
+    assert "--num-cpus=8" in (logs / "ray-0-local0.log").read_text()
+    worker = (logs / "ray-1-local1.log").read_text()
+    assert "--node-ip-address=127.0.0.3" in worker and "--num-gpus=2" in worker and "stopped" in worker

@@ -2,7 +2,7 @@
 0.11.2's own train_ppo_ray on a 2-node Ray cluster started by workflow/scripts/ray_on_slurm.sh, the device layer of
 workflow/rehearsal, and the project's segment runner (brorl.training.cluster). What it shows:
 
-  - segment 0 (steps 1-2) killed with SIGKILL (scancel --signal=KILL) in the middle of step 2, then rerun: OpenRLHF
+  - segment 0 (steps 1-2) killed with SIGKILL (every process of the job) in the middle of step 2, then rerun: OpenRLHF
     resumes from its full state of step 1 (global step, optimizer, data-loader position) and no step is repeated;
   - segment 1 (steps 3-4) starts against the exported step 2 as reference (a reset), is killed inside the save of
     step 3 (the save is held open by workflow/rehearsal/faults.py so the kill lands in it), then rerun: the runner
@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 REHEARSAL = ROOT / "workflow" / "presets" / "rehearsal.yaml"
 ARM = "rehearsal_n4"
 LAYOUT = {"training": {"cluster": {"gpus_per_node": 1, "vllm_engines": 2}}}  # see the module docstring
-TARGETS = [f"results/train/{ARM}/train.json",
-           *(f"results/eval/{ARM}/step{k}/synthetic_sums.summary.json" for k in (2, 4))]  # fmt: skip
+TARGETS = [f"results/train/{ARM}/train.json", f"results/eval/{ARM}/step4/synthetic_sums.summary.json"]
+# built on this host first (no Slurm polling between these quick CPU jobs); the same config, so Slurm runs reuse them
+START = ["resources/models/tiny-qwen2-ctx992", "resources/train/tiny-sums.jsonl"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(),
                                                    reason=WHY_NOT or f"no {DRIVER} (make slurm-env)")]  # fmt: skip
@@ -46,6 +47,28 @@ def _train_job(work: Path) -> str | None:
         if state == "RUNNING" and comment.startswith("rule_train_ppo") and workdir == str(work):
             return job_id
     return None
+
+
+def sigkill_job(job_id: str) -> int:
+    """SIGKILL every process of Slurm job `job_id` at once, as a node failure or the OOM killer would: the batch
+    step, the srun'd Ray nodes, the workers and vLLM engines under them (all carry SLURM_JOB_ID; on the local
+    Slurm every emulated node is this host). `scancel --signal=KILL` would not do: Slurm turns it into a cancel,
+    SIGTERM first, which the launcher's trap answers with a clean teardown. Returns how many were killed."""
+    marks = (f"SLURM_JOB_ID={job_id}\0".encode(), f"SLURM_JOBID={job_id}\0".encode())
+    killed = 0
+    for _ in range(3):  # children forked meanwhile
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                environ = (proc / "environ").read_bytes()
+                if b"\0" + marks[0] in b"\0" + environ or b"\0" + marks[1] in b"\0" + environ:
+                    os.kill(int(proc.name), 9)
+                    killed += 1
+            except (OSError, ProcessLookupError):
+                continue
+        time.sleep(0.2)
+    return killed
 
 
 def _logged_steps(run: Path) -> set[int]:
@@ -68,12 +91,18 @@ class Workflow:
         self.work = tmp_path / "work"
         self.run = self.work / "results" / "train" / ARM / "run"
         layout = write_yaml(tmp_path / "layout.yaml", LAYOUT)
-        self.args = ["--profile", "slurm", "--profile", "profiles/ci", "--directory", str(self.work),
-                     "--configfile", str(TINY), str(REHEARSAL), str(layout)]  # fmt: skip
+        self.configs = ["--directory", str(self.work), "--configfile", str(TINY), str(REHEARSAL), str(layout)]
+        self.args = ["--profile", "slurm", "--profile", "profiles/ci", *self.configs]
         self.logs = tmp_path
 
+    def prepare(self) -> None:
+        """The start model and the train mix, on this host (profiles/local)."""
+        proc = subprocess.run([str(ENGINE_BIN / "snakemake"), *START, "--profile", "profiles/local", *self.configs],
+                              cwd=self.repo, env=self.env(), capture_output=True, text=True, timeout=900)  # fmt: skip
+        assert proc.returncode == 0, output_of(proc)[-4000:]
+
     def env(self, extra: dict | None = None) -> dict:
-        return {**os.environ, **CI_SITE, "BRORL_SLURM_RAY_EMULATED": "auto", "BRORL_SHARED": str(self.logs / "none"),
+        return {**os.environ, **CI_SITE, "BRORL_SHARED": str(self.logs / "none"),
                 **(extra or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}  # fmt: skip
 
     def start(self, name: str, targets: list[str], extra: dict | None = None) -> subprocess.Popen:
@@ -90,14 +119,15 @@ class Workflow:
         return output_of(proc)
 
     def kill_when(self, driver: subprocess.Popen, ready, what: str, deadline_s: float = 1200) -> str:
-        """SIGKILL the running train_ppo job once ready() holds, then stop the driver (plugin 2.8.0 may never see
-        a job that Slurm reports CANCELLED) and unlock the workflow. Returns the killed job id."""
+        """SIGKILL the running train_ppo job once ready() holds, wait for the driver to see the job fail, and
+        unlock the workflow. Returns the killed job id."""
         started, job = time.time(), None
         while time.time() - started < deadline_s:
             assert driver.poll() is None, f"the driver ended before {what}:\n" + self.train_log_tail()
-            job = job or _train_job(self.work)
-            if job and ready():
-                subprocess.run(["scancel", "--signal=KILL", job], check=True)
+            if ready():
+                job = _train_job(self.work)  # the job running now (the previous segment's may have just ended)
+                assert job, f"{what} reached with no train_ppo job running"
+                assert sigkill_job(job) > 0, f"no process of job {job} found"
                 break
             time.sleep(0.2)
         else:
@@ -119,6 +149,7 @@ class Workflow:
 
 def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     flow = Workflow(tmp_path)
+    flow.prepare()
     started = time.time()
 
     # 1. segment 0, killed while step 2 is being generated (step 1 logged and saved, the reward log moving again)
@@ -132,13 +163,13 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
         return _reward_lines(flow.run) > marks["after_step_1"] and 2 not in _logged_steps(flow.run)
 
     killed_step = flow.kill_when(driver, in_step_2, "step 2 of segment 0")
-    assert sacct("-X", "-j", killed_step, "-o", "State")[0][0] in ("CANCELLED", "FAILED", "CANCELLED by 0"), killed_step
+    assert sacct("-X", "-j", killed_step, "-o", "State")[0][0] == "FAILED", killed_step
     assert 2 not in _logged_steps(flow.run) and not (flow.work / f"results/train/{ARM}/segment0.json").exists()
 
     # 2. the rerun finishes segment 0 and runs segment 1 up to the save of step 3, which is held open and killed
     ckpt = flow.run / "openrlhf" / "ckpt0" / "_actor"
-    driver = flow.start("run2", [f"results/train/{ARM}/segment1.json"], {"BRORL_REHEARSAL_SAVE_DELAY": "3:60"})
-    killed_save = flow.kill_when(driver, lambda: (ckpt / "global_step3").is_dir(), "the save of step 3")
+    driver = flow.start("run2", [f"results/train/{ARM}/segment1.json"], {"BRORL_REHEARSAL_SAVE_DELAY": "3:20"})
+    flow.kill_when(driver, lambda: (ckpt / "global_step3").is_dir(), "the save of step 3")
     assert (ckpt / "latest").read_text().strip() == "global_step2", "the kill did not land inside the save"
     assert (flow.work / f"results/train/{ARM}/segment0.json").is_file()
 
@@ -159,11 +190,12 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     # segment 1's rerun dropped the half-written save of step 3 and resumed from step 2
     repair = segments[1]["checkpoint_repair"]
     assert repair["resume_step"] == 2 and any(p.endswith("global_step3") for p in repair["removed"]), repair
-    # the reset: segment 1 trains against the export of step 2, so its KL starts again from (near) zero
+    # the reset: segment 1 trains against the export of step 2, so its KL starts again from (near) zero: step 3's
+    # KL is that of one update away from the reference, like step 1's, not the accumulated distance of step 2
     reference = segments[1]["openrlhf_command"][segments[1]["openrlhf_command"].index("--actor.model_name_or_path") + 1]
     assert reference.endswith(f"results/train/{ARM}/run/exports/step2"), reference
     kl = {r["step"]: r["kl"] for r in records}
-    assert kl[3] < kl[2] / 5, kl
+    assert kl[3] < kl[2] / 2, kl  # measured: 6x and 76x below in two runs
     # every step's metrics came from OpenRLHF's events; wall time counts the killed launches and start-ups
     assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
     assert records[-1]["wall_s"] >= sum(l["end"] - l["start"] for s in segments for l in s["launches"][:1])
@@ -171,10 +203,11 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     for step in (1, 2, 3, 4):
         manifest = json.loads((out / f"step{step}" / "brorl_manifest.json").read_text())
         assert manifest["source"] == "trained" and manifest["step"] == step
-    for step in (2, 4):
-        summary = json.loads((flow.work / f"results/eval/{ARM}/step{step}/synthetic_sums.summary.json").read_text())
-        assert summary["n_samples"] == 16, summary
+    summary = json.loads((flow.work / f"results/eval/{ARM}/step4/synthetic_sums.summary.json").read_text())
+    assert summary["n_samples"] == 16, summary
+    sidecar = json.loads((flow.work / f"results/eval/{ARM}/step4/synthetic_sums.samples.parquet.json").read_text())
+    assert f"results/train/{ARM}/step4" in json.dumps(sidecar["model"]), sidecar["model"]
 
     report = subprocess.run([str(ENGINE_BIN / "python"), "-m", "brorl.training", "report", "--out-dir", str(out)],
                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")})  # fmt: skip
-    print(f"\nrehearsal with two kills: {elapsed:.0f} s\n{report.stdout}")
+    print(f"\nrehearsal with two kills (after the start model was built): {elapsed:.0f} s\n{report.stdout}")

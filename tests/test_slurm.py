@@ -31,6 +31,7 @@ CI_SITE = {
     "BRORL_SLURM_GPU_NODE_MEM_MB": "64000",
     "BRORL_SLURM_GPUS_PER_NODE": "1",  # one vLLM CPU engine per generation job on a 2-core host
     "BRORL_SLURM_TRAIN_NODES": "2",
+    "BRORL_SLURM_RAY_EMULATED": "auto",  # the emulated nodes share this host (production: 0)
 }
 # The end-to-end subset: the full tiny preset (~60 jobs, training included) takes > 15 min through sbatch on 2
 # cores; data + the start checkpoint's evaluation of one benchmark exercises CPU jobs, a GPU job and local rules in
@@ -133,7 +134,7 @@ def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training
     assert proc.returncode == 0, text[-3000:]
     res = re.search(r"resources: (.*)", text)[1]
     for expected in ("nodes=8", "tasks=8", "mpi=srun", "tasks_per_gpu=0", "gres=gpu:h100:8", "slurm_partition=h100",
-                     "slurm_extra=--ntasks-per-node=1 --exclusive", "runtime=1680"):  # fmt: skip
+                     "slurm_extra=--ntasks-per-node=1 --exclusive", "runtime=1680", "ray_emulated=0"):  # fmt: skip
         assert expected in res, (expected, res)
 
 

@@ -20,6 +20,7 @@ from brorl.training.recipe import (
     evaluation_steps,
     lr_at,
     plan_segments,
+    reset_steps,
     recipe_fingerprint,
     saved_steps,
     scaled_lr,
@@ -69,12 +70,21 @@ def test_minibatches_must_divide_samples(paper):
 
 def test_saved_steps_and_segments():
     assert saved_steps(10, 4, [3]) == (3, 4, 8, 10)
-    segments = plan_segments(10, reset_period=4, max_steps=3)
+    segments = plan_segments(10, reset_steps(10, None, 4), max_steps=3)
     assert [(s.first_step, s.last_step, s.reset_reference) for s in segments] == [
         (1, 3, False), (4, 4, False), (5, 7, True), (8, 8, False), (9, 10, True)]  # fmt: skip
     steps = [step for s in segments for step in s.steps]
     assert steps == list(range(1, 11))  # every step in exactly one segment
-    assert [(s.first_step, s.last_step) for s in plan_segments(5, None, None)] == [(1, 5)]
+    assert [(s.first_step, s.last_step) for s in plan_segments(5, (), None)] == [(1, 5)]
+
+
+def test_reset_steps_at_the_same_fractions_of_every_arm():
+    assert reset_steps(535, 2, None, round_to=5) == (180, 355)  # ProRL: 1/3 and 2/3 of 535, on multiples of 5
+    assert reset_steps(191, 2, None, round_to=5) == (65, 125)  # BroRL: the same fractions of its 191 steps
+    assert reset_steps(191, None, 200) == ()  # a 200-step period would leave BroRL without any reset
+    assert reset_steps(535, None, 200) == (200, 400)
+    assert reset_steps(6, 1, None) == (3,) and reset_steps(4, 1, None) == (2,)
+    assert reset_steps(10, None, None) == () and reset_steps(3, 5, None, round_to=5) == ()  # never step 0 or the end
 
 
 def test_paper_segments_cover_every_step(paper):
@@ -83,7 +93,7 @@ def test_paper_segments_cover_every_step(paper):
         assert [s for seg in plan.segments for s in seg.steps] == list(range(1, plan.continued_steps + 1))
         assert all(seg.last_step - seg.first_step < paper["training"]["segment_max_steps"] for seg in plan.segments)
         resets = [seg.first_step - 1 for seg in plan.segments if seg.reset_reference]
-        assert resets == list(range(200, plan.continued_steps, 200))
+        assert resets == {"prorl_n16": [180, 355], "brorl_n512": [65, 125]}[arm]  # both arms reset twice
 
 
 def test_evaluation_steps_need_saved_steps(paper):
@@ -182,8 +192,8 @@ def test_paper_dry_run_has_one_train_job_per_segment_and_one_export_per_evaluate
     assert proc.returncode == 0, output_of(proc)
     counts = job_counts(proc)
     arms = enabled_arms(cfg)
-    assert counts["train_ppo"] == sum(len(arm_plan(cfg, a).segments) for a in arms) == 22 + 8
+    assert counts["train_ppo"] == sum(len(arm_plan(cfg, a).segments) for a in arms) == 23 + 9
     assert counts["export_checkpoint"] == sum(len(evaluation_steps(cfg, a)) for a in arms)
     assert counts["finish_training"] == len(arms)
     text = output_of(proc)
-    assert "--engine cluster" in text and "results/train/brorl_n512/segment7.json" in text
+    assert "--engine cluster" in text and "results/train/brorl_n512/segment8.json" in text

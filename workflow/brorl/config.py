@@ -241,8 +241,13 @@ def _check_training(cfg: dict) -> list[str]:
     if not low < high:
         problems.append(f"config key 'training.dynamic_sampling.score_range': low {low} must be below high {high}")
     reset = train["reference_reset"]
+    if reset["enabled"] and (reset["resets"] is None) == (reset["period_steps"] is None):
+        problems.append(
+            "config key 'training.reference_reset.resets': give exactly one of resets (resets per arm, at the same "
+            "fractions of training) and period_steps (every so many steps), and null for the other"
+        )
     # a reset restarts from an exported checkpoint, so one must exist at every reset step
-    if reset["enabled"] and reset["period_steps"] % train["checkpoint_every"]:
+    elif reset["enabled"] and reset["period_steps"] and reset["period_steps"] % train["checkpoint_every"]:
         problems.append(
             f"config key 'training.reference_reset.period_steps': {reset['period_steps']} is not a "
             f"multiple of training.checkpoint_every = {train['checkpoint_every']}"

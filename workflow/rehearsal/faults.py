@@ -2,7 +2,7 @@
 
 BRORL_REHEARSAL_SAVE_DELAY=<global step>:<seconds> makes every torch.save into that step's checkpoint folder
 (DeepSpeed's `_actor/global_step<g>/` files, written by each rank) wait that long first: the folder exists, its
-files do not yet, `latest` still names the previous step. The test kills the job (scancel --signal=KILL) in that
+files do not yet, `latest` still names the previous step. The test SIGKILLs every process of the job in that
 window, which is what a node failure or a time limit during the save does. Nothing is changed but the wait; unset,
 this module does nothing. Loaded by the rehearsal's sitecustomize only.
 """

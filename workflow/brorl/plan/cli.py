@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
-from .estimate import CostRow, plan_rows, totals, wall_clock_hours
+from .estimate import CostRow, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .profile import ProfileError, job_resources, read_estimates, read_profile, rule_resources
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository (Snakefile, config.yaml, profiles/)
@@ -69,6 +69,19 @@ def config_job_counts(config: dict) -> tuple[dict[str, int], dict[str, tuple[int
         counts["bench_throughput"] = len(throughput["layouts"]) * len(throughput.get("prefix_caching", [True]))
     arms = {name: (p.samples_per_step, p.continued_steps, len(p.segments)) for name, p in plans.items()}
     return counts, arms
+
+
+def disk_per_arm(config: dict, estimates) -> dict[str, dict]:
+    """training_disk_gb of every enabled arm: its exported steps are the saved steps and every segment's end."""
+    from ..training.recipe import arm_plan, enabled_arms
+
+    disk = {}
+    for name in enabled_arms(config):
+        plan = arm_plan(config, name)
+        exported = len(set(plan.saved_steps) | {s.last_step for s in plan.segments})
+        keep = config["training"]["cluster"]["keep_checkpoints"]
+        disk[name] = {"exports": exported, **training_disk_gb(exported, keep, estimates)}
+    return disk
 
 
 def _fmt(x: float) -> str:
@@ -128,6 +141,10 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     gpus_per_node = max(1, resources["train_ppo"].gpus // max(1, resources["train_ppo"].nodes))
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
     print(render(rows, wall, gpu_nodes, profile, arms))
+    disk = disk_per_arm(config, estimates)
+    print("disk for training per arm (peak; results/train/<arm>/run): " + ", ".join(
+        f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
+        f"{d['full_states_gb']:,.0f} GB)" for arm, d in disk.items()))  # fmt: skip
     if a.json:
         record = {
             "rows": [{"stage": r.stage, "name": r.name, "jobs": r.jobs, "dag_jobs": r.dag_jobs,
@@ -136,6 +153,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             "totals": totals(rows),
             "wall_clock_hours": wall,
             "gpu_nodes": gpu_nodes,
+            "training_disk_gb": disk,
         }  # fmt: skip
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(record, indent=2) + "\n")

@@ -54,6 +54,8 @@ class Estimates:
     segment_overhead_hours: float
     rule_hours: Mapping[str, float] = field(default_factory=dict)
     default_rule_hours: float = 0.1
+    hf_export_gb: float = 0.0  # one HF export of the start model (bf16 weights + tokenizer)
+    full_state_gb: float = 0.0  # one DeepSpeed full state (weights + fp32 master copy + Adam moments)
 
     def hours_of(self, rule: str) -> float:
         return float(self.rule_hours.get(rule, self.default_rule_hours))
@@ -87,6 +89,15 @@ def training_hours(samples_per_step: int, steps: int, segments: int, nodes: int,
         raise ValueError(f"training needs at least one node, not {nodes}")
     per_step = est.step_hours_fixed + est.step_hours_per_sample * samples_per_step
     return steps * per_step * est.reference_nodes / nodes + segments * est.segment_overhead_hours
+
+
+def training_disk_gb(exported_steps: int, keep_checkpoints: int, est: Estimates) -> dict[str, float]:
+    """Disk one arm's training holds at its peak: the exported steps that are kept (saved steps and segment ends;
+    OpenRLHF's other exports are deleted), the full states OpenRLHF keeps plus the one being written, and one
+    export being written."""
+    exports = exported_steps * est.hf_export_gb
+    states = (keep_checkpoints + 1) * est.full_state_gb
+    return {"exports_gb": exports, "full_states_gb": states, "peak_gb": exports + states + est.hf_export_gb}
 
 
 def evaluation_checkpoints(config: Mapping[str, Any], arms: Mapping[str, Any]) -> list[tuple[str, int]]:

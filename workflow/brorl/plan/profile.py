@@ -86,6 +86,8 @@ def read_estimates(path: Path) -> Estimates:
             reference_nodes=int(train["reference_nodes"]),
             segment_overhead_hours=float(train["segment_overhead_hours"]),
             rule_hours={str(k): float(v) for k, v in (data.get("rules") or {}).items()},
+            hf_export_gb=float((data.get("disk") or {}).get("hf_export_gb", 0.0)),
+            full_state_gb=float((data.get("disk") or {}).get("full_state_gb", 0.0)),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise ProfileError(f"{path}: missing or bad key {err}") from err

@@ -210,6 +210,20 @@ def _check_prompt_supply(summary: dict, earlier: list[dict], plan: ArmPlan, firs
               "the run (lower training.cluster.pass_rate_floor for the next run of this arm)", flush=True)  # fmt: skip
 
 
+def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> str | None:
+    """Why the code verifier's interpreter (brorl.scoring.sandbox.Limits.python, the node's system Python) cannot
+    judge modern solutions, or None: an old system Python would score every such program 0 without a trace."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                             text=True, timeout=30)  # fmt: skip
+        version = tuple(int(x) for x in out.stdout.split())
+    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
+        return f"{python} does not run ({error})"
+    if version < minimum:
+        return f"{python} is Python {'.'.join(map(str, version))}, older than {'.'.join(map(str, minimum))}"
+    return None
+
+
 def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int, start_model: Path,
                         train_data: Path, out_dir: Path, *, python: str = sys.executable, launcher: Path = LAUNCHER,
                         reward_script: Path = REWARD_SCRIPT, poll_s: float = 10.0,
@@ -259,6 +273,13 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
         atomic_json(summary_path, summary)
     summary = json.loads(summary_path.read_text())
     _check_prompt_supply(summary, before, plan, segment.first_step)
+    if "code" in summary.get("scorers", []):  # the compute nodes run code rewards with their system Python
+        from brorl.scoring.sandbox import Limits
+
+        problem = sandbox_python_problem(Limits().python)
+        if problem:
+            raise ClusterRunError(f"code rewards need a Python >= 3.8 inside the sandbox: {problem}; install one on "
+                                  "the compute nodes (Debian/Ubuntu: python3-minimal)")  # fmt: skip
 
     flags = openrlhf_flags(config, arm, segment_index, paths)
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything

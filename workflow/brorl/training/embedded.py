@@ -9,7 +9,6 @@ a run killed at any point redoes at most the step in progress and each step appe
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -78,7 +78,8 @@ def write_openrlhf_dataset(train_mix: Path, out: Path, prompt_tokens: Callable[[
         handle.flush()
         os.fsync(handle.fileno())
     tmp.replace(out)
-    return {"source": str(train_mix), "records": len(records), "written": len(rows), "passes": passes,
+    scorers = sorted({json.loads(row["label"])["scorer"] for row in rows})
+    return {"source": str(train_mix), "records": len(records), "written": len(rows), "passes": passes, "scorers": scorers,
             "prompts": passes * len(rows), "seed": seed,
             "too_long": len(too_long), "too_long_ids": too_long, "prompt_max_len": prompt_max_len}  # fmt: skip
 

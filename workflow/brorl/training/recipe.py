@@ -74,16 +74,29 @@ def saved_steps(continued_steps: int, every: int, report_steps: list[int]) -> tu
     return tuple(sorted(s for s in steps if 1 <= s <= continued_steps))
 
 
-def plan_segments(continued_steps: int, reset_period: int | None, max_steps: int | None) -> tuple[Segment, ...]:
-    """Split steps 1..continued_steps at reference resets (every reset_period steps) and walltime limits.
+def reset_steps(continued_steps: int, resets: int | None, period: int | None, round_to: int = 1) -> tuple[int, ...]:
+    """Continued steps after which the reference is reset (its new weights = that step's policy).
+
+    `resets` k: k resets at the same fractions of every arm's training, i/(k+1) of continued_steps for i = 1..k,
+    each rounded to a multiple of `round_to` (so a segment ends on a full-state save); `period`: after every
+    `period` steps (the same step numbers in every arm, so a short arm may get none). One of the two, or neither.
+    """
+    if resets:
+        points = {round_to * round(i * continued_steps / (resets + 1) / round_to) for i in range(1, resets + 1)}
+    elif period:
+        points = set(range(period, continued_steps, period))
+    else:
+        points = set()
+    return tuple(sorted(p for p in points if 1 <= p < continued_steps))
+
+
+def plan_segments(continued_steps: int, reset_after: tuple[int, ...], max_steps: int | None) -> tuple[Segment, ...]:
+    """Split steps 1..continued_steps at reference resets (after each step of `reset_after`) and walltime limits.
 
     A reset boundary starts a segment with reset_reference=True; a walltime split (max_steps per job) keeps the
-    reference. Both may be None (one segment).
+    reference. max_steps may be None (splits at resets only).
     """
-    boundaries: dict[int, bool] = {}  # first step of a segment -> starts with a reference reset
-    if reset_period:
-        for start in range(reset_period + 1, continued_steps + 1, reset_period):
-            boundaries[start] = True
+    boundaries: dict[int, bool] = {step + 1: True for step in reset_after}  # first step of a segment -> reset
     if max_steps:
         # walltime splits are counted within each reset period, so that a reset never falls inside a job
         starts = sorted({1, *boundaries})
@@ -134,7 +147,8 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
         saved_steps=saved_steps(arm["continued_steps"], train["checkpoint_every"], arm["report_steps"]),
         segments=plan_segments(
             arm["continued_steps"],
-            reset["period_steps"] if reset["enabled"] else None,
+            reset_steps(arm["continued_steps"], reset["resets"], reset["period_steps"], reset["round_to"])
+            if reset["enabled"] else (),
             train.get("segment_max_steps"),
         ),
     )
