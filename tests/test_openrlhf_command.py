@@ -227,6 +227,8 @@ exec "$@" >"$out" 2>&1
 """,
     "ray": """#!/usr/bin/env bash
 [[ -n ${FAKE_RAY_FAIL:-} && " $* " != *" --head "* ]] && { echo "raylet: boom"; exit 1; }
+setsid sleep 300 </dev/null >/dev/null 2>&1 &  # a daemonised worker that `ray stop` does not reap
+echo "$!" >> "$FAKE_DIR/orphans"
 echo "fake ray $*"; echo "Ray runtime started."
 trap 'echo stopped; exit 1' TERM
 while :; do sleep 0.1; done
@@ -255,21 +257,21 @@ def fake_slurm(tmp_path):
            "RAY_STOP_TIMEOUT": "5", "RAY_START_TIMEOUT": "20"}  # fmt: skip
     env.pop("SLURM_JOB_NODELIST", None)
     yield tmp_path, env
-    for line in (tmp_path / "srun.pids").read_text().split() if (tmp_path / "srun.pids").exists() else []:
+    for line in [w for f in ("srun.pids", "orphans") if (tmp_path / f).exists() for w in (tmp_path / f).read_text().split()]:
         try:
             os.kill(int(line), signal.SIGKILL)  # only if the launcher left one behind (the test then fails)
         except ProcessLookupError:
             pass
 
 
-def _alive(tmp_path) -> list[int]:
-    pids = [int(p) for p in (tmp_path / "srun.pids").read_text().split()]
+def _alive(tmp_path, name: str = "srun.pids") -> list[int]:
+    pids = [int(p) for p in (tmp_path / name).read_text().split()]
     alive = []
     for pid in pids:
-        try:
-            os.kill(pid, 0)
-            alive.append(pid)
-        except ProcessLookupError:
+        try:  # a killed process whose parent has not reaped it yet is a zombie: dead
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.append(pid)
+        except (FileNotFoundError, ProcessLookupError):
             pass
     return alive
 
@@ -303,6 +305,7 @@ def test_launcher_runs_the_driver_and_tears_down(fake_slurm):
     assert "--address=127.0.0.2:" in worker and "--node-ip-address=127.0.0.4" in worker and "stopped" in worker
     assert "driver exited with status 7" in (logs / "launcher.log").read_text()
     assert _alive(tmp_path) == []
+    assert _alive(tmp_path, "orphans") == []  # swept: the launch's marker is in their environment
 
 
 def test_launcher_reports_a_node_that_fails_to_start(fake_slurm):
@@ -366,3 +369,4 @@ def test_launcher_single_host_runs_without_slurm(fake_slurm):
     assert "--num-cpus=8" in (logs / "ray-0-local0.log").read_text()
     worker = (logs / "ray-1-local1.log").read_text()
     assert "--node-ip-address=127.0.0.3" in worker and "--num-gpus=2" in worker and "stopped" in worker
+    assert _alive(tmp_path, "orphans") == []

@@ -17,7 +17,8 @@
 #   - a node counts as up when its log says "Ray runtime started"; the driver runs here (the batch step, on the head
 #     node) with RAY_ADDRESS exported, in the background so that TERM/INT (scancel, time limit) reach the trap;
 #   - teardown on exit, failure or cancellation: SIGTERM to the node steps (scancel -s TERM <job>.<step>, falling back
-#     to the srun clients), then SIGKILL after RAY_STOP_TIMEOUT, then the per-job temp dirs are removed;
+#     to the srun clients), then SIGKILL after RAY_STOP_TIMEOUT, then every leftover process of the launch on each
+#     host (what Ray started carries RAY_SLURM_RAY in its environment: sweep), then the per-job temp dirs are removed;
 #   - `ray start` runs through a shim that ignores a second SIGTERM (Slurm sends two at a time limit, and a second
 #     one deadlocks `ray start --block` in Ray 2.55); RAY_SLURM_SIGTERM_ONCE=0 runs plain `ray start`;
 #   - every node step gets the node's CPUs (--cpus-per-task, --cpu-bind=none): the jobstep plugin strips
@@ -48,10 +49,27 @@ while (($#)); do
   esac
 done
 
+# ------------------------------------------------------------------------------------------- cleanup
+# Every process Ray starts for node i of this launch carries RAY_SLURM_RAY=<launch id>/<i> in its environment (set
+# only for `ray start`, so the launcher's own helpers do not). Ray does not reap all of its descendants when it
+# stops: vLLM engine cores and their workers were seen outliving a clean stop (12 GB of orphans after two runs on
+# one host), and a linuxproc Slurm misses re-parented ones too. `sweep PATTERN` SIGKILLs what is left on this host:
+# a node step sweeps its own node once Ray has stopped, the launcher every node of the launch at the very end.
+sweep() {  # $1: a grep pattern for the value after RAY_SLURM_RAY=
+  local p
+  [[ -n ${RAY_SLURM_LAUNCH:-} ]] || return 0
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    grep -qzx "RAY_SLURM_RAY=$1" "/proc/$p/environ" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+  done
+  return 0
+}
+
 # ------------------------------------------------------------------------------------------- one node's step
 node_main() {  # env: RAY_SLURM_NODE_ARGS (the ray start arguments)
   local pid
   read -r -a args <<<"$RAY_SLURM_NODE_ARGS"
+  export RAY_SLURM_RAY=${RAY_SLURM_LAUNCH:-}/${RAY_SLURM_NODE_INDEX:-0}  # inherited by Ray's processes only (sweep)
   if [[ ${RAY_SLURM_SIGTERM_ONCE:-1} == 1 ]]; then
     python - "${args[@]}" <<'PY' &
 import signal, sys
@@ -73,7 +91,7 @@ PY
   fi
   pid=$!
   # a stop request is forwarded once; `ray start --block` exits 1 after a clean stop, which is not a failure here
-  trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 0' TERM INT
+  trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; sweep "$RAY_SLURM_RAY"; exit 0' TERM INT
   wait "$pid"
 }
 if [[ ${RAY_SLURM_NODE_ARGS:-} != "" && $# -eq 0 ]]; then node_main; exit $?; fi
@@ -91,6 +109,7 @@ command -v ray >/dev/null || die "ray is not on PATH (activate the training envi
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 exec > >(tee -a "$logs/launcher.log") 2>&1
+export RAY_SLURM_LAUNCH="$job-$$-$RANDOM"  # after tee: the log writer must outlive the sweep
 
 if ((single_host)); then
   nodes=()
@@ -186,10 +205,11 @@ teardown() {
   fi
   deadline=$((SECONDS + ${RAY_STOP_TIMEOUT:-30}))
   for pid in "${srun_pids[@]}" $driver_pid; do
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5; done
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5 || true; done
     kill -KILL "$pid" 2>/dev/null || true
   done
   for pid in "${srun_pids[@]}" $driver_pid; do wait "$pid" 2>/dev/null || true; done  # not a bare wait: tee
+  sweep "$RAY_SLURM_LAUNCH/[0-9]*"  # what Ray left on this host (each node step swept its own node)
   if ((emulated)) && [[ ${RAY_SLURM_KEEP_TMP:-0} != 1 ]]; then rm -rf "/tmp/ray_${job}_"*; fi
   echo "ray_on_slurm: Ray stopped on ${#nodes[@]} node(s)"
 }
@@ -203,9 +223,10 @@ self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 start_node() {  # index, node name
   local i=$1 name=$2
   if ((single_host)); then
-    RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") "$self" __node >"$logs/ray-$i-$name.log" 2>&1 &
+    RAY_SLURM_NODE_INDEX=$i RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") "$self" __node >"$logs/ray-$i-$name.log" 2>&1 &
   else
-    RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") srun --overlap --nodes=1 --ntasks=1 --cpus-per-task="$cpus" \
+    RAY_SLURM_NODE_INDEX=$i RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") srun --overlap --nodes=1 --ntasks=1 \
+      --cpus-per-task="$cpus" \
       --cpu-bind=none -w "$name" --job-name="ray_node_$i" --output="$logs/ray-$i-$name.log" "$self" __node &
   fi
   srun_pids+=($!)

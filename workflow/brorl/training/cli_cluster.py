@@ -66,10 +66,10 @@ def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
 
 def cluster_errors() -> tuple[type[Exception], ...]:
     """Expected errors of the cluster commands (for run_command)."""
-    from .cluster import ClusterRunError
+    from .cluster import ClusterRunError, Terminated
     from .openrlhf_checkpoint import CheckpointStateError
     from .openrlhf_data import TrainDataError
     from .openrlhf_parse import OpenRLHFArgError
     from .openrlhf_validate import ClusterConfigError
 
-    return (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError, CheckpointStateError)
+    return (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError, CheckpointStateError, Terminated)

@@ -303,6 +303,9 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
         except ClusterRunError:
             status = "watchdog"
             raise
+        except Terminated:
+            status = "terminated"  # the job was cancelled or hit its time limit; the launch was stopped
+            raise
         finally:
             _record_launch(launches_path, {**entry, "end": time.time(), "status": status})
         latest = latest_global_step(ckpt)
