@@ -1,0 +1,87 @@
+"""`python -m brorl.preflight`: the table of checks of this node (see checks.py); exit status 1 when any fails.
+
+  --configfile FILE...  config files merged over config.yaml (the disk estimate and pending downloads come from it)
+  --profile DIR         the SLURM profile whose partition and account are checked (default profiles/slurm)
+  --out FILE            also write the checks as JSON (the preflight rule's output)
+  --no-slurm            skip the Slurm settings (a node outside the cluster)
+  --need-gb GB          disk the checkpoints need (default: the plan's estimate for the config)
+  --results DIR         where the checkpoints go (default results/)
+On a CPU machine it runs too: the checks that apply pass, the GPU checks fail with their reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_checks(need_gb: float, download_pending: bool, profile: dict | None, results: Path) -> list:
+    """Every check on this machine, in table order."""
+    from . import checks
+
+    rows = [checks.driver_check(), checks.torch_gpus_check(), checks.vllm_check(), checks.flash_attn_check(),
+            checks.fused_adam_check(), checks.disk_check(results, need_gb), checks.sandbox_check(),
+            checks.bubblewrap_check(), checks.ray_check(), checks.hub_token_check(download_pending)]  # fmt: skip
+    if profile is not None:
+        site = profile.get("__variables__", {})
+        rows.append(checks.slurm_check(str(site.get("gpu_partition", "h100")), str(site.get("account", ""))))
+    return rows
+
+
+def config_needs(config: dict) -> tuple[float, bool]:
+    """(GB of disk the run's training needs, whether the start checkpoint still has to be downloaded)."""
+    from brorl.plan.cli import disk_per_arm
+    from brorl.plan.profile import read_estimates
+
+    cluster = (config["training"].get("engine") or config["engine"]) == "cluster"
+    estimates = read_estimates(ROOT / "profiles" / "slurm" / "estimates.yaml")  # the 1.5B model's sizes
+    need = sum(d["peak_gb"] for d in disk_per_arm(config, estimates).values()) if cluster else 1.0  # tiny: MBs
+    base = config["base_model"]
+    staged = ROOT / "resources" / "models" / base["repo_id"].split("/")[-1]
+    return need, cluster and not base.get("local_path") and not staged.is_dir()
+
+
+def render(rows: list) -> str:
+    """The table: one line per check, the fix under each failure."""
+    width = max(len(r.name) for r in rows)
+    lines = [f"{'check':<{width}}  result  detail"]
+    for r in rows:
+        lines.append(f"{r.name:<{width}}  {'pass' if r.ok else 'FAIL':<6}  {r.detail}")
+        if not r.ok and r.fix:
+            lines.append(f"{'':<{width}}          fix: {r.fix}")
+    failed = [r.name for r in rows if not r.ok]
+    lines.append(f"{len(rows) - len(failed)} of {len(rows)} checks pass" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from brorl.config import load_yaml_config
+    from brorl.plan.profile import read_profile
+
+    parser = argparse.ArgumentParser(prog="python -m brorl.preflight", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configfile", nargs="*", type=Path, default=[])
+    parser.add_argument("--profile", type=Path, default=ROOT / "profiles" / "slurm")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--no-slurm", action="store_true")
+    parser.add_argument("--need-gb", type=float, default=None, help="disk the run needs (default: from the config)")
+    parser.add_argument("--results", default=str(ROOT / "results"), help="where checkpoints will be written")
+    args = parser.parse_args(argv)
+    need, pending = config_needs(load_yaml_config(ROOT / "config.yaml", *args.configfile))
+    if args.need_gb is not None:
+        need = args.need_gb
+    profile = None if args.no_slurm else read_profile(args.profile)
+    rows = run_checks(need, pending, profile, Path(args.results))
+    print(render(rows))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=2) + "\n")
+    sys.exit(0 if all(r.ok for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()
