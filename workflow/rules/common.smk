@@ -13,6 +13,14 @@ BENCHMARKS = load_registry()
 PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
 RG_CATEGORIES = [b.category for b in BENCHMARKS.values() if b.family == "reasoning_gym"]
 BASE_ARM = "base"  # the start checkpoint, evaluated as arm `base` at step base_model.start_step
+GPU_CONTAINER = config["containers"][
+    "gpu"
+]  # image of the GPU rules under --sdm apptainer (None: none)
+# the GPU node preflight gates training and evaluation of a paper run on GPUs (never the embedded engine, never the
+# CPU rehearsal, which trains with OpenRLHF on CPUs)
+PREFLIGHT_REQUIRED = (
+    config["engine"] == "cluster" and config["training"]["cluster"]["device"] == "gpu"
+)
 ARM_NAMES = [arm["name"] for arm in config["arms"]]
 
 
@@ -616,3 +624,19 @@ def training_targets():
 
 
 STAGE_TARGETS.append(training_targets)
+
+
+# ---------------------------------------------------------------------------------------------------- preflight
+def preflight_input():
+    """The GPU node preflight's result for training and generation jobs of a paper run on GPUs, else nothing."""
+    return ["results/preflight/gpu_node.json"] if PREFLIGHT_REQUIRED else []
+
+
+def preflight_need_gb():
+    """Disk the run's training checkpoints need (brorl.plan's estimate), for the preflight's disk check."""
+    from brorl.preflight.__main__ import config_needs
+
+    return round(config_needs(config)[0], 1)
+
+
+PREFLIGHT_NEED_GB = preflight_need_gb()

@@ -11,6 +11,7 @@ rule generate_samples:
     input:
         model=evaluation_model,
         benchmark="resources/benchmarks/{benchmark}.jsonl",
+        preflight=preflight_input(),
     output:
         samples=ensure(
             "results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
@@ -23,6 +24,8 @@ rule generate_samples:
         "results/benchmarks/generate_samples/{arm}/step{step}/{benchmark}.tsv"
     conda:
         "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
     threads: 2
     resources:
         mem_mb=16384,

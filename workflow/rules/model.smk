@@ -140,6 +140,8 @@ rule extend_context:
         length=r"\d+",
     conda:
         "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
     threads: extend_context_resources("threads")
     resources:
         mem_mb=extend_context_resources("mem_mb"),

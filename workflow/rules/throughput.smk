@@ -23,6 +23,8 @@ rule bench_throughput:
         pc="on|off",
     conda:
         "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
     threads: 8  # all cores locally (capped by --cores), so nothing else runs beside a timed job
     resources:
         gpu=1,

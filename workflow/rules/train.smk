@@ -15,6 +15,7 @@ rule train_ppo:
         model=train_start_model(),
         data=f"resources/train/{config['train_data']['name']}.jsonl",
         previous=previous_segment,
+        preflight=preflight_input(),
     output:
         manifest=protected("results/train/{arm}/segment{segment}.json"),
     log:
@@ -25,6 +26,8 @@ rule train_ppo:
         segment=r"\d+",
     conda:
         "../../envs/train.yaml"
+    container:
+        GPU_CONTAINER
     threads: 2
     resources:
         mem_mb=8192,

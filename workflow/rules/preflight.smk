@@ -1,0 +1,26 @@
+# Preflight of a paper run: one job on one GPU node, before any training or evaluation job is submitted, checks
+# what would otherwise fail hours into a 64-GPU job (brorl.preflight: driver vs CUDA build, GPUs seen by torch and
+# vLLM, flash-attn, DeepSpeed's FusedAdam, disk for the checkpoints, the code sandbox, Ray). A failed check fails
+# the job (its log holds the table with the fix for each failure), so nothing downstream is submitted.
+# Only in the DAG at paper scale on GPUs (preflight_input() is empty for the embedded engine and the CPU rehearsal).
+
+
+rule preflight_gpu_node:
+    output:
+        "results/preflight/gpu_node.json",
+    log:
+        "results/logs/preflight/gpu_node.log",
+    conda:
+        "../../envs/train.yaml"
+    container:
+        GPU_CONTAINER
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=30,
+    params:
+        need_gb=PREFLIGHT_NEED_GB,
+    shell:
+        """
+        python -m brorl.preflight --no-slurm --need-gb {params.need_gb} --out {output:q} >{log:q} 2>&1
+        """
