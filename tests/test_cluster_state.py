@@ -16,8 +16,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from brorl.training.openrlhf_checkpoint import (CheckpointStateError, hf_export_problem, latest_global_step,
-                                                 prune_exports, repair, tag_problem)  # fmt: skip
+from brorl.training.openrlhf_checkpoint import (CheckpointStateError, hf_export_problem, keep_up_to,
+                                                 latest_global_step, prune_exports, repair, tag_problem)  # fmt: skip
 from brorl.training.openrlhf_data import passes_needed, shuffled_passes, write_openrlhf_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,6 +107,21 @@ def test_repair_of_a_first_save_killed_early(tmp_path):
     fixed = repair(ckpt, RANKS, needs_export=lambda step: True, fresh_allowed=True)
     assert fixed.resume_step is None and not (ckpt / "_actor").exists()
     assert repair(tmp_path / "none", RANKS, needs_export=lambda s: True, fresh_allowed=False).resume_step is None
+
+
+def test_a_segment_ends_at_its_last_step_even_if_openrlhf_saved_the_next(tmp_path):
+    """OpenRLHF runs on into the step after a segment until it is stopped; a save of it (under the segment's
+    reference) must not become the next segment's start, which may reset the reference."""
+    ckpt = tmp_path / "ckpt"
+    _save_tag(ckpt, 2), _save_hf(ckpt, 2)
+    _save_tag(ckpt, 3), _save_hf(ckpt, 3)
+    removed = keep_up_to(ckpt, 2, RANKS)
+    assert latest_global_step(ckpt) == 2 and not (ckpt / "_actor" / "global_step3").exists()
+    assert len(removed) == 2 and not (ckpt / "global_step3_hf").exists()
+    assert keep_up_to(ckpt, 2, RANKS) == []  # nothing beyond: nothing to do
+    _truncate(ckpt / "_actor" / "global_step2" / "mp_rank_00_model_states.pt")
+    with pytest.raises(CheckpointStateError, match="last save is not whole"):
+        keep_up_to(ckpt, 2, RANKS)
 
 
 def test_prune_exports_keeps_only_what_is_asked(tmp_path):

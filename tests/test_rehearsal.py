@@ -40,11 +40,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None or not DR
                                                    reason=WHY_NOT or f"no {DRIVER} (make slurm-env)")]  # fmt: skip
 
 
-def _train_job(work: Path) -> str | None:
-    """The running train_ppo job of this test's workflow, if any."""
+def _train_job(work: Path, segment: int) -> str | None:
+    """The running train_ppo job of segment `segment` of this test's workflow, if any."""
     queue = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k|%Z"], capture_output=True, text=True).stdout
     for job_id, state, comment, workdir in (line.split("|") for line in queue.splitlines() if line):
-        if state == "RUNNING" and comment.startswith("rule_train_ppo") and workdir == str(work):
+        if state == "RUNNING" and comment == f"rule_train_ppo_wildcards_{ARM}_{segment}" and workdir == str(work):
             return job_id
     return None
 
@@ -118,15 +118,14 @@ class Workflow:
         assert proc.returncode == 0, output_of(proc)[-6000:] + self.train_log_tail()
         return output_of(proc)
 
-    def kill_when(self, driver: subprocess.Popen, ready, what: str, deadline_s: float = 1200) -> str:
-        """SIGKILL the running train_ppo job once ready() holds, wait for the driver to see the job fail, and
-        unlock the workflow. Returns the killed job id."""
-        started, job = time.time(), None
+    def kill_when(self, driver: subprocess.Popen, segment: int, ready, what: str, deadline_s: float = 1200) -> str:
+        """SIGKILL the running train_ppo job of `segment` once ready() holds while it runs, wait for the driver to
+        see the job fail, and unlock the workflow. Returns the killed job id."""
+        started = time.time()
         while time.time() - started < deadline_s:
             assert driver.poll() is None, f"the driver ended before {what}:\n" + self.train_log_tail()
-            if ready():
-                job = _train_job(self.work)  # the job running now (the previous segment's may have just ended)
-                assert job, f"{what} reached with no train_ppo job running"
+            job = _train_job(self.work, segment)
+            if job and ready():
                 assert sigkill_job(job) > 0, f"no process of job {job} found"
                 break
             time.sleep(0.2)
@@ -162,14 +161,15 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
         marks.setdefault("after_step_1", _reward_lines(flow.run))
         return _reward_lines(flow.run) > marks["after_step_1"] and 2 not in _logged_steps(flow.run)
 
-    killed_step = flow.kill_when(driver, in_step_2, "step 2 of segment 0")
+    killed_step = flow.kill_when(driver, 0, in_step_2, "step 2 of segment 0")
     assert sacct("-X", "-j", killed_step, "-o", "State")[0][0] == "FAILED", killed_step
     assert 2 not in _logged_steps(flow.run) and not (flow.work / f"results/train/{ARM}/segment0.json").exists()
 
     # 2. the rerun finishes segment 0 and runs segment 1 up to the save of step 3, which is held open and killed
     ckpt = flow.run / "openrlhf" / "ckpt0" / "_actor"
     driver = flow.start("run2", [f"results/train/{ARM}/segment1.json"], {"BRORL_REHEARSAL_SAVE_DELAY": "3:20"})
-    flow.kill_when(driver, lambda: (ckpt / "global_step3").is_dir(), "the save of step 3")
+    # (segment 0's job may run into step 3 before it is stopped; what it saved of it is removed at its end)
+    flow.kill_when(driver, 1, lambda: (ckpt / "global_step3").is_dir(), "the save of step 3 in segment 1")
     assert (ckpt / "latest").read_text().strip() == "global_step2", "the kill did not land inside the save"
     assert (flow.work / f"results/train/{ARM}/segment0.json").is_file()
 

@@ -44,8 +44,7 @@ def cmd_segment(args: argparse.Namespace) -> None:
         from .cluster import run_cluster_segment  # the OpenRLHF path (paper scale)
 
         records, extra = run_cluster_segment(config, args.arm, args.segment, Path(args.start_model),
-                                             Path(args.train_data), out_dir, poll_s=args.poll_s,
-                                             emulated=args.ray_emulated)  # fmt: skip
+                                             Path(args.train_data), out_dir, emulated=args.ray_emulated)  # fmt: skip
     write_segment_manifest(Path(args.manifest), plan, plan.segments[args.segment], records, out_dir / "run", extra)
     rewards = [r["reward_mean"] for r in records if r["reward_mean"] is not None]  # null where OpenRLHF lacks it
     mean = f"{sum(rewards) / len(rewards):.4f}" if rewards else "not logged"
@@ -107,7 +106,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out-dir", required=True, help="results/train/<arm>")
     p.add_argument("--manifest", required=True, help="where the segment manifest goes")
     p.add_argument("--stop-after", type=int, default=None, help="end after this step, without a manifest (tests)")
-    p.add_argument("--poll-s", type=float, default=10.0, help="cluster: seconds between progress checks")
     p.add_argument("--ray-emulated", choices=["auto", "0", "1"], default=None,
                    help="cluster: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0)")
     p.set_defaults(func=cmd_segment)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .metrics import append_metrics, read_metrics, truncate_after
-from .openrlhf_checkpoint import latest_global_step, prune_exports, repair, hf_export_problem
+from .openrlhf_checkpoint import hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
 from .openrlhf_command import MODULE, ClusterPaths, RunLayout, openrlhf_flags, run_layout
 from .openrlhf_metrics import Launch
 from .openrlhf_validate import validate_cluster_config
@@ -226,8 +226,7 @@ def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> st
 
 def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int, start_model: Path,
                         train_data: Path, out_dir: Path, *, python: str = sys.executable, launcher: Path = LAUNCHER,
-                        reward_script: Path = REWARD_SCRIPT, poll_s: float = 10.0,
-                        emulated: str | None = None) -> tuple[list[dict], dict]:  # fmt: skip
+                        reward_script: Path = REWARD_SCRIPT, emulated: str | None = None) -> tuple[list[dict], dict]:  # fmt: skip
     """Train segment `segment_index` of `arm` on the cluster; returns (its metrics records, manifest extras)."""
     from .openrlhf_data import chat_prompt_tokens, write_openrlhf_dataset
     from .openrlhf_metrics import read_reward_log, read_tensorboard, to_records
@@ -299,7 +298,8 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
         print("launching:", " ".join(command), flush=True)
         status = "failed"
         try:
-            status = _launch(command, env, paths, ckpt, last_global, poll_s, cluster["watchdog_minutes"] * 60)
+            status = _launch(command, env, paths, ckpt, last_global, cluster["poll_seconds"],
+                             cluster["watchdog_minutes"] * 60)  # fmt: skip
         except ClusterRunError:
             status = "watchdog"
             raise
@@ -312,6 +312,9 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
         if latest is None or latest < last_global:
             raise ClusterRunError(f"OpenRLHF stopped ({status}) at global step {latest}, before the segment's "
                                   f"last step {last_global}; logs: {paths.logs_dir}; rerun to resume")  # fmt: skip
+    overshoot = keep_up_to(ckpt, last_global, ranks)  # the next segment starts from exactly this step
+    if overshoot:
+        print(f"removed what OpenRLHF saved after the segment's last step: {overshoot}", flush=True)
 
     needed = sorted({s for s in plan.saved_steps if s in segment.steps} | {segment.last_step})
     for step in needed:
@@ -347,5 +350,6 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
              "layout": dataclasses.asdict(layout),
              "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
              "launches": [dataclasses.asdict(l) for l in this],
-             "checkpoint_repair": dataclasses.asdict(fixed), "pruned_exports": pruned}  # fmt: skip
+             "checkpoint_repair": dataclasses.asdict(fixed), "removed_after_last_step": overshoot,
+             "pruned_exports": pruned}  # fmt: skip
     return records, extra

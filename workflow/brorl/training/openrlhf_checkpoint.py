@@ -167,6 +167,24 @@ def repair(ckpt: Path, ranks: int, needs_export: Callable[[int], bool], fresh_al
     return Repair(resume, tuple(removed), rewritten)
 
 
+def keep_up_to(ckpt: Path, step: int, ranks: int) -> list[str]:
+    """After a segment: its last step `step` becomes the newest state. OpenRLHF runs on into the next step until it
+    is stopped, and may save it first (under this segment's reference, which a reset must not inherit): tags and
+    exports beyond `step` are removed and `latest` names `step`, whose save must be whole. Returns what was removed."""
+    problem = tag_problem(ckpt, step, ranks)
+    if problem:
+        raise CheckpointStateError(f"the segment's last save is not whole: {problem}")
+    removed = []
+    for later in (s for s in saved_tags(ckpt) if s > step):
+        for folder in (Path(ckpt) / "_actor" / f"global_step{later}", Path(ckpt) / f"global_step{later}_hf"):
+            if folder.exists():
+                shutil.rmtree(folder)
+                removed.append(str(folder))
+    if latest_global_step(ckpt) != step:
+        _write_tag(Path(ckpt) / "_actor" / "latest", step)
+    return removed
+
+
 def prune_exports(ckpt: Path, keep: set[int]) -> list[int]:
     """Delete OpenRLHF's HF exports `global_step<g>_hf` of steps not in `keep` (OpenRLHF rotates only _actor/;
     at paper scale each export is ~3.5 GB). Returns the removed steps."""
