@@ -412,8 +412,8 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
     override = write_yaml(tmp_path / "small.yaml", {"simulation": {"enabled": False}, "throughput": {"enabled": False},
                                                     "evaluation": {"benchmarks": benches}})  # fmt: skip
     args = ("--cores", "2", "--directory", work, "--configfile", TINY, override)
-    env_shared = os.environ.get("BRORL_SHARED")
-    os.environ["BRORL_SHARED"] = str(tmp_path / "no-shared")  # offline: nothing from ../shared
+    env_data_root = os.environ.get("BRORL_DATA_ROOT")
+    os.environ["BRORL_DATA_ROOT"] = str(tmp_path / "no-data")  # offline: no local data files needed
     try:
         proc = snakemake(*[f"resources/benchmarks/{b}.jsonl" for b in benches], *args, cwd=repo)  # the real data rules
         assert proc.returncode == 0, output_of(proc)[-6000:]
@@ -472,7 +472,7 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
                        "SUMMARY.md", "eval_summary.md"):  # fmt: skip
             assert needle in html, needle
     finally:
-        if env_shared is None:
-            os.environ.pop("BRORL_SHARED", None)
+        if env_data_root is None:
+            os.environ.pop("BRORL_DATA_ROOT", None)
         else:
-            os.environ["BRORL_SHARED"] = env_shared
+            os.environ["BRORL_DATA_ROOT"] = env_data_root

@@ -24,8 +24,7 @@ from brorl.config import load_schema
 from brorl.scoring.reasoning_gym import score_reasoning_gym
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("BRORL_SHARED", ROOT.parent / "shared"))
-DEEPSCALER = SHARED / "data" / "benchmarks" / "deepscaler"
+DEEPSCALER = ROOT / "data" / "benchmarks" / "deepscaler"  # the repository's own copy of the real files
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "PYTHONHASHSEED": "0"}
 # tasks whose scorer fails the audit in reasoning-gym 0.1.25, and tasks without a gold string (scored via metadata)
 UNSOUND = {"game_of_life_halting"}
@@ -34,8 +33,7 @@ NO_GOLD = {"boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_
 
 def deepscaler(name: str) -> Path:
     path = DEEPSCALER / name
-    if not path.is_file():
-        pytest.skip(f"real data not available here: {path}")
+    assert path.is_file(), f"the repository's data file {path} is missing"
     return path
 
 

@@ -268,8 +268,8 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic"], "max_items": 3, "n_samples": 16,
                        "max_tokens": 16, "shard_size": 1},
     })  # fmt: skip
-    env_shared = os.environ.get("BRORL_SHARED")
-    os.environ["BRORL_SHARED"] = str(tmp_path / "no-shared")  # offline: nothing from ../shared
+    env_data_root = os.environ.get("BRORL_DATA_ROOT")
+    os.environ["BRORL_DATA_ROOT"] = str(tmp_path / "no-data")  # offline: no local data files needed
     try:
         args = ("--cores", "2", "--directory", tmp_path, "--configfile", TINY, override)
         proc = snakemake(*args, cwd=repo, timeout=1200)
@@ -320,7 +320,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         assert changed.get("score_samples") == 2, changed
         assert "generate_samples" not in changed and "build_tiny_model" not in changed, changed
     finally:
-        if env_shared is None:
-            os.environ.pop("BRORL_SHARED", None)
+        if env_data_root is None:
+            os.environ.pop("BRORL_DATA_ROOT", None)
         else:
-            os.environ["BRORL_SHARED"] = env_shared
+            os.environ["BRORL_DATA_ROOT"] = env_data_root

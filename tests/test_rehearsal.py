@@ -102,7 +102,7 @@ class Workflow:
         assert proc.returncode == 0, output_of(proc)[-4000:]
 
     def env(self, extra: dict | None = None) -> dict:
-        return {**os.environ, **CI_SITE, "BRORL_SHARED": str(self.logs / "none"),
+        return {**os.environ, **CI_SITE, "BRORL_DATA_ROOT": str(self.logs / "none"),
                 **(extra or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}  # fmt: skip
 
     def start(self, name: str, targets: list[str], extra: dict | None = None) -> subprocess.Popen:

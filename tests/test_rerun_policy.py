@@ -49,8 +49,8 @@ def faked(tmp_path_factory):
     repo = copy_workflow(tmp / "repo")
     work = tmp / "work"
     work.mkdir()
-    shared = os.environ.get("BRORL_SHARED")
-    os.environ["BRORL_SHARED"] = str(tmp / "no-shared")  # offline, like the embedded default's tests
+    shared = os.environ.get("BRORL_DATA_ROOT")
+    os.environ["BRORL_DATA_ROOT"] = str(tmp / "no-data")  # offline, like the embedded default's tests
     # --configfile last: an override file passed to planned() joins its list
     args = ("--directory", work, "--rerun-triggers", *TRIGGERS, "--configfile", TINY)
     for _ in range(12):  # one DAG level per round: touch what exists, create what is missing
@@ -63,11 +63,11 @@ def faked(tmp_path_factory):
             (work / path).write_text("fake output\n")  # non-empty: some outputs are ensure(non_empty=True)
     assert proc.returncode == 0, output_of(proc)[-4000:]
     yield repo, work, args
-    # restore: later test modules (real-data verifier tests) read BRORL_SHARED too
+    # restore: later test modules (real-data verifier tests) read BRORL_DATA_ROOT too
     if shared is None:
-        os.environ.pop("BRORL_SHARED", None)
+        os.environ.pop("BRORL_DATA_ROOT", None)
     else:
-        os.environ["BRORL_SHARED"] = shared
+        os.environ["BRORL_DATA_ROOT"] = shared
 
 
 def planned(faked, *overrides: Path) -> dict[str, int]:

@@ -16,8 +16,7 @@ from brorl.scoring.code import extract_code, normalize_tests, score_code
 from brorl.scoring.sandbox import Limits, isolation_mode, run_sandboxed
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("BRORL_SHARED") or REPO.parent / "shared")
-DEEPSCALER = SHARED / "data" / "benchmarks" / "deepscaler"
+DEEPSCALER = REPO / "data" / "benchmarks" / "deepscaler"  # the repository's own copy of the real files
 
 TL = 2.0  # time limit for hostile programs (s)
 MARGIN = 1.5  # sandbox start-up grace (1 s) + slack on a loaded machine
@@ -315,13 +314,12 @@ def test_fallback_rlimits_mode(monkeypatch):
     assert timed_score("x = bytearray(10 * 1024**3)").error == "memory"
 
 
-# ---------------------------------------------------------------- real data (DeepCoder test sets in shared/)
+# ---------------------------------------------------------------- real data (DeepCoder test sets in data/benchmarks)
 
 
 def load(name: str):
     path = DEEPSCALER / name
-    if not path.exists():
-        pytest.skip(f"{path} not available")
+    assert path.is_file(), f"the repository's data file {path} is missing"
     return json.loads(path.read_text())
 
 

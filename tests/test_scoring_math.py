@@ -1,14 +1,12 @@
 """Math verifier (brorl.scoring.math) on the real DeepScaleR golds and on hand-made cases.
 
-The real golds are read from ../shared/data/benchmarks/deepscaler (or $BRORL_SHARED/data/...); the tests that need
-them skip when that folder is absent. Nothing from it is copied into the repository.
+The real golds are the repository's copy of DeepScaleR's test sets (data/benchmarks/deepscaler, MIT).
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import time
 from pathlib import Path
 
@@ -26,16 +24,14 @@ MATH_FILES = ("aime", "amc", "math", "minerva", "olympiad_bench")
 
 
 def _deepscaler_dir() -> Path:
-    shared = os.environ.get("BRORL_SHARED")
-    root = Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared"
-    return root / "data" / "benchmarks" / "deepscaler"
+    return Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "deepscaler"
 
 
 def load_math_items() -> list[dict]:
-    """The 1,560 DeepScaleR math items as benchmark items (skips the test when the data is absent)."""
+    """The 1,560 DeepScaleR math items as benchmark items (the repository's copy; a missing file fails)."""
     folder = _deepscaler_dir()
-    if not all((folder / f"{name}.json").is_file() for name in MATH_FILES):
-        pytest.skip(f"DeepScaleR test sets not found under {folder}")
+    missing = [name for name in MATH_FILES if not (folder / f"{name}.json").is_file()]
+    assert not missing, f"the repository's DeepScaleR files are missing under {folder}: {missing}"
     items = []
     for name in MATH_FILES:
         for k, row in enumerate(json.loads((folder / f"{name}.json").read_text())):

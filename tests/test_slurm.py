@@ -152,7 +152,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
     override.write_text(yaml.safe_dump(E2E_OVERRIDE))
     args = (E2E_TARGET, "--profile", "slurm", "--profile", "profiles/ci", "--directory", work, "--configfile", TINY,
             override)  # fmt: skip
-    env = {"BRORL_SHARED": str(tmp_path / "no-shared")}
+    env = {"BRORL_DATA_ROOT": str(tmp_path / "no-data")}
     started = time.time()
 
     # 1. run, and cancel the generation job while it runs: Snakemake sees CANCELLED in sacct and fails

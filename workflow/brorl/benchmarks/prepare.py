@@ -29,9 +29,9 @@ class PrepareError(ValueError):
 
 # ------------------------------------------------------------------------------------------------------ local files
 def local_data_root() -> Path:
-    """Root of local benchmark files: $BRORL_SHARED/data/benchmarks, else <repo>/../shared/data/benchmarks."""
-    shared = os.environ.get("BRORL_SHARED")
-    return (Path(shared) if shared else REPO_ROOT.parent / "shared") / "data" / "benchmarks"
+    """Root of local benchmark files: $BRORL_DATA_ROOT when set, else the repository's own data/benchmarks."""
+    root = os.environ.get("BRORL_DATA_ROOT")
+    return Path(root) if root else REPO_ROOT / "data" / "benchmarks"
 
 
 def load_rows(path: Path | str) -> list[dict]:

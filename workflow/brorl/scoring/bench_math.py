@@ -24,9 +24,9 @@ MATH_FILES = ("aime", "amc", "math", "minerva", "olympiad_bench")
 
 
 def default_data_dir() -> Path:
-    shared = os.environ.get("BRORL_SHARED")
-    root = Path(shared) if shared else Path(__file__).resolve().parents[3].parent / "shared"
-    return root / "data" / "benchmarks" / "deepscaler"
+    from ..benchmarks.prepare import local_data_root
+
+    return local_data_root() / "deepscaler"
 
 
 def load_items(folder: Path) -> list[dict]:
