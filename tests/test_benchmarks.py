@@ -169,7 +169,10 @@ def test_hub_source_goes_through_the_same_path(tmp_path, monkeypatch):
         return src, "0123abcd"
 
     monkeypatch.setattr(prep, "download_hub", fake_download)
-    manifest = prep.prepare(hub_spec, "hub", tmp_path / "math500.jsonl")
+    with pytest.raises(prep.PrepareError, match=r"HuggingFaceH4/MATH-500@main \(no revision given\) is not pinned"):
+        prep.prepare(hub_spec, "hub", tmp_path / "math500.jsonl")  # the registry's hub revision is null
+    assert calls == []  # refused before the download
+    manifest = prep.prepare(hub_spec, "hub", tmp_path / "math500.jsonl", allow_unpinned=True)
     assert calls == [("HuggingFaceH4/MATH-500", "test.jsonl")]
     assert manifest["source"]["resolved_revision"] == "0123abcd" and manifest["rows"] == 500
 
@@ -315,10 +318,25 @@ def test_train_mix_of_the_tiny_preset_and_reasoning_gym_prepares_offline(tmp_pat
 
 
 def test_a_hub_train_source_without_a_mapping_fails_clearly(tmp_path):
-    spec = {"name": "m", "seed": 0, "sources": [{"name": "stem", "family": "stem", "dataset": "EricLu/SCP-116K",
-                                                 "revision": "main", "split": "train", "items": 5}]}  # fmt: skip
-    with pytest.raises(prep.PrepareError, match="no field mapping for hub dataset 'EricLu/SCP-116K'"):
+    spec = {"name": "m", "seed": 0, "sources": [{"name": "x", "family": "math", "dataset": "someone/unknown-set",
+                                                 "revision": "0" * 40, "split": "train", "items": 5}]}  # fmt: skip
+    with pytest.raises(prep.PrepareError, match="no field mapping for hub dataset 'someone/unknown-set'"):
         prepare_train_data(spec, tmp_path / "m.jsonl")
+
+
+def test_an_unpinned_train_source_is_refused_before_any_source_is_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(prep, "download_hub", lambda *a, **k: pytest.fail("downloaded an unpinned revision"))
+    tiny = yaml.safe_load((ROOT / "workflow" / "presets" / "tiny.yaml").read_text())["train_data"]
+    late = {"name": "math_hub", "family": "math", "dataset": "agentica-org/DeepScaleR-Preview-Dataset",
+            "revision": "main", "split": "train", "items": 5}  # fmt: skip
+    spec = {"seed": 0, **tiny, "sources": [*tiny["sources"], late]}
+    with pytest.raises(prep.PrepareError) as error:
+        prepare_train_data(spec, tmp_path / "m.jsonl")
+    words = str(error.value)
+    assert "agentica-org/DeepScaleR-Preview-Dataset@main is not pinned" in words
+    assert "Set train_data.sources[math_hub].revision to the commit" in words
+    assert "HfApi().dataset_info('agentica-org/DeepScaleR-Preview-Dataset', revision='main').sha" in words
+    assert not (tmp_path / "m.jsonl").exists()
 
 
 # ------------------------------------------------------------------------------------------------------- workflow

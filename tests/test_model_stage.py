@@ -85,10 +85,18 @@ def test_file_filter_keeps_config_tokenizer_and_safetensors_only():
 
 def test_revision_must_be_a_full_commit_hash_to_count_as_pinned():
     assert is_pinned(COMMIT)
-    for revision in ("main", "v2", COMMIT[:12], COMMIT.upper(), COMMIT + "0"):
+    for revision in ("main", "v2", COMMIT[:12], COMMIT.upper(), COMMIT + "0", None):
         assert not is_pinned(revision)
-        assert "not pinned to a 40-hex commit hash" in dl.revision_warning("o/r", revision)
-    assert dl.revision_warning("o/r", COMMIT) is None
+
+
+def test_an_unpinned_hub_model_is_refused_before_any_download(tmp_path, monkeypatch):
+    monkeypatch.setattr(dl, "hub_snapshot", lambda *a, **k: pytest.fail("downloaded an unpinned revision"))
+    with pytest.raises(ModelError) as error:
+        download_base_model(tmp_path / "out", "o/r", "main")
+    words = str(error.value)
+    assert "o/r@main is not pinned" in words and "Set base_model.revision to the commit" in words
+    assert "HfApi().model_info('o/r', revision='main').sha" in words and "allow_unpinned: true" in words
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------------------ local source
@@ -133,9 +141,9 @@ def test_hub_source_goes_through_the_same_path(built, tmp_path, monkeypatch, cap
     monkeypatch.setattr(dl, "hub_snapshot", fake_snapshot)
     monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
     out = tmp_path / "models" / "tiny"
-    manifest = download_base_model(out, "brorl/tiny", "main", cache_dir=tmp_path / "cache")
+    manifest = download_base_model(out, "brorl/tiny", "main", cache_dir=tmp_path / "cache", allow_unpinned=True)
     assert calls == [("brorl/tiny", "main", tmp_path / "cache")]
-    assert "brorl/tiny@main is not pinned" in capsys.readouterr().err
+    assert "brorl/tiny@main is not pinned (allow_unpinned: true)" in capsys.readouterr().err
     src = manifest["source"]
     assert (src["kind"], src["revision"], src["resolved_commit"], src["revision_pinned"]) == ("hub", "main", COMMIT,
                                                                                                False)  # fmt: skip

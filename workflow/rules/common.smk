@@ -157,6 +157,11 @@ def benchmark_source(wildcards):
     return "hub"
 
 
+def unpinned_flag():
+    """--allow-unpinned for the download CLIs when config allow_unpinned is true (brorl.pins), else nothing."""
+    return "--allow-unpinned" if config.get("allow_unpinned") else ""
+
+
 def train_data_spec():
     """The train_data config section as JSON (the mix recipe; no secrets)."""
     return json.dumps(config["train_data"], sort_keys=True)

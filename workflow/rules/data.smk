@@ -23,11 +23,12 @@ rule prepare_benchmark:
         runtime=30,
     params:
         source=benchmark_source,
+        pins=unpinned_flag(),
     shell:
         """
         python -m brorl.benchmarks prepare \
             --name {wildcards.bench:q} \
-            --source {params.source:q} \
+            --source {params.source:q} {params.pins} \
             --out {output.records:q} \
             >{log:q} 2>&1
         """
@@ -81,10 +82,11 @@ rule prepare_train_data:
         runtime=120,
     params:
         spec=train_data_spec(),
+        pins=unpinned_flag(),
     shell:
         """
         PYTHONHASHSEED=0 python -m brorl.benchmarks prepare-train-data \
-            --spec {params.spec:q} \
+            --spec {params.spec:q} {params.pins} \
             --out {output.records:q} \
             >{log:q} 2>&1
         """

@@ -114,12 +114,13 @@ rule download_base_model:
         revision=base_model_revision(),
         local=base_model_source_flag(),
         cache_dir=HUB_CACHE,
+        pins=unpinned_flag(),
     shell:
         """
         python -m brorl.models download \
             --out {output:q} \
             --repo-id {params.repo_id:q} \
-            --revision {params.revision:q} \
+            --revision {params.revision:q} {params.pins} \
             {params.local:q} \
             --cache-dir {params.cache_dir:q} \
             >{log:q} 2>&1

@@ -23,7 +23,8 @@ def _cmd_prepare(a: argparse.Namespace) -> None:
     from .registry import load_registry
 
     spec = _spec(a.registry, a.name)
-    manifest = prepare(spec, a.source, a.out, cache_dir=a.cache_dir, retries=a.retries)
+    manifest = prepare(spec, a.source, a.out, cache_dir=a.cache_dir, retries=a.retries,
+                       allow_unpinned=a.allow_unpinned)
     origin = manifest["source"].get("file") or manifest["source"].get("generator")
     print(f"{a.name}: {manifest['rows']} records from {origin} -> {a.out}")
 
@@ -52,7 +53,7 @@ def _cmd_prepare_train(a: argparse.Namespace) -> None:
     from .train import prepare_train_data
 
     train_data = json.loads(a.spec)
-    manifest = prepare_train_data(train_data, a.out, cache_dir=a.cache_dir)
+    manifest = prepare_train_data(train_data, a.out, cache_dir=a.cache_dir, allow_unpinned=a.allow_unpinned)
     print(f"train mix {manifest['name']}: {manifest['rows']} records -> {a.out}")
 
 
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", required=True, type=Path, help="resources/benchmarks/NAME.jsonl")
     q.add_argument("--cache-dir", default=None, help="hub download cache (default: the hub's own)")
     q.add_argument("--retries", type=int, default=3, help="download attempts")
+    q.add_argument("--allow-unpinned", action="store_true", help="download a branch or tag that is not a commit hash (config allow_unpinned)")
     q.set_defaults(func=_cmd_prepare)
 
     g = sub.add_parser("generate-reasoning-gym", help="freeze one Reasoning Gym category (run with PYTHONHASHSEED=0)")
@@ -96,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--spec", required=True, help="the train_data config section as JSON")
     t.add_argument("--out", required=True, type=Path, help="resources/train/NAME.jsonl")
     t.add_argument("--cache-dir", default=None)
+    t.add_argument("--allow-unpinned", action="store_true", help="download a branch or tag that is not a commit hash (config allow_unpinned)")
     t.set_defaults(func=_cmd_prepare_train)
     return p
 

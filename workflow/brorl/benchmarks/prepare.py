@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..pins import UnpinnedRevisionError, require_pinned
 from ..provenance import provenance, sha256_file
 from .records import RECORD_VERSION, write_records
 from .registry import BenchmarkSpec, Source
@@ -191,8 +192,6 @@ def download_hub(source: Source, cache_dir: Path | str | None = None, retries: i
     except ImportError as e:  # not a dependency of the offline stages
         raise PrepareError("hub sources need the huggingface_hub package (pip install huggingface_hub)") from e
     revision = source.revision or "main"
-    if source.revision is None:
-        print(f"WARNING: {source.repo_id} has no pinned revision; using 'main' (pin it for a paper run)", file=sys.stderr)
     last: Exception | None = None
     for attempt in range(1, retries + 1):
         try:
@@ -215,6 +214,17 @@ def download_hub(source: Source, cache_dir: Path | str | None = None, retries: i
             print(f"download of {source.repo_id}/{source.filename} failed ({attempt}/{retries}): {e}", file=sys.stderr)
             time.sleep(min(60, 5 * 2 ** (attempt - 1)))
     raise PrepareError(f"{source.repo_id}@{revision}: download of {source.filename} failed {retries} times: {last}")
+
+
+def check_pinned(repo_id: str, revision: str | None, config_key: str, allow_unpinned: bool) -> None:
+    """Refuse (PrepareError) a hub dataset whose revision is not a commit hash unless allowed; warn when allowed."""
+    try:
+        warning = require_pinned(repo_id, revision, repo_type="dataset", config_key=config_key,
+                                 allow_unpinned=allow_unpinned)  # fmt: skip
+    except UnpinnedRevisionError as e:
+        raise PrepareError(str(e)) from e
+    if warning:
+        print(warning, file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------------- prepare
@@ -304,13 +314,16 @@ def _write_manifest(spec: BenchmarkSpec, source_info: dict, records: list, out: 
     return manifest
 
 
-def prepare(spec: BenchmarkSpec, source_arg: str, out: Path | str, cache_dir=None, retries: int = 3) -> dict:
-    """``--source`` (hub | local | synthetic | a file path) -> records at ``out`` and a manifest beside it."""
+def prepare(spec: BenchmarkSpec, source_arg: str, out: Path | str, cache_dir=None, retries: int = 3,
+            allow_unpinned: bool = False) -> dict:  # fmt: skip
+    """``--source`` (hub | local | synthetic | a file path) -> records at ``out`` and a manifest beside it; a hub
+    source must be pinned to a commit (check_pinned) unless ``allow_unpinned``."""
     if source_arg == "synthetic":
         return prepare_synthetic(spec, out)
     source, path = resolve_source(spec, source_arg)
     origin: dict = {"requested": source_arg}
     if path is None:
+        check_pinned(source.repo_id, source.revision, f"the hub source's revision in {spec.path}", allow_unpinned)
         path, commit = download_hub(source, cache_dir=cache_dir, retries=retries)
         origin["resolved_revision"] = commit
     return prepare_from_file(spec, source, path, out, origin)

@@ -3,7 +3,8 @@ schema (the family selects the reward function).
 
 Offline sources: ``synthetic:<generator>`` (brorl.benchmarks.synthetic) and ``reasoning_gym`` (all tasks of the 11
 categories, items spread evenly, seeds disjoint from the evaluation seed). Hub sources download one file at the
-pinned revision (``download_hub``) and map it with HUB_FIELDS; a dataset without a mapping stops with a clear error.
+pinned revision (``download_hub``; a revision that is not a commit hash is refused before anything starts unless
+``allow_unpinned``) and map it with HUB_FIELDS; a dataset without a mapping stops with a clear error.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import random
 import sys
 from pathlib import Path
 
-from .prepare import PrepareError, download_hub, load_rows, manifest_path, normalize_rows, sha256_file
+from .prepare import PrepareError, check_pinned, download_hub, load_rows, manifest_path, normalize_rows, sha256_file
 from .records import RECORD_VERSION, write_records
 from .registry import MATH_SUFFIX, BenchmarkSpec, Source
 
@@ -66,11 +67,15 @@ def _hub_records(src: dict, cache_dir=None) -> tuple[list[dict], dict]:
                                                                        "input_sha256": sha256_file(path)}
 
 
-def build_mix(train_data: dict, cache_dir=None) -> tuple[list[dict], list[dict]]:
+def build_mix(train_data: dict, cache_dir=None, allow_unpinned: bool = False) -> tuple[list[dict], list[dict]]:
     """Records of the mix (each source shuffled and cut to its items, then all shuffled and capped) + per-source facts."""
     from .synthetic import generate
 
     seed, mix, facts = train_data.get("seed", 0), [], []
+    for src in train_data["sources"]:  # every hub source is checked before anything is downloaded or generated
+        if src["dataset"] != "reasoning_gym" and not src["dataset"].startswith("synthetic:"):
+            check_pinned(src["dataset"], src.get("revision"), f"train_data.sources[{src['name']}].revision",
+                         allow_unpinned)  # fmt: skip
     for src in train_data["sources"]:
         print(f"train source {src['name']}: {src['items']} items of {src['dataset']}", file=sys.stderr)
         extra: dict = {}
@@ -93,11 +98,11 @@ def build_mix(train_data: dict, cache_dir=None) -> tuple[list[dict], list[dict]]
     return mix, facts
 
 
-def prepare_train_data(train_data: dict, out: Path | str, cache_dir=None) -> dict:
+def prepare_train_data(train_data: dict, out: Path | str, cache_dir=None, allow_unpinned: bool = False) -> dict:
     """Write the mix to ``out`` and a manifest beside it; return the manifest."""
     from ..provenance import provenance
 
-    mix, facts = build_mix(train_data, cache_dir)
+    mix, facts = build_mix(train_data, cache_dir, allow_unpinned)
     write_records(out, mix)
     manifest = {
         "name": train_data.get("name"),

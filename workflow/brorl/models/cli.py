@@ -35,7 +35,7 @@ def _cmd_download(a: argparse.Namespace) -> None:
 
     t0 = time.perf_counter()
     manifest = download_base_model(a.out, a.repo_id, a.revision, local_path=a.local, cache_dir=a.cache_dir,
-                                   retries=a.retries, link=not a.copy)  # fmt: skip
+                                   retries=a.retries, link=not a.copy, allow_unpinned=a.allow_unpinned)  # fmt: skip
     print(f"{a.out}: {manifest_summary(manifest)} [manifest {manifest_hash(a.out)[:12]}, "
           f"{time.perf_counter() - t0:.2f} s]")  # fmt: skip
 
@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", type=Path, default=None, help="hub cache (resumes interrupted downloads)")
     p.add_argument("--retries", type=int, default=3)
     p.add_argument("--copy", action="store_true", help="copy files instead of hard-linking them")
+    p.add_argument("--allow-unpinned", action="store_true", help="download a branch or tag that is not a commit hash (config allow_unpinned)")
     p.set_defaults(func=_cmd_download)
     p = sub.add_parser("extend-context", help="derive a model folder for a longer context and prove it")
     p.add_argument("--base", required=True, type=Path, help="a verified base model folder")

@@ -14,32 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from ..pins import UnpinnedRevisionError, is_pinned, require_pinned
 from .check import MANIFEST_NAME, ModelError, check_model_dir, manifest_hash, write_manifest
 from .files import ALLOW_PATTERNS, select_files
 from .folders import link_or_copy, partial_folder, replace_folder
 from .verify import FOREIGN_MARKERS
-
-COMMIT_RE = re.compile(r"[0-9a-f]{40}")
-
-
-def is_pinned(revision: str) -> bool:
-    """True when ``revision`` is a full 40-hex commit hash (a branch or tag can move under a finished run)."""
-    return COMMIT_RE.fullmatch(revision) is not None
-
-
-def revision_warning(repo_id: str, revision: str) -> str | None:
-    """The warning printed for an unpinned hub revision (None when pinned)."""
-    if is_pinned(revision):
-        return None
-    return (f"WARNING: {repo_id}@{revision} is not pinned to a 40-hex commit hash: the branch or tag can move, so "
-            "a rerun may get other weights. The commit it resolves to is recorded in the manifest; pin "
-            "base_model.revision to it for a paper run.")  # fmt: skip
 
 
 def hub_snapshot(repo_id: str, revision: str, cache_dir: Path | str | None, retries: int = 3) -> tuple[Path, str]:
@@ -120,13 +104,18 @@ def stage_model(source: Path | str, out: Path | str, origin: dict, link: bool = 
 
 def download_base_model(
     out: Path | str, repo_id: str, revision: str, local_path: Path | str | None = None,
-    cache_dir: Path | str | None = None, retries: int = 3, link: bool = True,
+    cache_dir: Path | str | None = None, retries: int = 3, link: bool = True, allow_unpinned: bool = False,
 ) -> dict:  # fmt: skip
-    """The start checkpoint at ``out``: from ``local_path`` when given, else ``repo_id``@``revision`` from the hub."""
+    """The start checkpoint at ``out``: from ``local_path`` when given, else ``repo_id``@``revision`` from the hub
+    (refused unless ``revision`` is a commit hash or ``allow_unpinned``: brorl.pins)."""
     if local_path is not None:
         origin = {"kind": "local", "repo_id": repo_id, "revision": revision, "resolved_commit": None}
         return stage_model(local_path, out, origin, link=link)
-    warning = revision_warning(repo_id, revision)
+    try:
+        warning = require_pinned(repo_id, revision, repo_type="model", config_key="base_model.revision",
+                                 allow_unpinned=allow_unpinned)  # fmt: skip
+    except UnpinnedRevisionError as e:
+        raise ModelError(str(e)) from e
     if warning:
         print(warning, file=sys.stderr)
     folder, commit = hub_snapshot(repo_id, revision, cache_dir, retries)
@@ -147,4 +136,4 @@ def manifest_summary(manifest: dict) -> str:
             + (f", excluded {len(manifest['excluded_files'])}" if manifest.get("excluded_files") else ""))  # fmt: skip
 
 
-__all__ = ["download_base_model", "hub_snapshot", "is_pinned", "revision_warning", "stage_model", "manifest_summary"]
+__all__ = ["download_base_model", "hub_snapshot", "is_pinned", "stage_model", "manifest_summary"]
