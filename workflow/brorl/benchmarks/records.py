@@ -4,12 +4,14 @@ Schema version RECORD_VERSION; every record carries it in ``schema_version``:
 
     id              str, unique within the file
     benchmark       str, the registry name (aime24, rg_games, ...) or the train source name
-    family          "math" | "code" | "reasoning_gym"
+    family          "math" | "code" | "reasoning_gym" | "stem" | "instruction_following"
     prompt          str, the full prompt given to the model (template already applied)
-    answer          math: str or non-empty list of acceptable str; reasoning_gym: str or null (scored via metadata)
+    answer          math, stem: str or non-empty list of acceptable str; reasoning_gym: str or null (scored via
+                    metadata); absent for code and instruction_following
     tests           code only: {"inputs": [...], "outputs": [...], "fn_name"?: str}
-    scorer          "math" | "code" | "reasoning_gym"
-    metadata        dict, free (raw fields, the Reasoning Gym entry needed by score_answer, ...)
+    scorer          one of the families (the verifier of brorl.scoring of that name)
+    metadata        dict, free (raw fields, the Reasoning Gym entry needed by score_answer, ...);
+                    instruction_following: "instruction_id_list" (IFEval ids) and "kwargs" (one dict per id)
     schema_version  int
 
 ``read_records`` and ``write_records`` check every record; a malformed line, an empty file or a missing field
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Iterable
 
 RECORD_VERSION = 1
-FAMILIES = ("math", "code", "reasoning_gym")
+FAMILIES = ("math", "code", "reasoning_gym", "stem", "instruction_following")
 REQUIRED = ("id", "benchmark", "family", "prompt", "scorer", "metadata")
 ALLOWED = set(REQUIRED) | {"answer", "tests", "schema_version"}
 
@@ -54,19 +56,30 @@ def record_problems(rec) -> list[str]:
     family = rec["family"]
     if family == "code":
         problems += _tests_problems(rec.get("tests"))
-    elif family == "math":
+    elif family in ("math", "stem"):
         ans = rec.get("answer")
         ok = (isinstance(ans, str) and ans.strip()) or (
             isinstance(ans, list) and ans and all(isinstance(a, str) and a.strip() for a in ans)
         )
         if not ok:
-            problems.append("field 'answer': a math record needs a non-empty string or list of strings")
+            problems.append(f"field 'answer': a {family} record needs a non-empty string or list of strings")
     elif family == "reasoning_gym":
         if "answer" not in rec or not (rec["answer"] is None or isinstance(rec["answer"], str)):
             problems.append("field 'answer': a reasoning_gym record needs a string or null")
         if not isinstance(rec["metadata"], dict) or "task" not in rec["metadata"] or "entry" not in rec["metadata"]:
             problems.append("field 'metadata': a reasoning_gym record needs 'task' and 'entry' (for score_answer)")
+    elif family == "instruction_following" and isinstance(rec["metadata"], dict):
+        problems += _instructions_problems(rec["metadata"])
     return problems
+
+
+def _instructions_problems(meta: dict) -> list[str]:
+    ids, kwargs = meta.get("instruction_id_list"), meta.get("kwargs")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+        return ["field 'metadata.instruction_id_list': an instruction_following record needs a non-empty list of ids"]
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict) for k in kwargs):
+        return [f"field 'metadata.kwargs': needs one object per instruction id ({len(ids)})"]
+    return []
 
 
 def _tests_problems(tests) -> list[str]:

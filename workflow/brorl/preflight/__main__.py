@@ -26,7 +26,8 @@ def run_checks(need_gb: float, download_pending: bool, profile: dict | None, res
 
     rows = [checks.driver_check(), checks.torch_gpus_check(), checks.vllm_check(), checks.flash_attn_check(),
             checks.fused_adam_check(), checks.disk_check(results, need_gb), checks.sandbox_check(),
-            checks.bubblewrap_check(), checks.ray_check(), checks.hub_token_check(download_pending)]  # fmt: skip
+            checks.instructions_check(), checks.bubblewrap_check(), checks.ray_check(),
+            checks.hub_token_check(download_pending)]  # fmt: skip
     if profile is not None:
         site = profile.get("__variables__", {})
         rows.append(checks.slurm_check(str(site.get("gpu_partition", "h100")), str(site.get("account", ""))))

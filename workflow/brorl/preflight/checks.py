@@ -3,7 +3,7 @@
 GPU checks read the machine: nvidia-smi's driver version against the driver the installed torch's CUDA build needs,
 torch's and vLLM's view of the GPUs, the real flash-attn (not the CPU stand-in in workflow/stubs), DeepSpeed's
 FusedAdam (prebuilt, or buildable: CUDA_HOME with an nvcc of torch's CUDA version). The rest: disk for the
-checkpoints the plan estimates, the sandbox Python and bubblewrap of the code verifier, the Ray version OpenRLHF
+checkpoints the plan estimates, the sandbox Python and bubblewrap of the code verifier, the IFEval checkers of the instruction-following reward, the Ray version OpenRLHF
 0.11.2 pins, the hub token when a download is pending, and the partition/account of profiles/slurm.
 """
 
@@ -153,6 +153,17 @@ def sandbox_check() -> Check:
     if problem:
         return Check("sandbox Python", False, problem, "install a Python >= 3.8 at /usr/bin/python3 (python3-minimal)")
     return Check("sandbox Python", True, _run([python, "--version"])[1])
+
+
+def instructions_check() -> Check:
+    """The instruction-following reward's IFEval checkers and the NLTK data they split sentences with."""
+    from brorl.scoring.instructions import check_ready, registry
+
+    try:
+        check_ready()
+    except Exception as error:  # InstructionsUnavailable, or a broken install
+        return Check("IFEval checkers", False, str(error)[:200], "pip install --no-deps -r envs/ifeval.txt")
+    return Check("IFEval checkers", True, f"{len(registry())} instructions, NLTK punkt_tab found")
 
 
 def bubblewrap_check() -> Check:

@@ -18,6 +18,8 @@ SCORERS: dict[str, tuple[str, str, float]] = {
     "math": ("brorl.scoring.math", "score_math", 15.0),
     "code": ("brorl.scoring.code", "score_code", 20.0),  # the program itself is capped at 5 s inside the sandbox
     "reasoning_gym": ("brorl.scoring.reasoning_gym", "score_reasoning_gym", 15.0),
+    "stem": ("brorl.scoring.stem", "score_stem", 15.0),
+    "instruction_following": ("brorl.scoring.instructions", "score_instructions", 15.0),
 }
 
 

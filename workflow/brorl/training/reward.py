@@ -21,7 +21,15 @@ from brorl.scoring import Score, failed, score_batch
 # does not pay math-verify's import (about a second) on every call OpenRLHF makes.
 import brorl.scoring.code  # noqa: E402,F401
 import brorl.scoring.math  # noqa: E402,F401
+import brorl.scoring.instructions  # noqa: E402,F401
 import brorl.scoring.reasoning_gym  # noqa: E402,F401
+import brorl.scoring.stem  # noqa: E402,F401
+
+try:  # the IFEval checkers as well (lighteval and NLTK load in about a second)
+    brorl.scoring.instructions.registry()
+except Exception as error:  # reported, and every instruction-following sample then carries this reason
+    print(f"brorl reward: the IFEval checkers cannot be loaded ({error}); instruction-following samples score 0",
+          file=sys.stderr)  # fmt: skip
 
 CODE_REWARD = os.environ.get("BRORL_CODE_REWARD", "fraction")  # training.reward.code, set by the launcher
 CODE_TIMEOUT_S = float(os.environ.get("BRORL_CODE_TIMEOUT_S", "5.0"))  # training.reward.code_timeout_s
