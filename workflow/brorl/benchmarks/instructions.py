@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .records import new_record
+
 
 def request_text(row: dict) -> str | None:
     """The user's request: the last user message of ``input`` (or ``input`` itself when it is a string)."""
@@ -54,13 +56,6 @@ def instruction_records(rows: Iterable[tuple[int, dict]], source_name: str,
         if reason:
             dropped.setdefault(reason, []).append(line)
             continue
-        records.append({
-            "id": f"{source_name}/{line}",
-            "benchmark": source_name,
-            "family": "instruction_following",
-            "prompt": request,
-            "scorer": "instruction_following",
-            "metadata": {"line": line, "file": origin, "problem": request, "instruction_id_list": ids,
-                         "kwargs": kwargs},
-        })  # fmt: skip
+        meta = {"line": line, "file": origin, "problem": request, "instruction_id_list": ids, "kwargs": kwargs}
+        records.append(new_record(source_name, line, "instruction_following", request, meta))
     return records, dropped

@@ -82,6 +82,12 @@ def _instructions_problems(meta: dict) -> list[str]:
     return []
 
 
+def new_record(benchmark: str, key, family: str, prompt: str, metadata: dict, **fields) -> dict:
+    """A record scored by its family's verifier, with id ``<benchmark>/<key>`` (answer/tests in ``fields``)."""
+    return {"id": f"{benchmark}/{key}", "benchmark": benchmark, "family": family, "prompt": prompt, "scorer": family,
+            "metadata": metadata, **fields}  # fmt: skip
+
+
 def _tests_problems(tests) -> list[str]:
     if not isinstance(tests, dict):
         return ["field 'tests': a code record needs {'inputs': [...], 'outputs': [...]}"]

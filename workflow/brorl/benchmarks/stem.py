@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..scoring.math import last_boxed
+from .records import new_record
 from .registry import MATH_SUFFIX
 
 # where the reference answer may come from, in order: (solution field, the flag that it agrees with the source)
@@ -50,14 +51,7 @@ def stem_records(rows: Iterable[tuple[int, dict]], source_name: str,
         if answer is None:
             dropped.setdefault(where, []).append(line)
             continue
-        records.append({
-            "id": f"{source_name}/{line}",
-            "benchmark": source_name,
-            "family": "stem",
-            "prompt": f"{problem.strip()} {MATH_SUFFIX}",
-            "answer": answer,
-            "scorer": "stem",
-            "metadata": {"line": line, "file": origin, "domain": row.get("domain"), "answer_from": where,
-                         "problem": problem.strip()},
-        })  # fmt: skip
+        meta = {"line": line, "file": origin, "domain": row.get("domain"), "answer_from": where,
+                "problem": problem.strip()}  # fmt: skip
+        records.append(new_record(source_name, line, "stem", f"{problem.strip()} {MATH_SUFFIX}", meta, answer=answer))
     return records, dropped

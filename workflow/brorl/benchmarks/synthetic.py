@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from .records import new_record
 from .registry import MATH_SUFFIX
 
 VERSION = "v1"
@@ -82,11 +83,6 @@ INSTRUCTIONS = (
 TOPICS = ("the sea", "a red bicycle", "autumn leaves", "a quiet library", "the moon", "fresh bread")
 
 
-def _record(benchmark: str, i: int, family: str, prompt: str, meta: dict, **fields) -> dict:
-    return {"id": f"{benchmark}/{i}", "benchmark": benchmark, "family": family, "prompt": prompt, "scorer": family,
-            "metadata": meta, **fields}  # fmt: skip
-
-
 def stem(items: int, seed: int, benchmark: str = "stem") -> list[dict]:
     """Distance = speed x time (a number) or a science fact (words), answer in \\boxed{}."""
     rng = random.Random(f"synthetic:stem:{VERSION}:{seed}")
@@ -98,7 +94,7 @@ def stem(items: int, seed: int, benchmark: str = "stem") -> list[dict]:
             v, s = rng.randint(2, 9), rng.randint(2, 9)
             problem, answer = f"A cart moves at {v} m/s for {s} s. How many metres does it travel?", str(v * s)
         meta = {"generator": f"synthetic:stem@{VERSION}", "seed": seed, "index": i, "problem": problem}
-        records.append(_record(benchmark, i, "stem", f"{problem} {MATH_SUFFIX}", meta, answer=answer))
+        records.append(new_record(benchmark, i, "stem", f"{problem} {MATH_SUFFIX}", meta, answer=answer))
     return records
 
 
@@ -115,7 +111,7 @@ def code(items: int, seed: int, benchmark: str = "code") -> list[dict]:
                    f"{name}. Put your Python program in a ```python code block.")  # fmt: skip
         tests = {"inputs": [f"{a} {b}\n" for a, b in pairs], "outputs": [f"{fn(a, b)}\n" for a, b in pairs]}
         meta = {"generator": f"synthetic:code@{VERSION}", "seed": seed, "index": i, "problem": problem}
-        records.append(_record(benchmark, i, "code", problem, meta, tests=tests))
+        records.append(new_record(benchmark, i, "code", problem, meta, tests=tests))
     return records
 
 
@@ -128,7 +124,7 @@ def instructions(items: int, seed: int, benchmark: str = "instructions") -> list
         problem = f"Write two sentences about {rng.choice(TOPICS)}. " + " ".join(c[2] for c in chosen)
         meta = {"generator": f"synthetic:instructions@{VERSION}", "seed": seed, "index": i, "problem": problem,
                 "instruction_id_list": [c[0] for c in chosen], "kwargs": [dict(c[1]) for c in chosen]}  # fmt: skip
-        records.append(_record(benchmark, i, "instruction_following", problem, meta))
+        records.append(new_record(benchmark, i, "instruction_following", problem, meta))
     return records
 
 
