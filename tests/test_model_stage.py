@@ -323,7 +323,8 @@ def test_dry_run_of_the_paper_config_stages_and_extends_the_start_model(tmp_path
     ctx = cfg["context"]
     for budget in (ctx["train_max_len"], ctx["eval_max_len"]):
         assert f"resources/models/{name}-ctx{ctx['prompt_max_len'] + budget}" in text
-    assert f"--repo-id {cfg['base_model']['repo_id']}" in text and "--revision main" in text and "--local" not in text
+    assert f"--repo-id {cfg['base_model']['repo_id']}" in text and "--local" not in text
+    assert f"--revision {cfg['base_model']['revision']}" in text and "--allow-unpinned" not in text  # a 40-hex pin
     assert "hf_never_in_the_output" not in text
 
 
