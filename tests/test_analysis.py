@@ -22,10 +22,12 @@ import scipy.stats as sps
 
 from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
-from brorl.analysis.paper import NOT_GIVEN, NOT_RUN, PaperDataError, _check, load_paper
-from brorl.analysis.paper_tables import benchmark_table, checkpoint_rows, display, table1
+from brorl.analysis.paper import NOT_GIVEN, NOT_RUN, PaperDataError, _check, column_mean, load_paper
+from brorl.analysis.paper_tables import RG_CATEGORY, RG_ITEM, RG_TASK, SAMPLES, benchmark_table, checkpoint_rows, display, table1
+from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
 from brorl.analysis.significance import compare_checkpoints
-from brorl.analysis.trajectories import benchmark_pass1, family_pass1, task_pass1
+from brorl.analysis.summary import first_beating
+from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
 from brorl.training.metrics import FIELDS
 from test_workflow import copy_workflow
@@ -93,14 +95,38 @@ def units_frame(rates: dict[tuple[str, int], np.ndarray], rng, n=16, family="mat
 
 
 # -------------------------------------------------------------------------------------------- the paper as data
-def test_paper_values_hold_the_published_numbers_and_mark_unknown_cells():
+def test_paper_values_hold_every_published_cell():
     rows = {(r["method"], r["continued_steps"]): r for r in PAPER["table1"]}
     assert len(rows) == 6 and rows[("BroRL", 191)]["code"] == 54.20 and rows[("ProRL", 535)]["time_h"] == 133.8
     assert rows[("Baseline", 0)]["time_h"] is None  # "-" in the paper: not given, not invented
+    assert [r["samples_k"] for r in PAPER["table1"]] == [None, 4390, 10439, 11226, 14059, 20039]
     assert PAPER["statistics"]["delta"] == 0.0033 and PAPER["statistics"]["t"] == 4.84 and PAPER["statistics"]["p"] == 6.5e-7
-    math = PAPER["benchmark_tables"]["math"]["benchmarks"]
-    assert math["amc"] == {} and math["aime24"]["treatment@134"] == 57.71 and math["aime25"]["control@225"] == 36.25
-    assert set(PAPER["benchmark_tables"]["reasoning_gym"]["benchmarks"]) >= {"rg_games", "rg_logic"}
+    tables = PAPER["benchmark_tables"]
+    assert [len(t["benchmarks"]) for t in tables.values()] == [6, 4, 11]
+    assert all(len(cells) == 6 for t in tables.values() for cells in t["benchmarks"].values())  # 126 cells, all given
+    math = tables["math"]["benchmarks"]
+    assert math["amc"]["treatment@134"] == 80.12 and math["aime24"]["treatment@134"] == 57.71
+    assert tables["reasoning_gym"]["benchmarks"]["rg_logic"]["control@225"] == 85.26
+
+
+def test_the_papers_own_averages_math_and_code_are_column_means_reasoning_gym_is_not():
+    for key, row in ((f"{r['role']}@{r['continued_steps']}", r) for r in PAPER["table1"]):
+        for family in ("math", "code"):
+            assert column_mean(PAPER, family, key) == pytest.approx(row[family], abs=0.01)
+            assert PAPER["benchmark_tables"][family]["printed_avg"][key] == row[family]
+        assert column_mean(PAPER, "reasoning_gym", key) - row["reasoning_gym"] > 0.6  # 62.49 vs 61.29 at baseline
+    assert column_mean(PAPER, "reasoning_gym", "base@0") == pytest.approx(62.49, abs=0.005)
+    # the paper's ProRL regression (+225 -> +535) exists only under its printed average
+    assert column_mean(PAPER, "reasoning_gym", "control@535") == pytest.approx(62.96, abs=0.005)
+
+
+def test_samples_per_step_match_the_papers_pass_rates():
+    """Samples are counted before the dynamic-sampling filter: per step = kept prompts x N / pass rate (Table 2)."""
+    rows = {(r["role"], r["continued_steps"]): r for r in PAPER["table1"]}
+    prorl = rows[("control", 535)]["samples_k"] * 1000 / 535
+    brorl = rows[("treatment", 191)]["samples_k"] * 1000 / 191
+    assert prorl == pytest.approx(16 * 512 / PAPER["table2"]["dynamic_sampling_pass_rate"]["control"], rel=0.03)
+    assert brorl == pytest.approx(512 * 128 / PAPER["table2"]["dynamic_sampling_pass_rate"]["treatment"], rel=0.03)
 
 
 def test_malformed_paper_values_name_the_key():
@@ -203,38 +229,49 @@ def test_two_sided_and_corrections():
 
 
 # --------------------------------------------------------------------------------- tables from the paper's numbers
-def paper_as_reproduced() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The paper's Table 1 and Tables 3-5 cells as if this workflow had measured them (fractions, hours)."""
-    fam, bench, hours = [], [], []
+def paper_as_reproduced() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The paper's Table 1 and Tables 3-5 cells as if this workflow had measured them (fractions, hours, samples):
+    family, benchmark, hours, Reasoning Gym averages (category = the mean of Table 5's columns, task = the printed
+    average) and samples frames."""
+    fam, bench, hours, rg, samples = [], [], [], [], []
     for r in PAPER["table1"]:
         arm = ROLE_ARM[r["role"]]
         step = 3000 if r["role"] == "base" else r["continued_steps"]
+        key = f"{r['role']}@{r['continued_steps']}"
         fam += [{"arm": arm, "step": step, "family": f, "pass1": r[f] / 100} for f in ("math", "code", "reasoning_gym")]
+        rg.append({"arm": arm, "step": step, "category_mean": column_mean(PAPER, "reasoning_gym", key) / 100,
+                   "task_mean": r["reasoning_gym"] / 100, "item_mean": r["reasoning_gym"] / 100})  # fmt: skip
         if r["time_h"] is not None:
             hours.append({"arm": arm, "step": step, "hours": r["time_h"]})
+        if r["samples_k"] is not None:
+            samples.append({"arm": arm, "step": step, "samples_k": r["samples_k"]})
     for family, table in PAPER["benchmark_tables"].items():
         for name, cells in table["benchmarks"].items():
             for key, value in cells.items():
                 role, step = key.split("@")
                 bench.append({"arm": ROLE_ARM[role], "step": 3000 if role == "base" else int(step), "family": family,
                               "benchmark": name, "pass1": value / 100})  # fmt: skip
-    return pd.DataFrame(fam), pd.DataFrame(bench), pd.DataFrame(hours)
+    return tuple(pd.DataFrame(x) for x in (fam, bench, hours, rg, samples))
 
 
 def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
-    fam, bench, hours = paper_as_reproduced()
+    fam, bench, hours, rg, samples = paper_as_reproduced()
     evaluated = set(map(tuple, fam[["arm", "step"]].itertuples(index=False)))
     rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated)
     assert len(rows) == 6 and all(cp.paper_key and cp.evaluated for cp in rows)
-    t1 = display(table1(PAPER, rows, fam, hours, 3000))
+    t1 = display(table1(PAPER, rows, fam, hours, 3000, rg, samples))
     assert list(t1["method"]) == ["Baseline (start)", "ProRL", "ProRL", "BroRL", "BroRL", "BroRL"]
     for shown, r in zip(t1.to_dict("records"), PAPER["table1"]):
-        for label, key in (("Math", "math"), ("Code", "code"), ("Reasoning Gym", "reasoning_gym")):
+        for label, key in (("Math", "math"), ("Code", "code"), (RG_TASK, "reasoning_gym")):
             assert shown[label] == shown[f"{label}, paper"] == f"{r[key]:.2f}", (label, r)
             assert shown[f"{label} diff"] == "+0.00"
+        category = column_mean(PAPER, "reasoning_gym", f"{r['role']}@{r['continued_steps']}")
+        assert shown[RG_CATEGORY] == shown[f"{RG_CATEGORY}, paper"] == f"{category:.2f}"  # the paper's own columns
+        assert shown[RG_ITEM] == f"{r['reasoning_gym']:.2f}"  # no paper value to compare with
         assert shown["N"] == f"{r['n']:,}" or r["role"] == "base"
         if r["time_h"] is not None:
             assert shown["time (h)"] == shown["time (h), paper"] == f"{r['time_h']:.1f}"
+            assert shown[SAMPLES] == shown[f"{SAMPLES}, paper"] == f"{r['samples_k']:,}" and shown[f"{SAMPLES} diff"] == "+0"
     assert t1.loc[0, "time (h), paper"] == "n/a" and t1.loc[5, "continued steps"] == "+191"
     for family, table in PAPER["benchmark_tables"].items():
         t = display(benchmark_table(PAPER, family, rows, bench))
@@ -254,7 +291,7 @@ def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
 
 
 def test_tables_mark_checkpoints_and_benchmarks_not_run():
-    fam, bench, hours = paper_as_reproduced()
+    fam, bench, hours, _, _ = paper_as_reproduced()
     only_base = fam[fam.arm == "base"]
     rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, {("base", 3000)})
     t1 = table1(PAPER, rows, only_base, hours, 3000)
@@ -268,6 +305,39 @@ def test_tables_mark_checkpoints_and_benchmarks_not_run():
     assert [(cp.arm, cp.step, cp.paper_key) for cp in rows if cp.arm == "p4"] == [
         ("p4", 1, None), ("p4", 2, None), ("p4", None, "control@225"), ("p4", None, "control@535")]
     assert sum(cp.arm is None for cp in rows) == 3  # the BroRL rows: treatment arm b16 is not enabled
+
+
+def test_reasoning_gym_averages_differ_when_categories_hold_different_numbers_of_tasks():
+    units = pd.DataFrame({"arm": "a", "step": 1, "family": "reasoning_gym",
+                          "benchmark": ["rg_x", "rg_x", "rg_x", "rg_x", "rg_y", "rg_y"],
+                          "task": ["t1", "t1", "t2", "t2", "t3", "t3"], "score": [1.0, 1.0, 0.0, 0.0, 1.0, 0.5]})  # fmt: skip
+    row = reasoning_gym_averages(units).iloc[0]
+    assert row["category_mean"] == pytest.approx((0.5 + 0.75) / 2)  # rg_x 0.5, rg_y 0.75
+    assert row["task_mean"] == pytest.approx((1.0 + 0.0 + 0.75) / 3)
+    assert row["item_mean"] == pytest.approx(3.5 / 6) and (row["n_tasks"], row["n_items"]) == (3, 6)
+
+
+def test_tasks_are_classified_into_the_three_patterns_by_the_documented_rule():
+    assert [pattern_of(c, t) for c, t in ((2, 3), (-2, 3), (0.5, 3), (3, 0.5), (-2, -2))] == [1, 2, 2, 3, 3]
+    rows = []
+    for task, (s, c, t) in {"apps": (50, 55, 60), "aiw": (50, 45, 56), "countdown": (50, 49, 50),
+                            "behind": (50, 60, 52), "flat": (50, 60, 50.5)}.items():  # fmt: skip
+        rows += [{"arm": "base", "step": 0, "task": task, "pass1": s / 100},
+                 {"arm": "c", "step": 5, "task": task, "pass1": c / 100},
+                 {"arm": "t", "step": 3, "task": task, "pass1": t / 100}]  # fmt: skip
+    rows.append({"arm": "c", "step": 5, "task": "only_control", "pass1": 0.5})  # no start, no treatment: left out
+    out = classify_tasks(pd.DataFrame(rows), "c", "t", "base", 0, {1: ["apps"], 2: ["aiw"], 3: ["countdown"]})
+    assert dict(zip(out["task"], out["pattern"])) == {"aiw": 2, "apps": 1, "behind": 1, "countdown": 3, "flat": 3}
+    assert dict(zip(out["task"], out["ahead"]))["behind"] == False and dict(zip(out["task"], out["ahead"]))["apps"]  # noqa: E712
+    assert (out.dropna(subset=["paper_pattern"])["pattern"] == out.dropna(subset=["paper_pattern"])["paper_pattern"]).all()
+    assert pattern_shares(out) == {1: 0.4, 2: 0.2, 3: 0.4}
+
+
+def test_the_earliest_treatment_checkpoint_that_beats_the_controls_final_one():
+    final = {"Math": 62.02, "Code": 52.74, "RG": 61.45}
+    rows = [("+107", 98.1, {"Math": 62.62, "Code": 53.31, "RG": 62.71}), ("+191", 173.8, {"Math": 63.0, "Code": 54.2, "RG": 63.1})]
+    assert first_beating(final, rows, ("Math", "Code", "RG")) == ("+107", 98.1)
+    assert first_beating(final, [("+1", 1.0, {"Math": 70, "Code": 40, "RG": 70})], ("Math", "Code", "RG")) is None
 
 
 # ------------------------------------------------------------------------------------------- figures and the CLI
@@ -319,24 +389,36 @@ def test_cli_from_score_files_to_summary(tmp_path):
     assert sig["status"] == "ok" and sig["control"]["step"] == 1 and sig["treatment"]["step"] == 2  # nearest 0.6 h (trt has only step 2)
     assert sig["pooled"]["n"] == 12 and sig["versus_paper"]["t"]["paper"] == 4.84
     figs = {f"--{k}": tmp_path / f"figures/{k.replace('-', '.')}" for k in
-            ("figure1-png", "figure1-pdf", "figure4-png", "figure4-pdf", "sweep-png", "sweep-pdf")}  # fmt: skip
-    proc = analysis_cli("figures", *common, *[x for kv in figs.items() for x in kv], cwd=tmp_path)
+            ("figure1-png", "figure1-pdf", "families-png", "families-pdf", "figure4-png", "figure4-pdf", "sweep-png",
+             "sweep-pdf")}  # fmt: skip
+    patterns = tmp_path / "tables/task_patterns.csv"
+    proc = analysis_cli("figures", *common, *[x for kv in figs.items() for x in kv], "--patterns-csv", patterns,
+                        cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert all(p.stat().st_size > 1000 for p in figs.values())
-    assert "paper tasks ['countdown']" in proc.stdout  # countdown is one of the paper's Figure 4 tasks
+    classified = pd.read_csv(patterns)
+    assert sorted(classified["task"]) == ["basic_arithmetic", "countdown", "synthetic_math"]  # every evaluated task
+    assert classified.set_index("task").loc["countdown", "paper_pattern"] == 3  # one of the paper's Figure 4 tasks
+    assert "3 tasks classified" in proc.stdout
     proc = analysis_cli("tables", *common, "--out-dir", tmp_path / "tables", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     t1 = pd.read_csv(tmp_path / "tables/table1.csv", keep_default_na=False)
     assert len(t1) == 9 and t1.loc[0, "Code"] == NOT_RUN  # base, ctl 1-2, trt 2, five paper rows marked not run
-    assert float(t1[(t1.arm == "trt") & (t1["continued steps"] == "+2")]["time (h)"].item()) == pytest.approx(1.4)
+    trt = t1[(t1.arm == "trt") & (t1["continued steps"] == "+2")]
+    assert float(trt["time (h)"].item()) == pytest.approx(1.4)
+    assert float(trt[SAMPLES].item()) == pytest.approx(0.064)  # 2 steps x 32 generated samples, in thousands
+    assert {RG_CATEGORY, RG_TASK, RG_ITEM} <= set(t1.columns) and t1.loc[0, f"{RG_TASK}, paper"] == "61.29"
     assert "booktabs" in (tmp_path / "tables/table5.tex").read_text()
     t5 = pd.read_csv(tmp_path / "tables/table5.csv", keep_default_na=False)
     assert (t5[t5.benchmark == "rg_geometry"]["pass@1"] == NOT_RUN).all()  # configured, not evaluated: kept
     tables = [tmp_path / f"tables/table{i}.csv" for i in (3, 4, 5)]
     proc = analysis_cli("summary", "--spec", sp, "--significance", out["json"], "--table1", tmp_path / "tables/table1.csv",
-                        "--benchmark-tables", *tables, "--out", tmp_path / "SUMMARY.md", cwd=tmp_path)  # fmt: skip
+                        "--benchmark-tables", *tables, "--patterns", patterns, "--out", tmp_path / "SUMMARY.md",
+                        cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "SUMMARY.md").read_text()
+    assert "category mean of Reasoning Gym" in text and "pattern 3 (BroRL does not improve)" in text
+    assert "with the printed average: BroRL +107 (98.1 h), 35.7 h before ProRL's +535 (133.8 h)" in text
     assert "tiny preset" in text and "delta 0.0033" in text and f"over n = 12 instances" in text
     assert "Table 2" in text and "not run: the throughput stage" in text
 
@@ -384,8 +466,8 @@ def arm_checkpoints(wildcards):
 '''
 # The stage's outputs and the evaluation table (not `all`: the model and training stages' own targets stay out).
 TARGETS = ["results/SUMMARY.md", "results/tables/eval_summary.md"] + [
-    f"results/figures/{f}.{e}" for f in ("figure1", "figure4", "n_sweep") for e in ("png", "pdf")
-] + [f"results/tables/{t}.{e}" for t in ("table1", "table3", "table4", "table5", "significance") for e in ("md", "tex", "csv")]
+    f"results/figures/{f}.{e}" for f in ("figure1", "figure1_families", "figure4", "n_sweep") for e in ("png", "pdf")
+] + ["results/tables/task_patterns.csv"] + [f"results/tables/{t}.{e}" for t in ("table1", "table3", "table4", "table5", "significance") for e in ("md", "tex", "csv")]
 
 
 def _copy_of_the_workflow(dest: Path) -> Path:
@@ -458,7 +540,7 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         sig = json.loads((results / "stats/significance.json").read_text())
         assert sig["status"] == "ok" and sig["treatment"] == {"arm": "brorl_n16", "step": 2, "hours": 0.03}
         assert sig["pooled"]["n"] == 12 and sig["pooled"]["delta"] > 0  # equal_time_hours null: final checkpoints
-        for name in ("figure1", "figure4", "n_sweep"):  # both tiny arms are the tiny preset's N sweep
+        for name in ("figure1", "figure1_families", "figure4", "n_sweep"):  # both tiny arms: the tiny N sweep
             assert (results / f"figures/{name}.png").stat().st_size > 1000
         summary = (results / "SUMMARY.md").read_text()
         assert "tiny preset" in summary and "over n = 12 instances" in summary

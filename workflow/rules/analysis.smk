@@ -3,7 +3,7 @@
 # Input functions and the switch that puts the stage in `all` (analysis_enabled): the analysis section of common.smk.
 # Logic in brorl.analysis (paper values: workflow/brorl/analysis/paper_results.yaml). Targets:
 #   results/stats/instance_scores.parquet   results/stats/significance.json   results/tables/table{1,3,4,5}.{md,tex,csv}
-#   results/tables/significance.{md,tex,csv}   results/figures/{figure1,figure4,n_sweep}.{png,pdf}   results/SUMMARY.md
+#   results/tables/significance.{md,tex,csv}   results/figures/{figure1,figure1_families,figure4,n_sweep}.{png,pdf}   results/SUMMARY.md
 
 
 rule collect_units:
@@ -123,6 +123,15 @@ rule plot_figures:
             labels={"figure": "Figure 1", "format": "PNG"},
         ),
         figure1_pdf="results/figures/figure1.pdf",
+        families_png=report(
+            "results/figures/figure1_families.png",
+            caption="../report/figure1_families.rst",
+            category="Analysis",
+            subcategory="Figures",
+            labels={"figure": "Figure 1, every family", "format": "PNG"},
+        ),
+        families_pdf="results/figures/figure1_families.pdf",
+        patterns="results/tables/task_patterns.csv",
         figure4_png=report(
             "results/figures/figure4.png",
             caption="../report/figure4.rst",
@@ -153,6 +162,9 @@ rule plot_figures:
             --spec {params.spec:q} \
             --figure1-png {output.figure1_png:q} \
             --figure1-pdf {output.figure1_pdf:q} \
+            --families-png {output.families_png:q} \
+            --families-pdf {output.families_pdf:q} \
+            --patterns-csv {output.patterns:q} \
             --figure4-png {output.figure4_png:q} \
             --figure4-pdf {output.figure4_pdf:q} \
             {params.sweep:q} \
@@ -165,6 +177,7 @@ rule write_summary:
         significance="results/stats/significance.json",
         table1="results/tables/table1.csv",
         tables=expand("results/tables/table{i}.csv", i=(3, 4, 5)),
+        patterns="results/tables/task_patterns.csv",
         claims=simulation_claims_input(),
         table2=table2_input(),
     output:
@@ -196,6 +209,7 @@ rule write_summary:
             --significance {input.significance:q} \
             --table1 {input.table1:q} \
             --benchmark-tables {input.tables:q} \
+            --patterns {input.patterns:q} \
             {params.claims:q} \
             {params.table2:q} \
             --out {output:q} \

@@ -452,7 +452,8 @@ def analysis_targets():
     """
     if not analysis_enabled() or not evaluation_targets():
         return []
-    figures = ["figure1", "figure4"] + (["n_sweep"] if len(n_sweep_arms()) >= 2 else [])
+    figures = ["figure1", "figure1_families", "figure4"]
+    figures += ["n_sweep"] if len(n_sweep_arms()) >= 2 else []
     return (
         ["results/stats/significance.json", "results/SUMMARY.md"]
         + [
@@ -461,6 +462,7 @@ def analysis_targets():
             for ext in ("md", "tex", "csv")
         ]
         + [f"results/figures/{f}.{ext}" for f in figures for ext in ("png", "pdf")]
+        + ["results/tables/task_patterns.csv"]
     )
 
 

@@ -1,4 +1,4 @@
-# Evaluation stage: the paper's protocol (section 5; 16 samples, temperature 0.6, top_p 0.95) on each evaluated
+# Evaluation stage: the paper's protocol (Appendix D; 16 samples, temperature 0.6, top_p 0.95) on each evaluated
 # checkpoint x evaluation.benchmarks. Generation and scoring are separate rules, so a verifier change reruns scoring
 # only. Logic in brorl.models (tiny model), brorl.generation (samples) and brorl.evaluation (scores, summaries, table).
 # In `all` only for engine embedded (the tiny model stands in for the start checkpoint); at paper scale the base

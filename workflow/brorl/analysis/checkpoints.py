@@ -27,6 +27,16 @@ def hours_by_step(records: Sequence[Mapping]) -> dict[int, float]:
     return out
 
 
+def samples_by_step(records: Sequence[Mapping]) -> dict[int, float]:
+    """{continued step: generated samples since the start, in thousands} (before dynamic-sampling filtering, as the
+    paper's Table 1 counts them)."""
+    out, total = {}, 0
+    for record in sorted(records, key=lambda r: int(r["step"])):
+        total += int(record["generated_samples"])
+        out[int(record["step"])] = total / 1000.0
+    return out
+
+
 def select_checkpoints(
     evaluated: Mapping[str, Iterable[int]],
     hours: Mapping[str, Mapping[int, float]],

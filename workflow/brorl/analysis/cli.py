@@ -100,19 +100,25 @@ def _cmd_significance(a: argparse.Namespace) -> None:
 
 
 def _cmd_tables(a: argparse.Namespace) -> None:
+    import pandas as pd
+
     from ..tables import write_table
+    from .checkpoints import samples_by_step
+    from .load import load_hours
     from .paper import FAMILIES, load_paper
     from .paper_tables import benchmark_table, checkpoint_rows, display, table1
-    from .trajectories import benchmark_pass1, family_pass1
+    from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
 
     spec, paper = _spec(a), load_paper()
     units = _read_units(a.units)
     _, hours = _hours(a, spec)
+    samples = pd.DataFrame([(arm, step, k) for arm, by in load_hours(a.metrics or [], samples_by_step).items()
+                            for step, k in by.items()], columns=["arm", "step", "samples_k"])  # fmt: skip
     evaluated = set(map(tuple, units[["arm", "step"]].drop_duplicates().itertuples(index=False)))
     rows = checkpoint_rows(paper, spec["arms"], spec["analysis"]["comparison"], spec["start_step"],
                            {(str(x), int(y)) for x, y in evaluated}, spec["base_arm"])  # fmt: skip
     fam, bench = family_pass1(units), benchmark_pass1(units)
-    t1 = table1(paper, rows, fam, hours, spec["start_step"])
+    t1 = table1(paper, rows, fam, hours, spec["start_step"], reasoning_gym_averages(units), samples)
     _write(write_table, t1, display(t1), a.out_dir / "table1", "Table 1: family pass@1 (%), reproduced beside the paper")
     families = spec.get("benchmark_families", {})
     for number, family in zip((3, 4, 5), FAMILIES):
@@ -130,8 +136,9 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 
 def _cmd_figures(a: argparse.Namespace) -> None:
-    from .figures import figure4_tasks, plot_figure1, plot_figure4, plot_n_sweep
-    from .paper import load_paper
+    from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep
+    from .paper import FAMILIES, load_paper
+    from .patterns import classify_tasks, pattern_shares
     from .trajectories import family_pass1, task_pass1, with_hours
 
     spec, paper = _spec(a), load_paper()
@@ -142,11 +149,17 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     arms = [cfg["comparison"]["control"], cfg["comparison"]["treatment"]]
     fam = with_hours(family_pass1(units, resamples=cfg["bootstrap"]["resamples"], seed=cfg["bootstrap"]["seed"]), hours)
     plot_figure1(fam, arms, labels, spec["base_arm"], spec["start_step"], a.figure1_png, a.figure1_pdf)
-    tasks = task_pass1(units)
-    shown, from_paper = figure4_tasks(tasks, paper["figure4_tasks"])
-    plot_figure4(tasks, shown, from_paper, arms, labels, spec["base_arm"], spec["start_step"], a.figure4_png,
-                 a.figure4_pdf)  # fmt: skip
-    print(f"figure 1; figure 4 with {'the paper' if from_paper else 'available'} tasks {shown}")
+    plot_figure1(fam, arms, labels, spec["base_arm"], spec["start_step"], a.families_png, a.families_pdf, FAMILIES)
+    tasks = with_hours(task_pass1(units), hours)
+    patterns = {int(k): v for k, v in paper["figure4_patterns"].items()}
+    classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns)
+    a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
+    classified.to_csv(a.patterns_csv, index=False)
+    shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)
+    plot_figure4(tasks, rows, shares, len(classified), arms, labels, spec["base_arm"], spec["start_step"],
+                 a.figure4_png, a.figure4_pdf)  # fmt: skip
+    print(f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
+          + ", ".join(f"pattern {k} {100 * v:.0f}%" for k, v in shares.items()) + f", shown {rows}")  # fmt: skip
     if a.sweep_png:
         enabled = {arm["name"]: arm for arm in spec["arms"]}
         sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
@@ -166,8 +179,9 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     sig = json.loads(a.significance.read_text())
     claims = pd.read_csv(a.claims, keep_default_na=False) if a.claims else None
     table2 = a.table2_md.read_text() if a.table2_md else None
+    patterns = pd.read_csv(a.patterns) if a.patterns else None
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2))
+    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns))
     print(f"summary -> {a.out}")
 
 
@@ -200,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("figures", help="Figures 1 and 4 (and the N sweep) as PNG and PDF")
     common(f)
-    for name in ("figure1-png", "figure1-pdf", "figure4-png", "figure4-pdf"):
+    for name in ("figure1-png", "figure1-pdf", "families-png", "families-pdf", "figure4-png", "figure4-pdf",
+                 "patterns-csv"):  # fmt: skip
         f.add_argument(f"--{name}", required=True, type=Path)
     f.add_argument("--sweep-png", type=Path, default=None)
     f.add_argument("--sweep-pdf", type=Path, default=None)
@@ -213,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--benchmark-tables", nargs=3, required=True, type=Path, help="table3/4/5.csv (math, code, RG)")
     m.add_argument("--claims", type=Path, default=None, help="simulation_claims.csv (absent: simulation disabled)")
     m.add_argument("--table2-md", type=Path, default=None, help="the throughput stage's Table 2 (when it exists)")
+    m.add_argument("--patterns", type=Path, default=None, help="task_patterns.csv of the figures command")
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)
     return p

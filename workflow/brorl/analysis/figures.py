@@ -1,4 +1,8 @@
-"""Figures 1 and 4 and the N-sweep figure (seaborn style, PNG and PDF). Inputs are the frames of trajectories.py."""
+"""Figures 1 and 4 and the N-sweep figure (seaborn style, PNG and PDF). Inputs are the frames of trajectories.py.
+
+As in the paper, Figure 1 is the Math score against training hours (every family: ``families=FAMILIES``, an extra
+figure), and Figure 4 plots per-task pass@1 against training hours with one row per trajectory pattern (patterns.py).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from .paper import FAMILIES, FAMILY_LABELS  # noqa: E402
+from .patterns import PATTERNS  # noqa: E402
 
 
 def _save(fig, png: Path, pdf: Path) -> None:
@@ -35,10 +40,11 @@ def _with_start(frame: pd.DataFrame, arms: Sequence[str], base_arm: str, start_s
 
 
 def plot_figure1(family: pd.DataFrame, arms: Sequence[str], labels: Mapping[str, str], base_arm: str,
-                 start_step: int, png: Path, pdf: Path) -> None:  # fmt: skip
-    """One panel per family: pass@1 (%) against training hours, one line per arm with its bootstrap CI band."""
+                 start_step: int, png: Path, pdf: Path, families: Sequence[str] = ("math",)) -> None:  # fmt: skip
+    """One panel per family of ``families`` evaluated: pass@1 (%) against training hours, one line per arm with its
+    bootstrap CI band (the paper's Figure 1 is Math only)."""
     data = _with_start(family, arms, base_arm, start_step)
-    fams = [f for f in FAMILIES if f in set(data["family"])] or ["math"]
+    fams = [f for f in families if f in set(data["family"])] or list(families[:1])
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, len(fams), figsize=(4.2 * len(fams), 3.4), squeeze=False)
     colours = dict(zip(arms, sns.color_palette("colorblind", len(arms))))
@@ -59,39 +65,53 @@ def plot_figure1(family: pd.DataFrame, arms: Sequence[str], labels: Mapping[str,
     _save(fig, png, pdf)
 
 
-def figure4_tasks(tasks: pd.DataFrame, paper_tasks: Sequence[str], limit: int = 9) -> tuple[list[str], bool]:
-    """The tasks to show: the paper's that were evaluated (True), else the first ``limit`` evaluated ones (False)."""
-    present = set(tasks["task"])
-    shown = [t for t in paper_tasks if t in present]
-    if shown:
-        return shown, True
-    return sorted(present)[:limit], False
+def figure4_rows(classified: pd.DataFrame, paper_patterns: Mapping[int, Sequence[str]],
+                 per_row: int = 3) -> dict[int, list[str]]:  # fmt: skip
+    """Tasks shown per pattern row: the paper's tasks of that pattern first (where evaluated), then the others of the
+    pattern by the largest difference between the arms' changes."""
+    rows = {}
+    for k in PATTERNS:
+        mine = classified[classified["pattern"] == k].copy()
+        mine["gap"] = (mine["treatment_change"] - mine["control_change"]).abs()
+        paper = [t for t in paper_patterns.get(k, []) if t in set(mine["task"])]
+        rest = [t for t in mine.sort_values(["gap", "task"], ascending=[False, True])["task"] if t not in paper]
+        rows[k] = (paper + rest)[:per_row]
+    return rows
 
 
-def plot_figure4(tasks: pd.DataFrame, shown: Sequence[str], from_paper: bool, arms: Sequence[str],
-                 labels: Mapping[str, str], base_arm: str, start_step: int, png: Path, pdf: Path) -> None:  # fmt: skip
-    """A grid of per-task pass@1 (%) against continued steps, one line per arm."""
-    data = _with_start(tasks.assign(hours=np.nan), arms, base_arm, start_step)
+def plot_figure4(tasks: pd.DataFrame, rows: Mapping[int, Sequence[str]], shares: Mapping[int, float], n_tasks: int,
+                 arms: Sequence[str], labels: Mapping[str, str], base_arm: str, start_step: int, png: Path,
+                 pdf: Path) -> None:  # fmt: skip
+    """Per-task pass@1 (%) against training hours, one row per trajectory pattern (its share of the classified
+    tasks in the row title), one line per arm."""
+    data = _with_start(tasks, arms, base_arm, start_step)
     sns.set_theme(style="whitegrid", context="paper")
-    cols = min(3, max(1, len(shown)))
-    nrows = max(1, -(-len(shown) // cols))
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 2.8 * nrows), squeeze=False)
+    cols = max(1, max((len(v) for v in rows.values()), default=1))
+    fig, axes = plt.subplots(len(PATTERNS), cols, figsize=(3.8 * cols, 2.9 * len(PATTERNS)), squeeze=False,
+                             layout="constrained")  # fmt: skip
     colours = dict(zip(arms, sns.color_palette("colorblind", len(arms))))
-    for ax, task in zip(axes.flat, shown):
-        for arm in arms:
-            d = data[(data["arm"] == arm) & (data["task"] == task)].sort_values("step")
-            if not d.empty:
-                ax.plot(d["step"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
-        ax.set_title(task)
-        ax.set_xlabel("continued RL steps")
-        ax.set_ylabel("pass@1 (%)")
-    for ax in list(axes.flat)[len(shown):]:
-        ax.axis("off")
-    where = "tasks shown in the paper" if from_paper else "the paper's tasks were not evaluated here: available tasks"
-    fig.suptitle(f"Per-task pass@1 ({where})", y=1.02)
-    handles, names = axes.flat[0].get_legend_handles_labels()
+    for r, k in enumerate(PATTERNS):
+        shown = list(rows.get(k, []))
+        for c in range(cols):
+            ax = axes[r][c]
+            if c >= len(shown):
+                ax.axis("off")
+                if c == 0:
+                    ax.text(0.0, 0.5, f"pattern {k} ({PATTERNS[k]}): no task", transform=ax.transAxes)
+                continue
+            for arm in arms:
+                d = data[(data["arm"] == arm) & (data["task"] == shown[c])].sort_values("hours")
+                if not d.empty:
+                    ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
+            ax.set_title(shown[c] if c else f"pattern {k} ({100 * shares.get(k, 0):.0f}% of {n_tasks}): {shown[c]}",
+                         loc="left")  # fmt: skip
+            ax.set_xlabel("training hours")
+            ax.set_ylabel("pass@1 (%)")
+    fig.suptitle("Per-task pass@1 by trajectory pattern (1 both improve, 2 only BroRL, 3 not BroRL)")
+    handles, names = next((ax.get_legend_handles_labels() for ax in axes.flat if ax.get_legend_handles_labels()[0]),
+                          ([], []))  # fmt: skip
     if handles:
-        fig.legend(handles, names, loc="lower center", ncol=len(names), bbox_to_anchor=(0.5, -0.06))
+        fig.legend(handles, names, loc="outside lower center", ncol=len(names))
     _save(fig, png, pdf)
 
 

@@ -80,16 +80,17 @@ def load_units(scores_files: Iterable[Path | str], benchmark_files: Iterable[Pat
     return units[list(UNIT_COLUMNS)].sort_values(["arm", "step", "benchmark", "id"]).reset_index(drop=True)
 
 
-def load_hours(metrics_files: Iterable[Path | str]) -> dict[str, dict[int, float]]:
-    """arm -> {continued step: training hours} from ``results/train/{arm}/metrics.jsonl`` files (arm = folder)."""
+def load_hours(metrics_files: Iterable[Path | str], per_step=hours_by_step) -> dict[str, dict[int, float]]:
+    """arm -> {continued step: training hours} from ``results/train/{arm}/metrics.jsonl`` files (arm = folder);
+    ``per_step=samples_by_step`` gives the generated samples (thousands) instead."""
     from ..training.metrics import MetricsError, read_metrics
 
     out: dict[str, dict[int, float]] = {}
     for path in metrics_files:
         path = Path(path)
         try:
-            out[path.parent.name] = hours_by_step(read_metrics(path))
-        except (MetricsError, ValueError) as err:
+            out[path.parent.name] = per_step(read_metrics(path))
+        except (MetricsError, ValueError, KeyError) as err:
             raise AnalysisInputError(f"{path}: {err}") from err
     return out
 

@@ -39,10 +39,10 @@ def parse_checkpoint_key(key: str) -> tuple[str, int]:
 def _check(data: Any) -> dict:
     if not isinstance(data, dict):
         raise PaperDataError("paper results must be a mapping")
-    for key in ("table1", "benchmark_tables", "statistics", "figure4_tasks"):
+    for key in ("table1", "benchmark_tables", "statistics", "figure4_patterns"):
         if key not in data:
             raise PaperDataError(f"paper results lack key {key!r}")
-    need = ("method", "role", "n", "prompts_per_step", "continued_steps", "time_h", *FAMILIES)
+    need = ("method", "role", "n", "prompts_per_step", "continued_steps", "samples_k", "time_h", *FAMILIES)
     seen = set()
     for i, row in enumerate(data["table1"]):
         missing = [k for k in need if k not in row]
@@ -57,7 +57,7 @@ def _check(data: Any) -> dict:
     for family, table in data["benchmark_tables"].items():
         if family not in FAMILIES:
             raise PaperDataError(f"benchmark_tables.{family}: not a family {FAMILIES}")
-        for bench, cells in table["benchmarks"].items():
+        for bench, cells in [("printed_avg", table.get("printed_avg")), *table["benchmarks"].items()]:
             for key, value in (cells or {}).items():
                 parse_checkpoint_key(key)
                 if key not in seen:
@@ -71,6 +71,12 @@ def load_paper(path: Path | str = PAPER_RESULTS) -> dict:
     """The paper's numbers as a dict (see paper_results.yaml for the layout)."""
     with open(path) as handle:
         return _check(yaml.safe_load(handle))
+
+
+def column_mean(paper: dict, family: str, key: str) -> float | None:
+    """The unweighted mean of a family table's benchmark columns at checkpoint ``key`` (None if a cell is missing)."""
+    values = [cells.get(key) for cells in paper["benchmark_tables"][family]["benchmarks"].values()]
+    return None if not values or any(v is None for v in values) else sum(values) / len(values)
 
 
 def paper_checkpoints(paper: dict) -> list[tuple[str, int]]:

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .paper import FAMILIES, FAMILY_LABELS, NOT_APPLICABLE, NOT_GIVEN, NOT_RUN, checkpoint_key
+from .paper import FAMILY_LABELS, NOT_APPLICABLE, NOT_GIVEN, NOT_RUN, checkpoint_key, column_mean
+
+# Table 1's Reasoning Gym columns: the mean over the 11 categories is compared with the same mean of the paper's own
+# Table 5 columns; the mean over tasks with the paper's printed "Avg." (its rule is unpublished; a mean over tasks is
+# the closest published description, ProRL's "96 tasks"). The mean over items is shown without a paper value.
+RG_CATEGORY = "Reasoning Gym (category mean)"
+RG_TASK = "Reasoning Gym (task mean)"
+RG_ITEM = "Reasoning Gym (item mean)"
+SAMPLES = "samples (k)"
 
 
 @dataclass(frozen=True)
@@ -98,35 +106,48 @@ def _paper_label(cp: Checkpoint, paper: Mapping) -> str:
     return f"{p['method']} N={p['n']} x {p['prompts_per_step']}, +{p['continued_steps']}"
 
 
+def _triple(row: dict, label: str, repro: object, given: object) -> None:
+    """``label``, ``label, paper`` and ``label diff`` cells of one row."""
+    row[label] = repro
+    row[f"{label}, paper"] = given if given is not None else NOT_GIVEN
+    row[f"{label} diff"] = _diff(repro, given)
+
+
+def _percent(x: object) -> object:
+    return x * 100.0 if _is_num(x) else x
+
+
 def table1(
     paper: Mapping, rows: Sequence[Checkpoint], family: pd.DataFrame, hours: pd.DataFrame, start_step: int,
+    rg: pd.DataFrame | None = None, samples: pd.DataFrame | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Table 1: one row per checkpoint; family pass@1 (%) and training hours, reproduced / paper / difference.
+    """Table 1: one row per checkpoint; generated samples, training hours and family pass@1 (%), each reproduced /
+    paper / difference, with both Reasoning Gym averages (RG_CATEGORY, RG_TASK) and the item mean.
 
-    family: arm, step, family, pass1 (fraction); hours: arm, step, hours.
+    family: arm, step, family, pass1 (fraction); hours: arm, step, hours; rg: reasoning_gym_averages; samples: arm,
+    step, samples_k (generated samples before filtering since the start, thousands).
     """
     paper_rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in paper["table1"]}
+    rg = rg if rg is not None else pd.DataFrame(columns=["arm", "step", "category_mean", "task_mean", "item_mean"])
+    samples = samples if samples is not None else pd.DataFrame(columns=["arm", "step", "samples_k"])
     out = []
     for cp in rows:
         p = paper_rows.get(cp.paper_key, {})
         row = {"method": cp.method, "arm": cp.arm or NOT_RUN, "paper row": _paper_label(cp, paper), "N": cp.n,
                "prompts/step": cp.prompts, "continued steps": _steps_text(cp, start_step, paper)}  # fmt: skip
-        if cp.continued == 0:
-            row["time (h)"], row["time (h), paper"], row["time diff"] = NOT_APPLICABLE, NOT_APPLICABLE, NOT_APPLICABLE
-        else:
-            repro = _value(hours, cp.arm, cp.step, "hours") if cp.evaluated else NOT_RUN
-            given = p.get("time_h", None) if p else None
-            row["time (h)"] = repro
-            row["time (h), paper"] = given if given is not None else NOT_GIVEN
-            row["time diff"] = _diff(repro, given)
-        for fam in FAMILIES:
-            label = FAMILY_LABELS[fam]
-            repro = _value(family, cp.arm, cp.step, "pass1", family=fam)
-            repro = repro * 100.0 if _is_num(repro) else repro
-            given = p.get(fam) if p else None
-            row[label] = repro
-            row[f"{label}, paper"] = given if given is not None else NOT_GIVEN
-            row[f"{label} diff"] = _diff(repro, given)
+        for label, frame, column, key in ((SAMPLES, samples, "samples_k", "samples_k"), ("time (h)", hours, "hours",
+                                                                                      "time_h")):  # fmt: skip
+            if cp.continued == 0:
+                row[label], row[f"{label}, paper"], row[f"{label} diff"] = (NOT_APPLICABLE,) * 3
+            else:
+                _triple(row, label, _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN, p.get(key))
+        for fam in ("math", "code"):
+            _triple(row, FAMILY_LABELS[fam], _percent(_value(family, cp.arm, cp.step, "pass1", family=fam)),
+                    p.get(fam))  # fmt: skip
+        category = column_mean(paper, "reasoning_gym", cp.paper_key) if cp.paper_key else None
+        _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category)
+        _triple(row, RG_TASK, _percent(_value(rg, cp.arm, cp.step, "task_mean")), p.get("reasoning_gym"))
+        row[RG_ITEM] = _percent(_value(rg, cp.arm, cp.step, "item_mean"))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -163,6 +184,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             return "yes" if x is True else "no" if x is False else str(x)
         if column in ("N", "prompts/step"):
             return f"{int(x):,}"
+        if column.startswith(SAMPLES):
+            return f"{float(x):{'+' if column.endswith('diff') else ''},.0f}"
         digits = 1 if column.startswith("time") else 2
         sign = "+" if column.endswith("diff") else ""
         return f"{round(float(x), digits) + 0.0:{sign}.{digits}f}"  # + 0.0: no "-0.00" from rounding noise

@@ -1,5 +1,6 @@
-"""results/SUMMARY.md: claim by claim (PAPER.md sections 1, 3 and 6), what was reproduced, at which scale, and what
-differs, with every number read from the stage outputs (tables, statistics JSON, simulation claims)."""
+"""results/SUMMARY.md: claim by claim (the paper's main claim, Section 4.1's simulation, Section 4.2's results), what
+was reproduced, at which scale, and what differs, with every number read from the stage outputs (tables, statistics
+JSON, simulation claims). Verdicts that depend on which Reasoning Gym average is used say so."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from .paper import FAMILIES, FAMILY_LABELS, NOT_RUN
+from .paper import FAMILY_LABELS, NOT_RUN
+from .paper_tables import RG_CATEGORY, RG_TASK
+
+# Table 1 columns whose gains decide the main claim; the two Reasoning Gym averages are read separately
+CLAIM_COLUMNS = ("Math", "Code", RG_CATEGORY, RG_TASK)
 
 
 def _num(x: object) -> float | None:
@@ -42,40 +47,137 @@ def scale_text(spec: Mapping) -> str:
     return (f"{head} Arms: {arms}. Benchmarks evaluated: {', '.join(spec['evaluation']['benchmarks'])} "
             f"({spec['evaluation']['n_samples']} samples each; max items per benchmark: "
             f"{spec['evaluation']['max_items']}). Paper: ProRL N=16 x 512 prompts (+535 steps) vs BroRL N=512 x 128 "
-            f"(+191 steps) on 64 H100, 21 benchmarks, ~12,200 problems.")  # fmt: skip
+            f"(+191 steps) on 64 H100; 21 benchmark columns (6 math, 4 code, 11 Reasoning Gym categories), "
+            "\">10,000\" problem instances.")  # fmt: skip
+
+
+def _gains(table1: pd.DataFrame, arm: str) -> tuple[pd.Series | None, dict[str, float]]:
+    """The arm's last evaluated row and its change from the start row per claim column (points)."""
+    base = table1.iloc[0]
+    rows = table1[(table1["arm"] == arm) & table1["Math"].map(lambda x: _num(x) is not None)]
+    if rows.empty:
+        return None, {}
+    last = rows.iloc[-1]
+    return last, {c: _num(last[c]) - _num(base[c]) for c in CLAIM_COLUMNS
+                  if c in table1 and _num(last[c]) is not None and _num(base[c]) is not None}  # fmt: skip
+
+
+def _verdict(gains: dict[str, dict[str, float]], rg_column: str) -> tuple[str, int, int]:
+    columns = [c for c in ("Math", "Code", rg_column) if c in gains["treatment"] and c in gains["control"]]
+    better = [c for c in columns if gains["treatment"][c] > gains["control"][c]]
+    verdict = "holds" if columns and len(better) == len(columns) else "partly holds" if better else "does not hold"
+    return verdict, len(better), len(columns)
 
 
 def _main_claim(table1: pd.DataFrame, spec: Mapping) -> list[str]:
     roles = spec["analysis"]["comparison"]
-    base = table1.iloc[0]
-    lines = ["## Section 1: larger N keeps improving where N = 16 stalls", "",
-             "Paper: after the 3,000-step start, BroRL (N=512) gains +1.34 Math, +2.20 Code, +1.80 Reasoning Gym "
-             "points by +191 steps, while ProRL (N=16) gains +0.33 / +0.74 / +0.16 by +535 steps (Table 1).", ""]  # fmt: skip
+    lines = ["## Main claim: larger N keeps improving where N = 16 stalls", "",
+             "Paper (Table 1): after the 3,000-step start, BroRL (N=512) gains +1.34 Math, +2.20 Code and +1.80 "
+             "Reasoning Gym points by +191 steps, while ProRL (N=16) gains +0.33 / +0.74 / +0.16 by +535 steps. "
+             "Those Reasoning Gym numbers are the paper's printed average, whose rule is unpublished; the mean of the "
+             "paper's own 11 category columns gives BroRL +1.32 and ProRL +0.47, and ProRL's +225 -> +535 change "
+             "becomes -0.02 instead of the printed -0.65.", ""]  # fmt: skip
     gains = {}
     for role in ("control", "treatment"):
-        arm = roles[role]
-        rows = table1[(table1["arm"] == arm) & table1["Math"].map(lambda x: _num(x) is not None)]
-        if rows.empty:
-            lines.append(f"- {role} arm `{arm}`: {NOT_RUN} (no evaluated report step).")
+        last, gains[role] = _gains(table1, roles[role])
+        if last is None:
+            lines.append(f"- {role} arm `{roles[role]}`: {NOT_RUN} (no evaluated report step).")
+            del gains[role]
             continue
-        last = rows.iloc[-1]
-        gains[role] = {f: _num(last[FAMILY_LABELS[f]]) - (_num(base[FAMILY_LABELS[f]]) or 0.0) for f in FAMILIES
-                       if _num(last[FAMILY_LABELS[f]]) is not None and _num(base[FAMILY_LABELS[f]]) is not None}  # fmt: skip
-        text = ", ".join(f"{FAMILY_LABELS[f]} {g:+.2f}" for f, g in gains[role].items()) or "no family evaluated"
-        lines.append(f"- {role} arm `{arm}` at {last['continued steps']}: change from the start: {text} points.")
+        text = ", ".join(f"{c} {g:+.2f}" for c, g in gains[role].items()) or "no family evaluated"
+        lines.append(f"- {role} arm `{roles[role]}` at {last['continued steps']}: change from the start: {text} points.")
     if len(gains) == 2:
-        common = [f for f in gains["treatment"] if f in gains["control"]]
-        better = [f for f in common if gains["treatment"][f] > gains["control"][f]]
-        verdict = "holds" if common and len(better) == len(common) else "partly holds" if better else "does not hold"
-        lines.append(f"- Verdict here: the treatment gains more in {len(better)} of {len(common)} families: the claim "
-                     f"**{verdict}** at this scale.")  # fmt: skip
+        by_category, by_task = _verdict(gains, RG_CATEGORY), _verdict(gains, RG_TASK)
+        lines.append(f"- Verdict here: the treatment gains more in {by_category[1]} of {by_category[2]} families with "
+                     f"the category mean of Reasoning Gym, {by_task[1]} of {by_task[2]} with the task mean: the claim "
+                     f"**{by_category[0]}** at this scale"
+                     + ("." if by_category[0] == by_task[0] else f" (**{by_task[0]}** with the task mean: the verdict "
+                        "depends on the Reasoning Gym average)."))  # fmt: skip
     else:
         lines.append("- Verdict here: **not run** (both arms need evaluated report steps).")
+    return lines + [""] + _earlier_claim(table1, roles)
+
+
+def first_beating(final: Mapping[str, float], candidates: list[tuple[str, float | None, Mapping]],
+                  columns: tuple[str, ...]) -> tuple[str, float | None] | None:  # fmt: skip
+    """The first (label, hours) of ``candidates`` whose every column is above ``final``'s, or None."""
+    for label, hours, values in candidates:
+        if all(_num(values.get(c)) is not None and _num(values[c]) > _num(final[c]) for c in columns):
+            return label, hours
+    return None
+
+
+def _paper_earlier() -> str:
+    """The paper's own cells, both Reasoning Gym averages: the first BroRL row that beats ProRL's final one."""
+    from .paper import column_mean, load_paper
+
+    paper = load_paper()
+    rows = {r["role"] + "@" + str(r["continued_steps"]): r for r in paper["table1"]}
+
+    def values(key: str) -> dict:
+        r = rows[key]
+        return {"Math": r["math"], "Code": r["code"], RG_TASK: r["reasoning_gym"],
+                RG_CATEGORY: column_mean(paper, "reasoning_gym", key)}  # fmt: skip
+
+    control = max((k for k in rows if k.startswith("control@")), key=lambda k: rows[k]["continued_steps"])
+    treatment = sorted((k for k in rows if k.startswith("treatment@")), key=lambda k: rows[k]["continued_steps"])
+    parts = []
+    for rg_column, name in ((RG_TASK, "the printed average"), (RG_CATEGORY, "the category mean")):
+        hit = first_beating(values(control), [(k, rows[k]["time_h"], values(k)) for k in treatment],
+                            ("Math", "Code", rg_column))  # fmt: skip
+        parts.append(f"with {name}: " + (f"BroRL +{rows[hit[0]]['continued_steps']} ({hit[1]} h), "
+                                        f"{rows[control]['time_h'] - hit[1]:.1f} h before ProRL's "
+                                        f"+{rows[control]['continued_steps']} ({rows[control]['time_h']} h)"
+                                        if hit else "no BroRL row"))  # fmt: skip
+    return "; ".join(parts)
+
+
+def _earlier_claim(table1: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
+    """Section 4.2.3's "after 98.1 h BroRL beats ProRL's final checkpoint on all three families", computed."""
+    lines = ["Paper (Section 4.2.3): BroRL beats ProRL's final checkpoint on all three families early. From the "
+             f"paper's own cells: {_paper_earlier()}.", ""]  # fmt: skip
+    evaluated = table1[table1["Math"].map(lambda x: _num(x) is not None)]
+    control = evaluated[evaluated["arm"] == roles["control"]]
+    treatment = evaluated[evaluated["arm"] == roles["treatment"]]
+    if control.empty or treatment.empty:
+        return lines + ["- Here: **not run** (both arms need evaluated report steps).", ""]
+    final = control.iloc[-1]
+    candidates = [(r["continued steps"], _num(r["time (h)"]), r) for _, r in treatment.iterrows()]
+    for rg_column in (RG_CATEGORY, RG_TASK):
+        columns = tuple(c for c in ("Math", "Code", rg_column) if _num(final.get(c)) is not None)
+        hit = first_beating(final, candidates, columns)
+        if hit is None:
+            lines.append(f"- Here ({rg_column}): no treatment checkpoint beats the control's final "
+                         f"({final['continued steps']}) on {', '.join(columns)}.")  # fmt: skip
+            continue
+        saved = (_num(final["time (h)"]) or 0.0) - (hit[1] or 0.0)
+        lines.append(f"- Here ({rg_column}): the treatment's {hit[0]} checkpoint ({_f(hit[1], 3)} h) beats the "
+                     f"control's final {final['continued steps']} ({_f(final['time (h)'], 3)} h) on "
+                     f"{', '.join(columns)}: {abs(saved):.3f} h {'earlier' if saved >= 0 else 'later'}.")  # fmt: skip
+    return lines + [""]
+
+
+def _patterns(classified: pd.DataFrame | None) -> list[str]:
+    """Figure 4's trajectory patterns: the share of classified tasks in each (the paper: most in 1 and 2)."""
+    from .patterns import MARGIN, PATTERNS, pattern_shares
+
+    lines = ["### Figure 4 trajectory patterns", "",
+             f"Rule (ours; the paper gives none): each arm's change from the start to its last evaluated checkpoint, "
+             f"margin {MARGIN} point. The paper says most tasks fall into patterns 1 and 2.", ""]  # fmt: skip
+    if classified is None or classified.empty:
+        return lines + [f"{NOT_RUN}: no task has the start checkpoint and both arms evaluated.", ""]
+    shares = pattern_shares(classified)
+    lines += [f"- pattern {k} ({PATTERNS[k]}): {int((classified['pattern'] == k).sum())} of {len(classified)} "
+              f"tasks ({100 * shares[k]:.0f}%)" for k in PATTERNS]  # fmt: skip
+    known = classified.dropna(subset=["paper_pattern"])
+    if len(known):
+        same = int((known["pattern"] == known["paper_pattern"].astype(int)).sum())
+        lines.append(f"- the paper's Figure 4 tasks evaluated here: {same} of {len(known)} in the paper's pattern.")
     return lines + [""]
 
 
 def _simulation(claims: pd.DataFrame | None) -> list[str]:
-    lines = ["## Section 3: token-level simulation (Figure 3)", ""]
+    lines = ["## Section 4.1: token-level simulation (Figure 3)", ""]
     if claims is None:
         return lines + [f"{NOT_RUN}: the simulation stage is disabled in this configuration.", ""]
     lines += ["Run at the paper's scale (d = 128,000, N up to 51,200, 1,000 steps) in every configuration.", "",
@@ -87,11 +189,14 @@ def _simulation(claims: pd.DataFrame | None) -> list[str]:
 
 
 def _table1(table1: pd.DataFrame) -> list[str]:
-    lines = ["### Table 1 (family pass@1, %)", "", "| row | arm | steps | time h (paper) | Math (paper, diff) | "
-             "Code (paper, diff) | Reasoning Gym (paper, diff) |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["### Table 1 (family pass@1, %)", "",
+             "Reasoning Gym twice: the mean over its 11 categories beside the same mean of the paper's Table 5 "
+             "columns, and the mean over tasks beside the paper's printed average (rule unpublished).", "",
+             "| row | arm | steps | time h (paper) | Math (paper, diff) | Code (paper, diff) | RG category mean (paper "
+             "columns, diff) | RG task mean (paper printed, diff) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in table1.to_dict("records"):
         cells = [f"{_cell(r[c])} ({_cell(r[c + ', paper'])}, {_cell(r[c + ' diff'], sign='+')})"
-                 for c in ("Math", "Code", "Reasoning Gym")]
+                 for c in ("Math", "Code", RG_CATEGORY, RG_TASK)]
         time = f"{_cell(r['time (h)'], 3)} ({_cell(r['time (h), paper'], 1)})"
         lines.append(f"| {r['method']} | {r['arm']} | {r['continued steps']} | {time} | "
                      + " | ".join(cells) + " |")  # fmt: skip
@@ -131,12 +236,13 @@ def _statistics(sig: Mapping) -> list[str]:
 
 
 def render_summary(spec: Mapping, table1: pd.DataFrame, tables: Mapping[str, pd.DataFrame], sig: Mapping,
-                   claims: pd.DataFrame | None, table2_md: str | None) -> str:  # fmt: skip
+                   claims: pd.DataFrame | None, table2_md: str | None,
+                   patterns: pd.DataFrame | None = None) -> str:  # fmt: skip
     """The SUMMARY.md text."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
     lines += _main_claim(table1, spec)
     lines += _simulation(claims)
-    lines += ["## Section 6: results to regenerate", ""]
+    lines += ["## Section 4.2: results to regenerate", ""]
     lines += _table1(table1)
     lines += ["### Table 2 (throughput and dynamic-sampling pass rate)", ""]
     lines += [table2_md.strip() if table2_md else
@@ -144,7 +250,8 @@ def render_summary(spec: Mapping, table1: pd.DataFrame, tables: Mapping[str, pd.
               "41% vs 62%, 36.5 vs 72.4 samples/s, x1.98).", ""]  # fmt: skip
     lines += _benchmarks(tables)
     lines += _statistics(sig)
-    lines += ["Figures: Figure 1 (family pass@1 vs training hours), Figure 3 (simulation), Figure 4 (per-task "
-              "trajectories) and, with two or more sweep arms, the N-sweep figure are in results/figures/ and in "
+    lines += _patterns(patterns)
+    lines += ["Figures: Figure 1 (Math pass@1 vs training hours; every family in figure1_families), Figure 3 "
+              "(simulation), Figure 4 (per-task pass@1 vs training hours by trajectory pattern) and, with two or more sweep arms, the N-sweep figure are in results/figures/ and in "
               "the HTML report (`snakemake --report`).", ""]  # fmt: skip
     return "\n".join(lines)

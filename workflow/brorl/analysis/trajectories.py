@@ -1,7 +1,9 @@
 """pass@1 per checkpoint from per-instance units: per benchmark, per family (with bootstrap CIs), per task.
 
 pass@1 of a benchmark = mean over its instances of each instance's sample mean (the evaluation stage's number);
-a family's = the unweighted mean over its benchmarks present (ProRL's averages). Values are fractions in [0, 1].
+a family's = the unweighted mean over its benchmarks present (the paper's Math and Code averages). Reasoning Gym has
+three averages (``reasoning_gym_averages``): over its 11 categories (that family mean), over tasks and over items; the
+paper's printed average follows an unpublished rule. Values are fractions in [0, 1].
 """
 
 from __future__ import annotations
@@ -39,6 +41,25 @@ def family_pass1(units: pd.DataFrame, *, resamples: int = 0, seed: int = 0, leve
             row["ci_low"], row["ci_high"] = (float(x) for x in np.quantile(dist, [alpha, 1.0 - alpha]))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reasoning_gym_averages(units: pd.DataFrame) -> pd.DataFrame:
+    """arm, step, category_mean, task_mean, item_mean, n_tasks, n_items of the Reasoning Gym units per checkpoint.
+
+    category_mean: mean of the category benchmarks' pass@1; task_mean: mean of each task's pass@1 (a task = one
+    Reasoning Gym dataset, ``task`` of its units); item_mean: mean over all items. They differ when categories hold
+    different numbers of tasks, or tasks different numbers of items.
+    """
+    rg = units[units["family"] == "reasoning_gym"]
+    rows = []
+    for (arm, step), g in rg.groupby(["arm", "step"], sort=True):
+        rows.append({"arm": arm, "step": int(step),
+                     "category_mean": float(g.groupby("benchmark")["score"].mean().mean()),
+                     "task_mean": float(g.groupby("task")["score"].mean().mean()),
+                     "item_mean": float(g["score"].mean()), "n_tasks": int(g["task"].nunique()),
+                     "n_items": int(len(g))})  # fmt: skip
+    columns = ["arm", "step", "category_mean", "task_mean", "item_mean", "n_tasks", "n_items"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def task_pass1(units: pd.DataFrame) -> pd.DataFrame:

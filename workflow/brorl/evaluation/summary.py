@@ -1,4 +1,4 @@
-"""Summaries of one (arm, step, benchmark) and the table over all of them (paper section 5 protocol).
+"""Summaries of one (arm, step, benchmark) and the table over all of them (the paper's Appendix D protocol).
 
 pass@1 = mean score over a problem's samples, then mean over problems (continuous Reasoning Gym scores count as
 their value); pass@k for k in {1, 2, 4, 8, 16} (k <= n) by the unbiased estimator (brorl.evaluation.passk).

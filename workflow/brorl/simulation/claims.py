@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-PAPER_QPOS_512 = 0.64  # the paper's "about 0.64" for Q_pos after 1000 steps at N = 512
+PAPER_QPOS_512 = 0.64  # the top tick of Figure 3's Q_pos axis (0.60-0.64); the text states no value
 PAPER_N = (4, 8, 16, 512, 51200)
 SMALL_N = (4, 8)
 NEAR_ZERO_N = 512
@@ -29,7 +29,7 @@ CLAIMS = {
 PAPER_TEXT = {
     1: "Q_pos rises faster with more rollouts per step (final Q_pos ordered in N)",
     2: "knowledge shrinkage at N = 4 and 8: worst drop < 0, not all correct tokens improve",
-    3: "worst drop ~ 0 at N = 512",
+    3: "worst drop ~ 0 at N = 512 (read from Figure 3; the text states no value)",
     4: "worst drop strictly 0 and ~100% of correct tokens improved at N = 51200",
 }
 

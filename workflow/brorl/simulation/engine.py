@@ -1,4 +1,4 @@
-"""The token-level RLVR simulation of PAPER.md section 3, fast and exact.
+"""The token-level RLVR simulation of the paper's Section 4.1 (Figure 3), fast and exact.
 
 Each step: N i.i.d. draws from p = softmax(z); centered rewards r_j = R_j - mean(R); the linear surrogate
 L = -(1/N) sum_j r_j p_{k_j}, whose gradient is taken in closed form,

@@ -1,4 +1,4 @@
-"""Parameters of one token-level simulation run (PAPER.md section 3), validated before any work starts."""
+"""Parameters of one token-level simulation run (the paper's Section 4.1), validated before any work starts."""
 
 from __future__ import annotations
 

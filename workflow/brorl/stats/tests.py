@@ -1,6 +1,6 @@
 """Paired one-tailed t-tests, bootstrap confidence intervals and Holm's correction: pure maths on arrays.
 
-This is the paper's significance test (BroRL, arXiv 2510.01180, Section 5; PAPER.md section 6): a paired, one-tailed
+This is the paper's significance test (BroRL, arXiv 2510.01180, Section 4.2.2): a paired, one-tailed
 t-test of treatment > baseline over problem instances, each unit being one problem's mean score over its 16 samples.
 It equals ``scipy.stats.ttest_rel(treatment, baseline, alternative="greater")`` (and ``ttest_1samp`` of the
 differences against 0) wherever that is defined, and additionally gives explicit results where scipy returns NaN.

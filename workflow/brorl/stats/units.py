@@ -3,7 +3,7 @@
 The unit is one problem instance: its mean score over its samples (16 per problem in the paper; binary for math
 and code, continuous partial credit for Reasoning Gym). ``instance_means`` turns the sample-level table into units;
 ``compare_arms`` pairs two arms' units by (benchmark, id) and runs the paired one-tailed t-test pooled over every
-instance (the paper's test: ~12,200 units, delta 0.0033, t 4.84, p 6.5e-7), per family and per benchmark, with
+instance (the paper's test: ">10,000" units, delta 0.0033, t 4.84, p 6.5e-7), per family and per benchmark, with
 Holm's step-down correction across the groups of each level (the paper applies none; both are reported).
 
 This module imports pandas; ``brorl.stats`` does not import it, so import ``brorl.stats.units`` explicitly.
