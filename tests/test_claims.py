@@ -36,8 +36,21 @@ GOOD = {4: (0.59, 20.0, -0.1 * P0), 8: (0.595, 30.0, -0.1 * P0), 16: (0.61, 40.0
         512: (0.64, 99.0, -0.001 * P0), 51200: (0.65, 100.0, 0.0)}  # fmt: skip
 
 
-def _holds(table: pd.DataFrame) -> dict[str, str]:
-    return dict(zip(table["claim"], table["holds"]))
+def _holds(table: pd.DataFrame, column: str = "holds") -> dict[str, str]:
+    return {k: v for k, v in zip(table["claim"], table[column]) if k != "axes"}
+
+
+def test_claims_read_at_the_figures_scale_and_whether_the_curves_fill_its_axes() -> None:
+    """Drops below 5e-6 look like zero on Figure 3's worst-drop axis (0 to -1e-4); its panels span Q_pos 0.60-0.64."""
+    like_the_demo = {4: (0.6087, 13.7, -2.9e-6), 8: (0.6097, 26.2, -4.0e-6), 16: (0.6142, 38.7, -5.1e-6),
+                     512: (0.6408, 82.4, -3.6e-6), 51200: (0.6541, 100.0, 1.3e-6)}  # fmt: skip
+    table = claims_table(_runs(like_the_demo, correct=10_000), 0.01, 99.9)
+    assert _holds(table)["3"] == "no"  # strict: |drop| > 1% of a correct token's p_i(0)
+    assert _holds(table, "holds (figure units)") == {"1": "info", "2": "no", "3": "yes", "4": "yes", "ref": "info"}
+    axes = table.set_index("claim").loc["axes"]
+    assert axes["holds (figure units)"] == "no" and "lowest worst drop -5.100e-6" in axes["measured"]
+    fills = {4: (0.601, 10.0, -9e-5), 512: (0.63, 90.0, -1e-6), 51200: (0.64, 100.0, 0.0)}
+    assert claims_table(_runs(fills, correct=10_000), 0.01, 99.9).set_index("claim").loc["axes", "holds (figure units)"] == "yes"
 
 
 def test_every_claim_holds() -> None:
@@ -63,7 +76,7 @@ def test_thresholds_decide_claims_3_and_4() -> None:
 
 def test_claims_without_their_n_are_not_run_not_dropped() -> None:
     table = claims_table(_runs({4: GOOD[4]}), 0.01, 99.9)
-    assert list(table["claim"]) == ["1", "2", "3", "4", "ref"]
+    assert list(table["claim"]) == ["1", "2", "3", "4", "ref", "axes"]
     assert _holds(table) == {"1": "not run", "2": "yes", "3": "not run", "4": "not run", "ref": "not run"}
     assert "N = 8 not run" in table.set_index("claim").loc["2", "note"]
 

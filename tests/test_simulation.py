@@ -40,6 +40,35 @@ def test_same_draws_give_the_autograd_trajectory(n: int, opt: OptimizerSpec) -> 
     np.testing.assert_allclose(fast["pct_improved"], ref["pct_improved"], rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("anchor_correct, freeze", [(True, False), (True, True), (False, True)],
+                         ids=["correct-anchor", "correct-frozen-anchor", "frozen-anchor"])
+@pytest.mark.parametrize("n", [4, 4096])
+def test_the_anchor_settings_give_the_autograd_trajectory(n: int, anchor_correct: bool, freeze: bool) -> None:
+    """A correct anchor counts as a correct token (Q_pos, % improved, worst drop); a frozen one never moves."""
+    spec = SimulationSpec(**SMALL, n=n, seed=3, optimizer=OptimizerSpec(weight_decay=0.01), anchor_correct=anchor_correct,
+                          freeze_anchor=freeze)  # fmt: skip
+    fast, ref = _replay(spec)
+    np.testing.assert_allclose(fast["q_pos"], ref["q_pos"], rtol=1e-11, atol=0)
+    np.testing.assert_allclose(fast["worst_drop"], ref["worst_drop"], rtol=1e-8, atol=1e-18)
+    np.testing.assert_allclose(fast["pct_improved"], ref["pct_improved"], rtol=0, atol=1e-9)
+
+
+def test_a_correct_anchor_is_part_of_q_pos() -> None:
+    plain = simulate(SimulationSpec(**SMALL, n=16, seed=1))
+    correct = simulate(SimulationSpec(**SMALL, n=16, seed=1, anchor_correct=True))
+    z = np.exp([5.0] + [0.0] * (3000 - 300 - 1) + [3.0] * 300)
+    assert correct["q_pos"].iloc[0] == pytest.approx((z[0] + z[-300:].sum()) / z.sum(), rel=1e-12)
+    assert correct["q_pos"].iloc[0] - plain["q_pos"].iloc[0] == pytest.approx(z[0] / z.sum(), rel=1e-12)
+
+
+def test_with_a_correct_anchor_the_worst_drop_shrinks_with_n_at_paper_scale() -> None:
+    """The paper's setting (d = 128,000, 1,000 AdamW steps) with the anchor as a correct token: the largest drop of a
+    correct token over the run shrinks as N grows (measured: -1.2e-5 at N = 4, -3.7e-6 at 512, -1.2e-7 at 51,200)."""
+    drops = {n: simulate(SimulationSpec(n=n, seed=0, anchor_correct=True)).worst_drop.min() for n in (4, 512, 51200)}
+    assert drops[4] < drops[512] < drops[51200] < 0, drops
+    assert drops[51200] > -1e-6 and drops[4] < -1e-5, drops
+
+
 def test_closed_form_gradient_equals_autograd() -> None:
     """dL/dz = (p/N)(S - w) with w_k = n_k (R_k - b) is the autograd gradient of the linear surrogate."""
     rng = np.random.default_rng(0)

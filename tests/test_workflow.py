@@ -105,7 +105,7 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
     # the simulation's jobs (the other stages' jobs: tests/test_evaluation.py, tests/test_training_recipe.py)
     counts = {k: v for k, v in job_counts(proc).items() if k in expected_simulation_counts(cfg)}
     assert counts == expected_simulation_counts(cfg)
-    assert counts["simulate_token_level"] == 15 and counts["simulate_sensitivity"] == 24  # the paper's 5 N x 3 seeds
+    assert counts["simulate_token_level"] == 15 and counts["simulate_sensitivity"] == 40  # the paper's 5 N x 3 seeds
     text = output_of(proc)
     for n in cfg["simulation"]["n_values"]:
         for seed in cfg["simulation"]["seeds"]:

@@ -93,8 +93,22 @@ def simulation_sensitivity_runs():
 def variant_optimizer(wildcards):
     """simulation.optimizer with the variant's non-null keys replacing it."""
     variant = next(v for v in SENSITIVITY["variants"] if v["name"] == wildcards.variant)
-    overrides = {k: v for k, v in variant["optimizer"].items() if v is not None}
+    overrides = {k: v for k, v in variant.get("optimizer", {}).items() if v is not None}
     return {**SIM["optimizer"], **overrides}
+
+
+def anchor_flags(variant=None):
+    """--anchor-class and --freeze-anchor of the main sweep, or of a sensitivity variant (its non-null keys win)."""
+    own = {k: v for k, v in (variant or {}).items() if v is not None}
+    anchor = own.get("anchor_class", SIM["anchor_class"])
+    frozen = own.get("freeze_anchor", SIM["freeze_anchor"])
+    return f"--anchor-class {anchor}" + (" --freeze-anchor" if frozen else "")
+
+
+def variant_anchor_flags(wildcards):
+    """anchor_flags of the sensitivity variant of ``wildcards`` (params of simulate_sensitivity)."""
+    variant = next(v for v in SENSITIVITY["variants"] if v["name"] == wildcards.variant)
+    return anchor_flags(variant)
 
 
 def variant_optimizer_key(key):

@@ -26,6 +26,7 @@ rule simulate_token_level:
         betas=SIM["optimizer"]["betas"],
         eps=SIM["optimizer"]["eps"],
         weight_decay=SIM["optimizer"]["weight_decay"],
+        anchor=anchor_flags(),
     shell:
         """
         python -m brorl.simulation run \
@@ -40,6 +41,7 @@ rule simulate_token_level:
             --betas {params.betas} \
             --eps {params.eps} \
             --weight-decay {params.weight_decay} \
+            {params.anchor} \
             --seed {wildcards.seed} \
             --label main \
             --out {output:q} \
@@ -71,6 +73,7 @@ rule simulate_sensitivity:
         betas=variant_optimizer_key("betas"),
         eps=variant_optimizer_key("eps"),
         weight_decay=variant_optimizer_key("weight_decay"),
+        anchor=variant_anchor_flags,
     shell:
         """
         python -m brorl.simulation run \
@@ -85,6 +88,7 @@ rule simulate_sensitivity:
             --betas {params.betas} \
             --eps {params.eps} \
             --weight-decay {params.weight_decay} \
+            {params.anchor} \
             --seed {wildcards.seed} \
             --label {wildcards.variant:q} \
             --out {output:q} \

@@ -16,6 +16,11 @@ import pandas as pd
 PAPER_QPOS_512 = 0.64  # the top tick of Figure 3's Q_pos axis (0.60-0.64); the text states no value
 PAPER_N = (4, 8, 16, 512, 51200)
 SMALL_N = (4, 8)
+# Figure 3's axes as printed (read from the PDF; the text gives no numbers): Q_pos ticks 0.60-0.64 (0.01 apart),
+# worst drop from 0 down to -1.0e-4. Our readings of them, used by the "figure units" columns:
+FIGURE_QPOS = (0.595, 0.645)  # the Q_pos panel's range: its ticks plus half a tick on each side
+FIGURE_DROP_LOW = (-2.0e-4, -5.0e-5)  # the lowest worst drop that makes -1.0e-4 the panel's lowest tick (x2 either way)
+FIGURE_ZERO = 5.0e-6  # |worst drop| below 1/20 of that axis (about a line width on the panel) reads as zero
 NEAR_ZERO_N = 512
 STRICT_N = 51200
 YES, NO, NOT_RUN, INFO = "yes", "no", "not run", "info"
@@ -142,6 +147,28 @@ def _claim2(f: _Family) -> dict:
             "note": note}  # fmt: skip
 
 
+def figure_units(f: _Family, cid: int) -> str:
+    """Whether claim ``cid`` holds when drops are read at Figure 3's scale (|drop| < FIGURE_ZERO looks like 0)."""
+    m = f.means
+    if cid == 1:
+        return INFO
+    if cid == 2:
+        present = [n for n in SMALL_N if n in f.ns]
+        return NOT_RUN if not present else YES if all(m.loc[n, "worst_drop"] < -FIGURE_ZERO for n in present) else NO
+    n = NEAR_ZERO_N if cid == 3 else STRICT_N
+    if n not in f.ns:
+        return NOT_RUN
+    return YES if m.loc[n, "worst_drop"] >= -FIGURE_ZERO else NO
+
+
+def fits_figure_axes(runs: pd.DataFrame) -> tuple[str, float, float, float]:
+    """(yes/no, lowest Q_pos, highest Q_pos, lowest worst drop) over every step of every run of a family: do its
+    curves fill Figure 3's panels as printed (FIGURE_QPOS, FIGURE_DROP_LOW)?"""
+    lo, hi, drop = float(runs["q_pos"].min()), float(runs["q_pos"].max()), float(runs["worst_drop"].min())
+    fits = FIGURE_QPOS[0] <= lo and hi <= FIGURE_QPOS[1] and FIGURE_DROP_LOW[0] <= drop <= FIGURE_DROP_LOW[1]
+    return (YES if fits else NO), lo, hi, drop
+
+
 def _claim3(f: _Family, tol: float) -> dict:
     n = NEAR_ZERO_N
     if n not in f.ns:
@@ -209,17 +236,26 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
     f, results = _evaluate(fam, near_zero_rel_tol, full_improvement_pct)
     rows = []
     for cid in (1, 2, 3, 4):
-        rows.append({"claim": str(cid), "statement": CLAIMS[cid], "paper": PAPER_TEXT[cid], **results[cid]})
+        rows.append({"claim": str(cid), "statement": CLAIMS[cid], "paper": PAPER_TEXT[cid], **results[cid],
+                     "holds (figure units)": figure_units(f, cid)})  # fmt: skip
     rows.append({"claim": "ref", "statement": "Q_pos after 1000 steps at N = 512",
-                 "paper": f"about {PAPER_QPOS_512}", **results["ref"]})  # fmt: skip
-    table = pd.DataFrame(rows, columns=["claim", "statement", "paper", "N", "measured", "holds", "note"])
-    return table
+                 "paper": f"Figure 3's axis tops at {PAPER_QPOS_512} (no value in the text)", **results["ref"],
+                 "holds (figure units)": INFO})  # fmt: skip
+    fits, lo, hi, drop = fits_figure_axes(fam)
+    rows.append({"claim": "axes", "statement": "the curves fill Figure 3's panels as printed", "N": "all",
+                 "paper": "Q_pos ticks 0.60-0.64; worst drop 0 to -1.0e-4 (read from the figure)",
+                 "measured": f"Q_pos {lo:.4f}..{hi:.4f}; lowest worst drop {_fmt(drop)}", "holds": INFO,
+                 "holds (figure units)": fits,
+                 "note": f"fits: Q_pos within {FIGURE_QPOS[0]}..{FIGURE_QPOS[1]} and lowest worst drop within "
+                         f"{_fmt(FIGURE_DROP_LOW[0])}..{_fmt(FIGURE_DROP_LOW[1])} (our reading of the axes)"})  # fmt: skip
+    columns = ["claim", "statement", "paper", "N", "measured", "holds", "holds (figure units)", "note"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _settings(runs: pd.DataFrame) -> dict:
     """Optimizer settings of one family (joined when they differ between its runs)."""
     out = {}
-    for col in ("optimizer", "lr", "eps", "weight_decay"):
+    for col in ("optimizer", "lr", "eps", "weight_decay", "anchor", "anchor_frozen"):
         if col in runs.columns:
             vals = list(dict.fromkeys(runs[col].tolist()))
             out[col] = vals[0] if len(vals) == 1 else " / ".join(map(str, vals))
@@ -227,8 +263,9 @@ def _settings(runs: pd.DataFrame) -> dict:
 
 
 def sensitivity_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_pct: float) -> pd.DataFrame:
-    """One row per run family (``label``): optimizer settings, final Q_pos per N, % improved, worst drop at
-    N = 512, and whether each of the four claims holds (yes / no / not run)."""
+    """One row per run family (``label``): optimizer and anchor settings, final Q_pos per N, % improved, worst drop
+    at N = 512, whether each of the four claims holds (yes / no / not run; strict and in Figure 3's units), and
+    whether the family's curves fill Figure 3's axes as printed."""
     _check_thresholds(near_zero_rel_tol, full_improvement_pct)
     _check_columns(runs)
     all_ns = sorted(int(n) for n in runs["n"].unique())
@@ -250,5 +287,9 @@ def sensitivity_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improve
         )
         for cid in (1, 2, 3, 4):
             row[f"claim {cid}"] = results[cid]["holds"]
+            if cid > 1:
+                row[f"claim {cid} (figure units)"] = figure_units(f, cid)
+        row["fits Figure 3 axes"], row["Q_pos lowest"], row["Q_pos highest"], row["lowest worst drop"] = (
+            fits_figure_axes(fam))  # fmt: skip
         rows.append(row)
     return pd.DataFrame(rows)

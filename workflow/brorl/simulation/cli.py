@@ -16,7 +16,11 @@ def _add_problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vocab", type=int, default=128_000, help="vocabulary size V")
     p.add_argument("--correct", type=int, default=10_000, help="number of correct tokens C (reward +1)")
     p.add_argument("--init-correct", type=float, default=3.0, help="initial logit a of every correct token")
-    p.add_argument("--init-anchor", type=float, default=5.0, help="initial logit b of the incorrect anchor token")
+    p.add_argument("--init-anchor", type=float, default=5.0, help="initial logit b of the anchor token")
+    p.add_argument("--anchor-class", choices=("incorrect", "correct"), default="incorrect",
+                   help="reward class of the anchor token (the paper does not say)")
+    p.add_argument("--freeze-anchor", action="store_true",
+                   help="keep the anchor's logit fixed during training (one reading of the paper's 'fixing')")
 
 
 def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
@@ -29,7 +33,8 @@ def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
 
 def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
     opt = OptimizerSpec(a.optimizer, a.lr, tuple(a.betas), a.eps, a.weight_decay)
-    return SimulationSpec(a.vocab, a.correct, a.init_correct, a.init_anchor, n, a.steps, seed, opt)
+    return SimulationSpec(a.vocab, a.correct, a.init_correct, a.init_anchor, n, a.steps, seed, opt,
+                          anchor_correct=a.anchor_class == "correct", freeze_anchor=a.freeze_anchor)  # fmt: skip
 
 
 def _cmd_run(a: argparse.Namespace) -> None:

@@ -141,7 +141,7 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
         p = s["p"]
         q_pos = float(sum(m for g, m in zip(s.groups, masses) if g.correct))
         rec["q_pos"][t] = q_pos
-        rec["pct_improved"][t] = 100.0 * sum(s.count_above(g, p, g.p0) for g in correct) / spec.correct
+        rec["pct_improved"][t] = 100.0 * sum(s.count_above(g, p, g.p0) for g in correct) / spec.correct_tokens
         rec["worst_drop"][t] = min(s.min_member(g, p) - g.p0 for g in correct)
         if t > 0:
             rec["dq_actual"][t - 1] = q_pos - rec["q_pos"][t - 1]
@@ -158,6 +158,10 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
         rec["distinct_drawn"][t] = float(sum(g.handed_out for g in s.groups))
 
         optimizer_step(opt, t + 1, s.torch("z"), s.torch("grad"), s.torch("m"), s.torch("v"), s.torch("dz"))
+        if spec.freeze_anchor:  # a frozen anchor keeps its logit: neither the update nor weight decay moves it
+            anchor = next(g for g in s.groups if g.name == "anchor")
+            s["z"][anchor.off : anchor.off + anchor.used] = anchor.logit
+            s["dz"][anchor.off : anchor.off + anchor.used] = 0.0
         # Exact first-order change of Q_pos along the update actually taken (any optimizer).
         pdz = {g.name: s.weighted_sum(g, s["p"], s["dz"]) for g in s.groups}
         pdz_pos = sum(pdz[g.name] for g in correct)

@@ -32,7 +32,7 @@ def simulate_reference(spec: SimulationSpec, replay: Draws | None = None) -> pd.
     """Dense simulation; with ``replay`` (step -> (token ids, counts)) it uses those draws instead of sampling."""
     z0, rewards_np = spec.dense_init()
     rewards = torch.from_numpy(rewards_np)
-    correct = slice(spec.vocab - spec.correct, spec.vocab)  # the correct tokens are the last C ids
+    correct = torch.from_numpy(rewards_np > 0)  # the last C ids, and the anchor (id 0) when it is correct
     z = torch.tensor(z0, requires_grad=True)
     opt = make_optimizer(spec, [z])
     gen = torch.Generator().manual_seed(spec.seed)
@@ -54,4 +54,7 @@ def simulate_reference(spec: SimulationSpec, replay: Draws | None = None) -> pd.
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if spec.freeze_anchor:
+            with torch.no_grad():
+                z[0] = z0[0]
     return pd.DataFrame(rows, columns=["step", "q_pos", "pct_improved", "worst_drop"])

@@ -43,7 +43,12 @@ class OptimizerSpec:
 
 @dataclass(frozen=True)
 class SimulationSpec:
-    """One run: vocabulary, reward split, seeded init, draws per step, steps, seed, optimizer."""
+    """One run: vocabulary, reward split, seeded init, draws per step, steps, seed, optimizer, and the anchor.
+
+    The paper fixes "one anchor token z0 = 5" without saying whether it is correct or incorrect, nor whether
+    "fixing" means its initial logit or a frozen one: ``anchor_correct`` and ``freeze_anchor`` choose (defaults:
+    incorrect and trained, the first reading).
+    """
 
     vocab: int = 128_000
     correct: int = 10_000
@@ -53,6 +58,8 @@ class SimulationSpec:
     steps: int = 1000
     seed: int = 0
     optimizer: OptimizerSpec = field(default_factory=OptimizerSpec)
+    anchor_correct: bool = False
+    freeze_anchor: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -85,13 +92,19 @@ class SimulationSpec:
         """Exchangeable token groups: (name, size, initial logit, reward).
 
         Tokens in one group share their reward and initial logit, so until one is drawn they stay identical.
-        Layout as in the prototype: index 0 is the anchor, the last ``correct`` indices are the correct tokens.
+        Layout as in the prototype: index 0 is the anchor, the last ``correct`` indices are the correct tokens
+        (a correct anchor is one more correct token).
         """
-        groups = [("anchor", 1, self.init_anchor, R_WRONG)]
+        groups = [("anchor", 1, self.init_anchor, R_CORRECT if self.anchor_correct else R_WRONG)]
         if self.vocab - self.correct - 1 > 0:
             groups.append(("incorrect", self.vocab - self.correct - 1, 0.0, R_WRONG))
         groups.append(("correct", self.correct, self.init_correct, R_CORRECT))
         return groups
+
+    @property
+    def correct_tokens(self) -> int:
+        """How many tokens are rewarded as correct (the anchor too when ``anchor_correct``)."""
+        return self.correct + int(self.anchor_correct)
 
     def dense_init(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense initial logits z (V,) and rewards (V,), in the token order of ``token_groups``."""
