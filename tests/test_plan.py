@@ -75,7 +75,7 @@ def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
     prorl = {s for s in range(25, 536, 25)} | {225, 535}
     brorl = {s for s in range(25, 192, 25)} | {107, 134, 191}
     assert counts["generate_samples"] == (1 + len(prorl) + len(brorl)) * len(config["evaluation"]["benchmarks"])
-    assert counts["bench_throughput"] == 3 * 2  # 3 layouts x prefix caching on/off
+    assert counts["bench_throughput"] == 5 * 2  # 5 layouts (3 whole steps, 2 per-GPU shares) x prefix caching on/off
 
 
 def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):

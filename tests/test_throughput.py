@@ -100,41 +100,64 @@ def cell(df: pd.DataFrame, quantity: str, setting_part: str, column: str):
 def test_table2_has_the_paper_column_and_differences():
     results = [result(512, 16, True, [40.0, 40.4, 39.6]), result(128, 512, True, [80.0, 80.8, 79.2]),
                result(16, 512, True, [60.0, 60.0, 60.0]), result(512, 16, False, [30.0, 30.3, 29.7])]  # fmt: skip
-    df = table2(results, ARMS, {"control": 0.4, "treatment": None}, {"treatment": "training has not run"}, "here")
+    df = table2(results, ARMS, {"control": 0.4, "treatment": None}, {"treatment": "training has not run"}, "here",
+                gpus=1)  # whole steps against the paper's totals (the tiny preset's comparison)
     pr = "dynamic-sampling pass rate (%)"
     assert cell(df, pr, "ProRL", "paper") == 41.0 and cell(df, pr, "BroRL", "paper") == 62.0
     assert cell(df, pr, "ProRL", "reproduced") == pytest.approx(40.0)
     assert cell(df, pr, "ProRL", "difference") == pytest.approx(-1.0)
     assert cell(df, pr, "BroRL", "reproduced") == NOT_AVAILABLE and "not run" in cell(df, pr, "BroRL", "note")
-    tp = "generation throughput (samples/s)"
-    assert cell(df, tp, "ProRL: 512 x 16, prefix caching on", "paper") == PAPER["samples_per_s"]["control"] == 36.5
-    assert cell(df, tp, "BroRL: 128 x 512, prefix caching on", "paper") == 72.4
+    tp, other = "standalone generation throughput, whole step (samples/s)", "generation throughput (samples/s)"
+    assert cell(df, tp, "ProRL: 512 x 16 (a step), prefix caching on", "paper") == PAPER["samples_per_s"]["control"] == 36.5
+    assert cell(df, tp, "BroRL: 128 x 512 (a step), prefix caching on", "paper") == 72.4
     assert cell(df, tp, "ProRL: 512 x 16", "difference") == pytest.approx(40.0 - 36.5)
-    ratio = "throughput ratio BroRL / ProRL"
+    ratio = "throughput ratio BroRL / ProRL, standalone whole step"
     assert cell(df, ratio, "BroRL / ProRL, prefix caching on", "paper") == 1.98
     assert cell(df, ratio, "BroRL / ProRL, prefix caching on", "reproduced") == pytest.approx(2.0)
     # our extension rows: the paper gives none of them
-    assert cell(df, tp, "16 x 512, prefix caching on", "paper") == NOT_GIVEN
+    assert cell(df, other, "16 x 512, prefix caching on", "paper") == NOT_GIVEN
     equal = "throughput ratio at equal samples (larger N / smaller N)"
     assert cell(df, equal, "16x512 / 512x16, prefix caching on", "reproduced") == pytest.approx(1.5)
     assert cell(df, "prefix-caching speed-up (on / off)", "512x16", "reproduced") == pytest.approx(40 / 30)
     # the BroRL layout without prefix caching was not measured: that ratio says so instead of a number
-    assert cell(df, ratio, "prefix caching off", "reproduced") == NOT_AVAILABLE
+    assert cell(df, "throughput ratio BroRL / ProRL", "prefix caching off", "reproduced") == NOT_AVAILABLE
+
+
+def test_table2_compares_training_runs_with_the_paper_and_the_standalone_benchmark_per_gpu():
+    """The paper measured on its 64-GPU training setup: the training runs' own samples/s are the primary rows; one
+    standalone engine is compared at each arm's per-GPU share (8 x 16 and 2 x 512) with the paper's value / 64."""
+    results = [result(8, 16, True, [1.0, 1.0, 1.0]), result(2, 512, True, [2.5, 2.5, 2.5]),
+               result(512, 16, True, [40.0, 40.0, 40.0])]  # fmt: skip
+    training = {"control": (30.0, "over 2 steps"), "treatment": (75.0, "over 1 step")}
+    df = table2(results, ARMS, {}, {}, "here", training, "8 nodes x 8 GPUs")
+    run = "generation throughput in training (samples/s)"
+    assert cell(df, run, "ProRL", "paper") == 36.5 and cell(df, run, "ProRL", "reproduced") == 30.0
+    assert cell(df, run, "BroRL", "difference") == pytest.approx(75.0 - 72.4) and "8 nodes x 8 GPUs" in cell(df, run, "BroRL", "setting")
+    assert cell(df, "throughput ratio BroRL / ProRL, in training", "GPUs", "reproduced") == pytest.approx(2.5)
+    per_gpu = "standalone generation throughput, per GPU (samples/s)"
+    assert cell(df, per_gpu, "ProRL: 8 x 16 (its share of a step on 64 GPUs)", "paper") == pytest.approx(36.5 / 64)
+    assert cell(df, per_gpu, "BroRL: 2 x 512", "reproduced") == 2.5
+    assert cell(df, "throughput ratio BroRL / ProRL, standalone per GPU", "prefix caching on", "reproduced") == 2.5
+    assert cell(df, "generation throughput (samples/s)", "512 x 16", "paper") == NOT_GIVEN  # a whole step on 1 GPU
+    none = table2(results, ARMS, {}, {}, "here")
+    assert cell(none, run, "ProRL", "reproduced") == NOT_AVAILABLE and "not run" in cell(none, run, "ProRL", "note")
 
 
 def test_a_noisy_measurement_withholds_every_ratio_built_on_it():
     results = [result(512, 16, True, [40.0, 20.0, 60.0]), result(128, 512, True, [80.0, 80.8, 79.2])]
-    df = table2(results, ARMS, {}, {}, "here")
-    ratio = "throughput ratio BroRL / ProRL"
+    df = table2(results, ARMS, {}, {}, "here", gpus=1)
+    ratio = "throughput ratio BroRL / ProRL, standalone whole step"
     assert cell(df, ratio, "prefix caching on", "reproduced") == NOT_REPORTED
     assert "too noisy" in cell(df, ratio, "prefix caching on", "note")
-    assert "too noisy" in cell(df, "generation throughput (samples/s)", "ProRL", "note")
+    assert "too noisy" in cell(df, "standalone generation throughput, whole step (samples/s)", "ProRL", "note")
 
 
 def test_missing_layout_is_marked_not_available():
     df = table2([result(16, 512, True, [1.0, 1.0])], ARMS, {}, {}, "here")
-    assert cell(df, "generation throughput (samples/s)", "ProRL: 512 x 16", "reproduced") == NOT_AVAILABLE
-    assert cell(df, "throughput ratio BroRL / ProRL", "prefix caching on", "reproduced") == NOT_AVAILABLE
+    missing = cell(df, "standalone generation throughput, per GPU (samples/s)", "ProRL: 8 x 16", "note")
+    assert cell(df, "standalone generation throughput, per GPU (samples/s)", "ProRL: 8 x 16", "reproduced") == NOT_AVAILABLE
+    assert "add it to throughput.layouts" in missing
+    assert cell(df, "throughput ratio BroRL / ProRL, standalone per GPU", "prefix caching on", "reproduced") == NOT_AVAILABLE
 
 
 def test_equal_samples_pairs_are_ordered_by_n():
@@ -236,8 +259,8 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
                     "model": {"path": "m"}, "engine": {}, "machine": machine, "provenance": {}}  # fmt: skip
         files.append(tmp_path / f"{r['name']}.json")
         write_json(files[-1], full)
-    write_metrics(tmp_path / "c.jsonl", [metrics_record(1, 30, 40), metrics_record(2, 10, 100)])
-    write_metrics(tmp_path / "t.jsonl", [metrics_record(1, 62, 100)])
+    write_metrics(tmp_path / "c.jsonl", [metrics_record(1, 30, 40, gen_s=2.0), metrics_record(2, 10, 100, gen_s=5.0)])
+    write_metrics(tmp_path / "t.jsonl", [metrics_record(1, 62, 100, gen_s=1.0)])
     out = {k: tmp_path / name for k, name in [("md", "t2.md"), ("tex", "t2.tex"), ("csv", "t2.csv"),
                                               ("pr", "pr.csv"), ("png", "f.png"), ("pdf", "f.pdf"),
                                               ("machine", "machine.json")]}  # fmt: skip
@@ -245,7 +268,8 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
            "--arms", json.dumps(ARMS), "--metrics", f"prorl_n16={tmp_path / 'c.jsonl'}",
            f"brorl_n512={tmp_path / 't.jsonl'}", "--out-md", str(out["md"]), "--out-tex", str(out["tex"]),
            "--out-csv", str(out["csv"]), "--pass-rate-csv", str(out["pr"]), "--figure-png", str(out["png"]),
-           "--figure-pdf", str(out["pdf"]), "--machine-out", str(out["machine"])]  # fmt: skip
+           "--figure-pdf", str(out["pdf"]), "--machine-out", str(out["machine"]), "--gpus", "1",
+           "--setup", "embedded engine, one CPU machine"]  # fmt: skip
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert all(p.stat().st_size > 0 for p in out.values())
@@ -254,6 +278,8 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
     assert pr["paper"].astype(float).tolist() == [41.0, 62.0]
     assert pr["reproduced"].astype(float).tolist() == pytest.approx([100 * 40 / 140, 62.0])
     assert "| paper |" in out["md"].read_text() and r"\toprule" in out["tex"].read_text()
+    run = df[df["quantity"] == "generation throughput in training (samples/s)"]
+    assert run["reproduced"].astype(float).tolist() == pytest.approx([140 / 7, 100.0])  # generated / gen_s
     steps = pd.read_csv(out["pr"])
     assert steps["arm"].tolist() == ["prorl_n16", "prorl_n16", "brorl_n512"]
     assert json.loads(out["machine"].read_text())["same_hardware"] is True

@@ -414,6 +414,16 @@ def throughput_compared_arms():
     }
 
 
+def training_setup_text():
+    """The hardware the training runs use, in words (Table 2's rows measured in training)."""
+    if config["training"].get("engine") or config["engine"] == "embedded":
+        engine = config["training"].get("engine") or config["engine"]
+        if engine == "embedded":
+            return "embedded engine, one CPU machine"
+    cluster = config["training"]["cluster"]
+    return f"{cluster['nodes']} nodes x {cluster['gpus_per_node']} {cluster['device'].upper()}s"
+
+
 def throughput_metric_arms():
     """Compared arms whose training metrics Table 2 reads: enabled ones, once training exists."""
     if not THROUGHPUT_USES_TRAINING_METRICS:

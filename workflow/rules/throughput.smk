@@ -110,12 +110,16 @@ rule tabulate_throughput:
         # rerun trigger
         arms=json.dumps(throughput_compared_arms(), sort_keys=True),
         metrics=throughput_metrics_flags,
+        gpus=config["throughput"]["gpus"],
+        setup=training_setup_text(),
     shell:
         """
         python -m brorl.throughput tabulate \
             --results {input.results:q} \
             --arms {params.arms:q} \
             {params.metrics:q} \
+            --gpus {params.gpus} \
+            --setup {params.setup:q} \
             --out-md {output.md:q} \
             --out-tex {output.tex:q} \
             --out-csv {output.csv:q} \

@@ -52,7 +52,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     from .figure import plot_samples_per_s
     from .machine import hardware_key, summary_line
     from ..training.metrics import read_metrics
-    from .pass_rate import overall_pass_rate, pass_rate_series
+    from .pass_rate import overall_pass_rate, pass_rate_series, training_samples_per_s
     from .table import figure_frame, table2
 
     arms = json.loads(a.arms)
@@ -70,7 +70,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     if len(set(names)) != len(names):
         raise ValueError(f"a configuration is given twice: {names}")
     # pass rates: overall for the table, per step for the CSV
-    rates, notes, series_rows = {}, {}, []
+    rates, notes, series_rows, training = {}, {}, [], {}
     for role in ("control", "treatment"):
         name = arms[role]["name"]
         if name not in metrics:
@@ -79,6 +79,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
             continue
         records = read_metrics(metrics[name])
         rates[role] = overall_pass_rate(records, source=str(metrics[name]))
+        training[role] = training_samples_per_s(records, source=str(metrics[name]))
         series = pass_rate_series(records, source=str(metrics[name]))
         notes[role] = (f"sum(samples) / sum(generated_samples) over {len(series)} steps of {name}" if series
                        else f"{metrics[name]} has no steps")  # fmt: skip
@@ -93,7 +94,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     scale = f"measured on {line}, model {model}; paper: BroRL's H100 training cluster"
     if not same:
         scale += "; WARNING: the configurations ran on different hardware or software (see machine.json)"
-    df = table2(results, arms, rates, notes, scale)
+    df = table2(results, arms, rates, notes, scale, training, a.setup, a.gpus)
     write_table(df, a.out_md, a.out_csv, tex_path=a.out_tex,
                 title="Table 2: dynamic-sampling pass rate and generation throughput, paper vs reproduction")  # fmt: skip
     cols = ["arm", "role", "step", "wall_s", "samples", "generated_samples", "pass_rate", "cumulative_pass_rate"]
@@ -157,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", nargs="*", default=[], type=Path, help="configuration JSONs")
     p.add_argument("--arms", required=True, help='JSON: {"control": {name, label, n, prompts}, "treatment": {...}}')
     p.add_argument("--metrics", nargs="*", default=[], help="ARM=results/train/ARM/metrics.jsonl")
+    p.add_argument("--gpus", type=int, default=64,
+                   help="GPUs a step's prompts are spread over for the per-GPU comparison (paper: 64; 1 = whole steps)")
+    p.add_argument("--setup", default="", help="the training runs' hardware in words (Table 2's training rows)")
     p.add_argument("--out-md", required=True, type=Path)
     p.add_argument("--out-csv", required=True, type=Path)
     p.add_argument("--out-tex", required=True, type=Path)

@@ -1,4 +1,5 @@
-"""The dynamic-sampling pass rate of an arm from its training metrics (paper Table 2: 41% at N=16, 62% at N=512).
+"""What Table 2 reads from an arm's training metrics: the dynamic-sampling pass rate (paper: 41% at N=16, 62% at
+N=512) and the generation throughput of the training run itself (paper: 36.5 vs 72.4 samples/s on its 64 GPUs).
 
 The paper's definition: the fraction of generated samples that survive the dynamic-sampling filter (groups whose
 N rollouts all score the same are dropped). Per step that is ``samples / generated_samples``; over a run it is
@@ -67,3 +68,14 @@ def pass_rate_series(records: list[dict], source: str = "metrics") -> list[dict]
         generated += r["generated_samples"]
         out.append({**r, "pass_rate": r["samples"] / r["generated_samples"], "cumulative_pass_rate": kept / generated})
     return out
+
+
+def training_samples_per_s(records: list[dict], source: str = "metrics") -> tuple[float | None, str]:
+    """Generation throughput of a training run: sum(generated_samples) / sum(gen_s) over the steps that timed
+    their generation (paper Table 2 measured it on the training setup itself), and a note saying over what."""
+    timed = [r for r in records if isinstance(r.get("gen_s"), (int, float)) and r["gen_s"] > 0]
+    if not timed:
+        return None, f"{source}: no step timed its generation (gen_s)"
+    samples = sum(_count(r, "generated_samples", f"{source} step {r.get('step')}") for r in timed)
+    seconds = sum(float(r["gen_s"]) for r in timed)
+    return samples / seconds, f"sum(generated_samples) / sum(gen_s) over {len(timed)} of {len(records)} steps"

@@ -1,6 +1,11 @@
 """Paper Table 2 beside the reproduction: dynamic-sampling pass rate and generation samples/s of the two compared
 arms, their throughput ratio, and (our extension) every other measured configuration and equal-samples ratio.
 
+The paper measured on its 64-GPU training setup. The primary throughput rows therefore come from the training runs
+(generated samples over generation time, all GPUs of the run). The standalone benchmark runs one engine on one GPU,
+so it is compared per GPU: each arm at its per-GPU share of a step (prompts/step / PAPER_GPUS prompts x N, about 128
+vs 1,024 concurrent sequences) against the paper's value / PAPER_GPUS.
+
 Pure: records in, a DataFrame out (written by brorl.tables.write_table). Cells the paper does not give say
 "not given"; reproduced cells that do not exist (training not run, layout not measured, too noisy) say why.
 """
@@ -14,6 +19,7 @@ PAPER = {
     "samples_per_s": {"control": 36.5, "treatment": 72.4},  # paper Table 2 (64 H100, same hardware)
     "ratio": 1.98,  # paper Table 2: x1.98
 }
+PAPER_GPUS = 64  # the paper's training setup (8 nodes x 8 H100), on which Table 2 was measured
 NOT_GIVEN = "not given"
 NOT_AVAILABLE = "not available"
 NOT_REPORTED = "not reported"
@@ -61,13 +67,41 @@ def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den
             "difference": _difference(paper, ratio), "note": f"{num['name']} / {den['name']} (medians)"}  # fmt: skip
 
 
+def per_gpu_layout(arm: dict, gpus: int) -> tuple[int, int]:
+    """(prompts, n) of one GPU's share of the arm's step when the step's prompts are spread over ``gpus`` GPUs."""
+    return max(1, arm["prompts"] // gpus), arm["n"]
+
+
+def _training_rows(arms: dict[str, dict], rates: dict[str, tuple[float | None, str]], setup: str) -> list[dict]:
+    """Generation samples/s of the training runs (the paper's own measurement), and their ratio."""
+    rows = []
+    for role in ("control", "treatment"):
+        arm, (rate, note) = arms[role], rates.get(role, (None, "training has not run"))
+        paper = PAPER["samples_per_s"][role]
+        rows.append({"quantity": "generation throughput in training (samples/s)",
+                     "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step), {setup}",
+                     "paper": paper, "reproduced": NOT_AVAILABLE if rate is None else rate,
+                     "difference": "-" if rate is None else rate - paper, "note": note})  # fmt: skip
+    num, den = rates.get("treatment", (None, ""))[0], rates.get("control", (None, ""))[0]
+    rows.append({"quantity": "throughput ratio BroRL / ProRL, in training", "setting": setup,
+                 "paper": PAPER["ratio"], "reproduced": NOT_AVAILABLE if not (num and den) else num / den,
+                 "difference": "-" if not (num and den) else num / den - PAPER["ratio"],
+                 "note": "the two runs' generation throughputs" if num and den else "an arm's training has not run"})  # fmt: skip
+    return rows
+
+
 def table2(results: list[dict], arms: dict[str, dict], pass_rates: dict[str, float | None],
-           pass_rate_notes: dict[str, str], scale_note: str) -> pd.DataFrame:  # fmt: skip
+           pass_rate_notes: dict[str, str], scale_note: str,
+           training_rates: dict[str, tuple[float | None, str]] | None = None, setup: str = "",
+           gpus: int = PAPER_GPUS) -> pd.DataFrame:  # fmt: skip
     """Table 2 rows.
 
     results: throughput JSON records (brorl.throughput.bench). arms: ``{"control": {...}, "treatment": {...}}``,
     each with name, label, n, prompts (per step). pass_rates: overall pass rate (0..1) per role, None when not
     available, with the reason in pass_rate_notes. scale_note: what was measured where (added to each row's note).
+    training_rates: (samples/s, note) per role from the training metrics; setup: the training runs' hardware in
+    words. gpus: GPUs a step's prompts are spread over for the standalone per-GPU comparison (the paper's 64; 1
+    compares whole steps, as at tiny scale).
     """
     rows = []
     for role in ("control", "treatment"):
@@ -78,27 +112,32 @@ def table2(results: list[dict], arms: dict[str, dict], pass_rates: dict[str, flo
                      "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step)", "paper": paper,
                      "reproduced": reproduced, "difference": _difference(paper, reproduced),
                      "note": pass_rate_notes.get(role, "")})  # fmt: skip
+    rows += _training_rows(arms, training_rates or {}, setup)
     main_pc = any(r["configuration"]["prefix_caching"] for r in results) or not results
     used = set()
     arm_records = {}
+    share = "per GPU" if gpus > 1 else "whole step"
     for role in ("control", "treatment"):
         arm = arms[role]
-        rec = _find(results, arm["prompts"], arm["n"], main_pc)
+        prompts, n = per_gpu_layout(arm, gpus)
+        rec = _find(results, prompts, n, main_pc)
         arm_records[role] = rec
-        setting = f"{arm['label']}: {arm['prompts']} x {arm['n']}, {_pc(main_pc)}"
-        paper = PAPER["samples_per_s"][role]
+        setting = (f"{arm['label']}: {prompts} x {n} ({'its share of a step on ' + str(gpus) + ' GPUs' if gpus > 1 else 'a step'}), "
+                   f"{_pc(main_pc)}")  # fmt: skip
+        paper = PAPER["samples_per_s"][role] / gpus
+        quantity = f"standalone generation throughput, {share} (samples/s)"
         if rec is None:
-            rows.append({"quantity": "generation throughput (samples/s)", "setting": setting, "paper": paper,
-                         "reproduced": NOT_AVAILABLE, "difference": "-",
-                         "note": f"layout {arm['prompts']} x {arm['n']} ({_pc(main_pc)}) not measured: add it to "
-                                 "throughput.layouts"})  # fmt: skip
+            rows.append({"quantity": quantity, "setting": setting, "paper": paper, "reproduced": NOT_AVAILABLE,
+                         "difference": "-", "note": f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it "
+                                                    "to throughput.layouts"})  # fmt: skip
             continue
         used.add(rec["name"])
         median = rec["samples_per_s"]["median"]
-        rows.append({"quantity": "generation throughput (samples/s)", "setting": setting, "paper": paper,
-                     "reproduced": median, "difference": _difference(paper, median),
-                     "note": f"{_throughput_note(rec)}; {scale_note}"})  # fmt: skip
-    rows.append(_ratio_row("throughput ratio BroRL / ProRL", f"{arms['treatment']['label']} / "
+        rows.append({"quantity": quantity, "setting": setting, "paper": paper, "reproduced": median,
+                     "difference": _difference(paper, median),
+                     "note": f"{_throughput_note(rec)}; {scale_note}"
+                             + (f"; paper value = its total / {gpus} GPUs" if gpus > 1 else "")})  # fmt: skip
+    rows.append(_ratio_row(f"throughput ratio BroRL / ProRL, standalone {share}", f"{arms['treatment']['label']} / "
                            f"{arms['control']['label']}, {_pc(main_pc)}", PAPER["ratio"], arm_records["treatment"],
                            arm_records["control"], "a compared arm's layout was not measured"))  # fmt: skip
     # our extension: every other measured configuration, then the other prefix-caching setting and equal-samples pairs
