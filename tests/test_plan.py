@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,19 @@ def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
     assert record["totals"]["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in record["rows"]))
     train = [r for r in record["rows"] if r["name"].startswith("train_ppo[")]
     assert all(r["gpus"] == 64 for r in train) and 100 < sum(r["hours"] for r in train) < 400
+
+
+def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused():
+    preset = ["--configfile", "workflow/presets/one_node.yaml"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    wrong = subprocess.run([sys.executable, "-m", "brorl.plan", *preset], cwd=ROOT, capture_output=True, text=True,
+                           env=env, timeout=600)  # fmt: skip
+    assert wrong.returncode != 0 and "asks 8 nodes per training job but training.cluster.nodes is 1" in wrong.stderr
+    assert "BRORL_SLURM_TRAIN_NODES=1" in wrong.stderr and not wrong.stdout  # refused before the DAG is built
+    proc = subprocess.run([sys.executable, "-m", "brorl.plan", *preset], cwd=ROOT, capture_output=True, text=True,
+                          env={**env, "BRORL_SLURM_TRAIN_NODES": "1"}, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "training per arm on 1 nodes: brorl_n512" in proc.stdout and "wall-clock on 1 GPU nodes" in proc.stdout
 
 
 @pytest.mark.parametrize(

@@ -82,23 +82,21 @@ def test_the_slurm_link_at_the_root_is_the_profile():
     assert (ROOT / "slurm").is_symlink() and (ROOT / "slurm").resolve() == (ROOT / "profiles" / "slurm").resolve()
 
 
-@needs_driver
-def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(tmp_path):
-    # a start checkpoint in place, so that the evaluation chain is in the DAG (download_base_model needs the hub)
-    model = "resources/models/Nemotron-Research-Reasoning-Qwen-1.5B"
-    (tmp_path / model).mkdir(parents=True)
-    target = "results/eval/base/step3000/aime24.scores.parquet"
-    # production values (no BRORL_SLURM_* overrides), and no Slurm command on PATH: nothing contacts a cluster
+def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None,
+                  args: tuple = ()) -> tuple[dict, dict]:  # fmt: skip
+    """`--profile slurm -n` with production settings (plus ``site``) and no Slurm command on PATH (nothing contacts
+    a cluster), a start checkpoint in place (download_base_model needs the hub): job counts, first resources per rule."""
+    (tmp_path / "resources/models/Nemotron-Research-Reasoning-Qwen-1.5B").mkdir(parents=True)
     tools = tmp_path / "bin"
     tools.mkdir()
     for tool in ("which", "bash", "sh", "env", "git", "uname"):
         if shutil.which(tool):
             (tools / tool).symlink_to(shutil.which(tool))
     assert not any((tools / t).exists() for t in ("sbatch", "sacct", "squeue", "sinfo"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})
     env["PATH"] = os.pathsep.join([str(DRIVER.parent), str(tools)])
     proc = subprocess.run([str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n", "--directory", str(tmp_path),
-                           "all", target], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+                           *args, *targets], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     text = output_of(proc)
     assert proc.returncode == 0, text[-4000:]
     counts = job_counts(proc)
@@ -109,6 +107,22 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
         match = re.search(r"resources: (.*)", body)
         assert match, f"job of {rule} without resources:\n{body}"
         resources.setdefault(rule, dict(kv.split("=", 1) for kv in match[1].split(", ")))
+    return counts, resources
+
+
+@needs_driver
+def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
+    counts, resources = paper_dry_run(tmp_path, ["results/train/prorl_n16/train.json", "results/train/brorl_n512/train.json"],
+                                      {"BRORL_SLURM_TRAIN_NODES": "1"}, ("--configfile", "workflow/presets/one_node.yaml"))  # fmt: skip
+    train = resources["train_ppo"]
+    assert (train["nodes"], train["tasks"], train["gres"]) == ("1", "1", "gpu:h100:8"), train
+    assert counts["train_ppo"] >= 2 and counts["finish_training"] == 2
+
+
+@needs_driver
+def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(tmp_path):
+    # the evaluation chain of the start checkpoint is in the DAG once the checkpoint is staged
+    counts, resources = paper_dry_run(tmp_path, ["all", "results/eval/base/step3000/aime24.scores.parquet"])
     for rule, res in resources.items():
         if rule == "all":
             continue

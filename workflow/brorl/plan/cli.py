@@ -132,6 +132,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     profile = read_profile(a.profile)
     estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
     config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
+    asked, nodes = job_resources(profile, "train_ppo").nodes, config["training"]["cluster"]["nodes"]
+    if asked != nodes:  # the launcher would refuse every training job of the run: say so before anything else
+        raise SystemExit(f"error: the slurm profile asks {asked} nodes per training job but training.cluster.nodes "
+                         f"is {nodes}: set BRORL_SLURM_TRAIN_NODES={nodes} (or train_nodes in "
+                         f"{Path(a.profile) / 'config.yaml'})")  # fmt: skip
     dag = dag_job_counts(list(a.configfile))
     planned, arms = config_job_counts(config)
     rules = {*dag, *planned, "train_ppo"}
