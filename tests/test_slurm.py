@@ -96,7 +96,7 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None,
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})
     env["PATH"] = os.pathsep.join([str(DRIVER.parent), str(tools)])
     proc = subprocess.run([str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n", "--directory", str(tmp_path),
-                           *args, *targets], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+                           *targets, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     text = output_of(proc)
     assert proc.returncode == 0, text[-4000:]
     counts = job_counts(proc)
