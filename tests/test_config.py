@@ -136,7 +136,7 @@ def test_schema_defaults_equal_config_yaml():
     defaults, paper = validate_config({}), load_yaml_config(CONFIG)
     for cfg in (defaults, paper):
         cfg["arms"] = [a for a in cfg["arms"] if a["name"] in ("prorl_n16", "brorl_n512")]
-        cfg["analysis"]["n_sweep"]["arms"] = []
+        cfg["analysis"]["n_sweep"]["arms"], cfg["analysis"]["n_sweep"]["controls"] = [], []
         for arm in cfg["arms"]:
             arm.pop("description")
     assert defaults == paper
@@ -380,6 +380,23 @@ def test_malformed_config_is_named(mutate, key, words):
     line = next((p for p in info.value.problems if f"config key {key}" in p), None)
     assert line is not None, message
     assert words in line, message
+
+
+def test_one_key_switches_on_the_n_sweep_and_its_controls():
+    sweep = raw_config()
+    assert [a["name"] for a in validate_config(copy.deepcopy(sweep))["arms"] if a["enabled"]] == [
+        "prorl_n16", "brorl_n512"]  # fmt: skip
+    sweep["analysis"]["n_sweep"]["enabled"] = True
+    on = {a["name"]: a for a in validate_config(sweep)["arms"] if a["enabled"]}
+    assert set(on) == {"prorl_n16", "brorl_n512", "control_n16_p4096", "sweep_eq_n64", "sweep_eq_n256",
+                       "sweep_eq_n1024", "control_n16_p128"}  # fmt: skip
+    equal = [on[name] for name in sweep["analysis"]["n_sweep"]["arms"]]
+    assert {a["n"] * a["prompts_per_step"] for a in equal} == {65536}  # equal samples per step
+    assert [a["n"] for a in equal] == [16, 64, 256, 512, 1024]
+    bad = raw_config()
+    bad["analysis"]["n_sweep"] |= {"enabled": True, "controls": ["no_such_arm"]}
+    with pytest.raises(ConfigError, match=r"'analysis.n_sweep.controls\[0\]': 'no_such_arm' is not the name"):
+        validate_config(bad)
 
 
 def test_all_problems_are_reported_at_once():

@@ -97,6 +97,16 @@ def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
     assert all(r["gpus"] == 64 for r in train) and 100 < sum(r["hours"] for r in train) < 400
 
 
+def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
+    override = tmp_path / "sweep.yaml"
+    override.write_text("analysis: {n_sweep: {enabled: true}}\n")
+    counts, arms = config_job_counts(load_yaml_config(CONFIG, override))
+    sweep = {"control_n16_p4096", "sweep_eq_n64", "sweep_eq_n256", "sweep_eq_n1024", "control_n16_p128"}
+    assert sweep | {"prorl_n16", "brorl_n512"} == set(arms)
+    assert all(arms[name][0] == 65536 for name in sweep - {"control_n16_p128"})  # samples per step
+    assert counts["train_ppo"] > config_job_counts(load_yaml_config(CONFIG))[0]["train_ppo"]
+
+
 def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused():
     preset = ["--configfile", "workflow/presets/one_node.yaml"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}

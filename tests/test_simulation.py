@@ -202,3 +202,22 @@ def test_cli_rejects_bad_parameters_before_running(tmp_path, args: list[str], me
         [sys.executable, "-m", "brorl.simulation", "run", *args, "--out", str(out)], capture_output=True, text=True
     )
     assert done.returncode == 2 and message in done.stderr and not out.exists()
+
+
+def test_the_n_grid_table_says_whether_the_gain_is_monotonic_and_concave_in_log_n() -> None:
+    from brorl.simulation.n_grid import n_grid_table, shape_verdict
+
+    def runs(gains: dict[int, float]) -> pd.DataFrame:
+        rows = []
+        for n, g in gains.items():
+            rows += [{"label": "main", "n": n, "seed": 0, "step": 0, "q_pos": 0.6, "pct_improved": 0.0,
+                      "worst_drop": 0.0, "correct": 10},
+                     {"label": "main", "n": n, "seed": 0, "step": 1, "q_pos": 0.6 + g, "pct_improved": 50.0,
+                      "worst_drop": -1e-6, "correct": 10}]  # fmt: skip
+        return pd.DataFrame(rows)
+
+    concave = n_grid_table(runs({4: 0.0, 8: 0.004, 16: 0.007, 64: 0.012}))
+    assert concave["gain per doubling"].round(6).tolist()[1:] == [0.004, 0.003, 0.0025]
+    assert shape_verdict(concave) == {"monotonic": True, "concave_in_log_n": True, "first_non_concave_N": None}
+    convex = shape_verdict(n_grid_table(runs({4: 0.0, 8: 0.001, 16: 0.005, 32: 0.004})))
+    assert convex == {"monotonic": False, "concave_in_log_n": False, "first_non_concave_N": 16}

@@ -35,6 +35,7 @@ SMALL_SIMULATION = {
             "variants": [{"name": "sgd", "optimizer": {"name": "sgd", "lr": 1000.0}}],
         },
         "theory": {"mc_trials": 50, "n_values": [4, 64], "theorem_draws": 5},
+        "n_grid": {"n_values": [4, 16, 64], "seeds": [0]},
     }
 }
 
@@ -68,14 +69,19 @@ def job_counts(proc: subprocess.CompletedProcess) -> dict[str, int]:
 
 
 def expected_simulation_counts(cfg: dict) -> dict[str, int]:
-    sim, sens = cfg["simulation"], cfg["simulation"]["sensitivity"]
+    sim, sens, grid = cfg["simulation"], cfg["simulation"]["sensitivity"], cfg["simulation"]["n_grid"]
+    runs = {(n, s) for n in sim["n_values"] for s in sim["seeds"]}
+    if grid["enabled"]:  # the grid's runs are files of the same rule; shared (N, seed) are one job
+        runs |= {(n, s) for n in grid["n_values"] for s in grid["seeds"]}
     counts = {
-        "simulate_token_level": len(sim["n_values"]) * len(sim["seeds"]),
+        "simulate_token_level": len(runs),
         "check_theory": 1,
         "plot_simulation": 1,
         "tabulate_simulation": 1,
         "all": 1,
     }
+    if grid["enabled"]:
+        counts["tabulate_n_grid"] = 1
     if sens["enabled"]:
         counts["simulate_sensitivity"] = len(sens["variants"]) * len(sens["n_values"]) * len(sens["seeds"])
     return counts
@@ -105,7 +111,7 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
     # the simulation's jobs (the other stages' jobs: tests/test_evaluation.py, tests/test_training_recipe.py)
     counts = {k: v for k, v in job_counts(proc).items() if k in expected_simulation_counts(cfg)}
     assert counts == expected_simulation_counts(cfg)
-    assert counts["simulate_token_level"] == 15 and counts["simulate_sensitivity"] == 40  # the paper's 5 N x 3 seeds
+    assert counts["simulate_token_level"] == 15 + 8 and counts["simulate_sensitivity"] == 40  # 5 N x 3 seeds + grid
     text = output_of(proc)
     for n in cfg["simulation"]["n_values"]:
         for seed in cfg["simulation"]["seeds"]:
@@ -197,7 +203,8 @@ def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
     override = write_yaml(tmp_path / "small.yaml", SMALL_SIMULATION)
     # the simulation stage's final outputs only: the paper config's other stages need the hub and GPUs
     targets = ["results/simulation/theory_checks.json", "results/figures/figure3.pdf",
-               "results/tables/simulation_claims.md", "results/tables/optimizer_sensitivity.md"]  # fmt: skip
+               "results/tables/simulation_claims.md", "results/tables/optimizer_sensitivity.md",
+               "results/tables/simulation_n_grid.md", "results/figures/simulation_n_grid.png"]  # fmt: skip
     args = (*targets, "--cores", "2", "--directory", tmp_path, "--configfile", override)
     proc = snakemake(*args)
     assert proc.returncode == 0, output_of(proc)[-6000:]
@@ -207,17 +214,19 @@ def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
     sensitivity = [results / f"simulation/sensitivity/sgd/N{n}_seed0.parquet" for n in (4, 64)]
     tables = [
         results / f"tables/{name}.{ext}"
-        for name in ("simulation_claims", "optimizer_sensitivity")
+        for name in ("simulation_claims", "optimizer_sensitivity", "simulation_n_grid")
         for ext in ("md", "csv")
     ]
-    figures = [results / "figures/figure3.png", results / "figures/figure3.pdf"]
+    figures = [results / f"figures/{name}.{ext}" for name in ("figure3", "simulation_n_grid") for ext in ("png", "pdf")]
     for path in [*runs, *sensitivity, *tables, *figures, results / "simulation/theory_checks.json"]:
         assert path.is_file() and path.stat().st_size > 0, path
     for path in runs + sensitivity:
         df = pd.read_parquet(path)
         assert {"step", "q_pos", "pct_improved", "worst_drop"} <= set(df.columns)
         assert len(df) >= 50  # one row per step (plus the initial state)
-    for rule in ("simulate_token_level", "check_theory", "plot_simulation", "tabulate_simulation"):
+    grid = pd.read_csv(results / "tables/simulation_n_grid.csv")
+    assert grid["N"].tolist() == [4, 16, 64] and grid["gain per doubling"].notna().sum() == 2
+    for rule in ("simulate_token_level", "check_theory", "plot_simulation", "tabulate_simulation", "tabulate_n_grid"):
         assert any((results / "logs" / rule).rglob("*.log")), rule
 
     again = snakemake(*args)

@@ -70,6 +70,7 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     if not isinstance(config, dict):
         raise ConfigError([f"the config must be a mapping of keys, not {type(config).__name__}"])
     _fill_defaults(config, schema, schema)
+    switch_on_sweep(config)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: _key(e.absolute_path))
     problems = [_describe(e) for e in errors] + _semantic_problems(config)
@@ -298,6 +299,18 @@ def _check_unique_entries(cfg: dict) -> list[str]:
     )
 
 
+def switch_on_sweep(cfg: dict) -> None:
+    """analysis.n_sweep.enabled: true enables every arm of the sweep and its controls (one key for the whole N
+    sweep); unknown names are left to _check_analysis, which names them."""
+    sweep = (cfg.get("analysis") or {}).get("n_sweep") or {}
+    if not sweep.get("enabled"):
+        return
+    wanted = set(sweep.get("arms", [])) | set(sweep.get("controls", []))
+    for arm in cfg.get("arms", []):
+        if isinstance(arm, dict) and arm.get("name") in wanted:
+            arm["enabled"] = True
+
+
 def _check_analysis(cfg: dict) -> list[str]:
     arms = {a["name"]: a for a in cfg["arms"] if isinstance(a, dict) and "name" in a}
     comparison, sweep, problems = cfg["analysis"]["comparison"], cfg["analysis"]["n_sweep"], []
@@ -309,6 +322,9 @@ def _check_analysis(cfg: dict) -> list[str]:
             )
     if comparison["treatment"] == comparison["control"]:
         problems.append("config key 'analysis.comparison.control': must differ from analysis.comparison.treatment")
+    for j, name in enumerate(sweep["controls"]):
+        if name not in arms:
+            problems.append(f"config key 'analysis.n_sweep.controls[{j}]': {name!r} is not the name of an arm")
     for j, name in enumerate(sweep["arms"]):
         if name not in arms:
             problems.append(f"config key 'analysis.n_sweep.arms[{j}]': {name!r} is not the name of an arm")

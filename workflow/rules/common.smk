@@ -62,6 +62,8 @@ def simulation_targets():
             "results/tables/optimizer_sensitivity.md",
             "results/tables/optimizer_sensitivity.csv",
         ]
+    if SIM["n_grid"]["enabled"]:
+        targets += ["results/tables/simulation_n_grid.md", "results/figures/simulation_n_grid.png"]
     return targets
 
 
@@ -76,6 +78,18 @@ def simulation_main_runs():
         n=SIM["n_values"],
         seed=SIM["seeds"],
     )
+
+
+def simulation_grid_runs():
+    """One parquet per (N, seed) of simulation.n_grid (the main sweep's rule and files; shared N are one file)."""
+    grid = SIM["n_grid"]
+    return expand("results/simulation/N{n}_seed{seed}.parquet", n=grid["n_values"], seed=grid["seeds"])
+
+
+def training_sweep_n():
+    """N values of analysis.n_sweep's arms (marked in the simulation's N-grid figure)."""
+    by_name = {arm["name"]: arm["n"] for arm in config["arms"]}
+    return [by_name[a] for a in config["analysis"]["n_sweep"]["arms"] if a in by_name]
 
 
 def simulation_sensitivity_runs():

@@ -178,6 +178,49 @@ rule plot_simulation:
         """
 
 
+rule tabulate_n_grid:
+    input:
+        runs=simulation_grid_runs(),
+    output:
+        md=report(
+            "results/tables/simulation_n_grid.md",
+            caption="../report/simulation_n_grid.rst",
+            category="Simulation",
+            labels={"table": "gain over N", "format": "markdown"},
+        ),
+        csv="results/tables/simulation_n_grid.csv",
+        png=report(
+            "results/figures/simulation_n_grid.png",
+            caption="../report/simulation_n_grid.rst",
+            category="Simulation",
+            labels={"figure": "gain over N", "format": "png"},
+        ),
+        pdf="results/figures/simulation_n_grid.pdf",
+    log:
+        "results/logs/tabulate_n_grid/n_grid.log",
+    localrule: True
+    conda:
+        "../../envs/sim.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        code=code_sha256("simulation/n_grid.py", "tables.py"),  # rerun trigger
+        mark=training_sweep_n(),
+    shell:
+        """
+        python -m brorl.simulation n-grid \
+            --runs {input.runs:q} \
+            --mark {params.mark} \
+            --out-md {output.md:q} \
+            --out-csv {output.csv:q} \
+            --png {output.png:q} \
+            --pdf {output.pdf:q} \
+            >{log:q} 2>&1
+        """
+
+
 rule tabulate_simulation:
     input:
         runs=simulation_main_runs(),

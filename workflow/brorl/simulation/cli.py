@@ -1,4 +1,4 @@
-"""Command line of the simulation stage: ``python -m brorl.simulation {run,check-theory,figure,claims,bench}``."""
+"""Command line of the simulation stage: ``python -m brorl.simulation {run,check-theory,figure,claims,n-grid,bench}``."""
 
 from __future__ import annotations
 
@@ -87,6 +87,21 @@ def _cmd_claims(a: argparse.Namespace) -> None:
     print(claims.to_string(index=False))
 
 
+def _cmd_n_grid(a: argparse.Namespace) -> None:
+    from ..tables import write_table
+    from .io import read_runs
+    from .n_grid import n_grid_table, plot_n_grid, shape_verdict
+
+    table = n_grid_table(read_runs(a.runs))
+    verdict = shape_verdict(table)
+    title = (f"Simulation over N: gain in Q_pos after the last step; monotonic in N: "
+             f"{'yes' if verdict['monotonic'] else 'no'}; concave in log N: "
+             f"{'yes' if verdict['concave_in_log_n'] else 'no, from N = ' + str(verdict['first_non_concave_N'])}")  # fmt: skip
+    write_table(table, a.out_md, a.out_csv, title=title)
+    plot_n_grid(table, a.mark, Path(a.png), Path(a.pdf))
+    print(title)
+
+
 def _cmd_bench(a: argparse.Namespace) -> None:
     from .bench import run_benchmark
 
@@ -136,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--sensitivity-md")
     cl.add_argument("--sensitivity-csv")
     cl.set_defaults(func=_cmd_claims)
+
+    grid = sub.add_parser("n-grid", help="gain over a fine N grid: monotonic and concave in N? (table + figure)")
+    grid.add_argument("--runs", nargs="+", required=True)
+    grid.add_argument("--mark", nargs="*", type=int, default=[], help="N values to mark (the training sweep)")
+    grid.add_argument("--out-md", required=True)
+    grid.add_argument("--out-csv", required=True)
+    grid.add_argument("--png", required=True)
+    grid.add_argument("--pdf", required=True)
+    grid.set_defaults(func=_cmd_n_grid)
 
     bench = sub.add_parser("bench", help="time the paper sweep: this engine vs autograd + multinomial + torch AdamW")
     _add_problem_args(bench)
