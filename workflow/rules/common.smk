@@ -63,7 +63,10 @@ def simulation_targets():
             "results/tables/optimizer_sensitivity.csv",
         ]
     if SIM["n_grid"]["enabled"]:
-        targets += ["results/tables/simulation_n_grid.md", "results/figures/simulation_n_grid.png"]
+        targets += [
+            "results/tables/simulation_n_grid.md",
+            "results/figures/simulation_n_grid.png",
+        ]
     return targets
 
 
@@ -83,7 +86,11 @@ def simulation_main_runs():
 def simulation_grid_runs():
     """One parquet per (N, seed) of simulation.n_grid (the main sweep's rule and files; shared N are one file)."""
     grid = SIM["n_grid"]
-    return expand("results/simulation/N{n}_seed{seed}.parquet", n=grid["n_values"], seed=grid["seeds"])
+    return expand(
+        "results/simulation/N{n}_seed{seed}.parquet",
+        n=grid["n_values"],
+        seed=grid["seeds"],
+    )
 
 
 def training_sweep_n():
