@@ -353,3 +353,45 @@ def test_prepare_data_dry_run(profile, tmp_path):
     assert "prepare_train_data" in text and "prepare_benchmark" in text
     if not profile:
         assert "generate_reasoning_gym" in text and "resources/benchmarks/rg_games.jsonl" in text
+
+
+def test_the_paper_mix_prepares_all_five_families_from_local_copies_of_its_hub_files(tmp_path, monkeypatch):
+    """config.yaml's train_data with each hub file replaced by a local file laid out as the dataset (as the hub
+    tests do): five families, counted in the manifest; SCP-116K's unpinned revision needs allow_unpinned."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from brorl.benchmarks import train as train_mix
+    from brorl.config import load_yaml_config
+
+    files = {"agentica-org/DeepScaleR-Preview-Dataset": tmp_path / "deepscaler.json",
+             "PRIME-RL/Eurus-2-RL-Data": tmp_path / "train.parquet",
+             "EricLu/SCP-116K": tmp_path / "SCP_116K_in_open_source_format.jsonl",
+             "nvidia/Llama-Nemotron-Post-Training-Dataset": tmp_path / "instruction_following.jsonl"}  # fmt: skip
+    shutil.copy(deepscaler("aime.json"), files["agentica-org/DeepScaleR-Preview-Dataset"])  # problem, answer
+    tests = json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})
+    pq.write_table(pa.Table.from_pylist([
+        {"prompt": [{"role": "user", "content": f"Add two numbers ({i})."}], "reward_model": {"ground_truth": tests},
+         "ability": "code", "data_source": "apps"} for i in range(6)] + [
+        {"prompt": [{"role": "user", "content": "2+2?"}], "reward_model": {"ground_truth": "4"}, "ability": "math",
+         "data_source": "numina"}]), files["PRIME-RL/Eurus-2-RL-Data"])  # fmt: skip
+    files["EricLu/SCP-116K"].write_text("".join(json.dumps(
+        {"domain": "Physics", "problem": f"A cart moves at {v} m/s for 2 s. How far does it go?",
+         "matched_solution": f"d = v t = \\boxed{{{2 * v}}} m"}) + "\n" for v in range(1, 7)))  # fmt: skip
+    files["nvidia/Llama-Nemotron-Post-Training-Dataset"].write_text("".join(json.dumps(
+        {"input": [{"role": "user", "content": f"Describe a harbour ({i}). Use no commas."}],
+         "args": {"instruction_id_list": ["punctuation:no_comma"], "instruction_kwargs": [{}]}}) + "\n"
+        for i in range(6)))  # fmt: skip
+    monkeypatch.setattr(train_mix, "download_hub", lambda source, cache_dir=None: (files[source.repo_id], "e" * 40))
+    spec = load_yaml_config(ROOT / "config.yaml")["train_data"]
+    for src in spec["sources"]:
+        src["items"] = 5
+        if src["dataset"] == "reasoning_gym":
+            src["categories"] = ["arithmetic"]
+    with pytest.raises(prep.PrepareError, match="EricLu/SCP-116K@main is not pinned"):
+        prepare_train_data(spec, tmp_path / "mix.jsonl")  # the only source without a public commit
+    manifest = prepare_train_data(spec, tmp_path / "mix.jsonl", allow_unpinned=True)
+    assert manifest["families"] == {"code": 5, "instruction_following": 5, "math": 5, "reasoning_gym": 5, "stem": 5}
+    assert {s["name"]: s["resolved_revision"] for s in manifest["sources"] if s["dataset"] != "reasoning_gym"} == {
+        "math": "e" * 40, "code": "e" * 40, "stem": "e" * 40, "instruction_following": "e" * 40}  # fmt: skip
+    assert len(read_records(tmp_path / "mix.jsonl")) == 25
