@@ -13,7 +13,6 @@ from .records import new_record
 from .registry import MATH_SUFFIX
 
 VERSION = "v1"
-GENERATORS = ("arithmetic", "sums", "stem", "code", "instructions")
 
 
 def arithmetic(items: int, seed: int, benchmark: str = "arithmetic") -> list[dict]:
@@ -128,9 +127,12 @@ def instructions(items: int, seed: int, benchmark: str = "instructions") -> list
     return records
 
 
+MAKERS = {"arithmetic": arithmetic, "sums": sums, "stem": stem, "code": code, "instructions": instructions}
+GENERATORS = tuple(MAKERS)
+
+
 def generate(name: str, items: int, seed: int, benchmark: str) -> list[dict]:
     """``items`` records of generator ``name``; ValueError naming the known generators for an unknown one."""
-    makers = {"arithmetic": arithmetic, "sums": sums, "stem": stem, "code": code, "instructions": instructions}
-    if name not in makers:
+    if name not in MAKERS:
         raise ValueError(f"unknown synthetic generator {name!r} (known: {', '.join(GENERATORS)})")
-    return makers[name](items, seed, benchmark)
+    return MAKERS[name](items, seed, benchmark)

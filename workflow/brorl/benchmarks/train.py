@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -124,16 +124,15 @@ def _hub_records(src: dict, cache_dir=None) -> tuple[list[dict], dict]:
     layout = HUB_FIELDS[src["dataset"]]
     source = Source(kind="hub", repo_id=src["dataset"], revision=src.get("revision"), filename=layout["filename"],
                     split=src.get("split"), fields=layout.get("fields", {}), filter=layout.get("filter", {}))  # fmt: skip
+    path, commit = download_hub(source, cache_dir=cache_dir)
+    facts = {"resolved_revision": commit, "input_sha256": sha256_file(path)}
     if "builder" in layout:
-        path, commit = download_hub(source, cache_dir=cache_dir)
-        records, dropped = _built_records(layout["builder"], Path(path), src["name"])
-        return records, {"resolved_revision": commit, "input_sha256": sha256_file(path), "dropped": dropped}
+        records, facts["dropped"] = _built_records(layout["builder"], Path(path), src["name"])
+        return records, facts
     spec = BenchmarkSpec(name=src["name"], family=src["family"], version=1, description="", sources=(source,),
                          prompt_template=layout["template"], scorer=src["family"], n_samples=1,
                          expected_rows=None)  # fmt: skip
-    path, commit = download_hub(source, cache_dir=cache_dir)
-    return normalize_rows(spec, source, load_rows(path), str(path)), {"resolved_revision": commit,
-                                                                       "input_sha256": sha256_file(path)}
+    return normalize_rows(spec, source, load_rows(path), str(path)), facts
 
 
 def build_mix(train_data: dict, cache_dir=None, allow_unpinned: bool = False) -> tuple[list[dict], list[dict]]:
