@@ -79,6 +79,13 @@ def check_ready() -> None:
         ) from e
 
 
+def _checker(iid: str, kwargs: dict | None):
+    """The library's checker of instruction ``iid`` with its arguments (nulls removed); KeyError for an unknown id."""
+    checker = registry()[iid](iid)
+    checker.build_description(**clean_kwargs(kwargs))
+    return checker
+
+
 def instruction_problems(ids: list[str], kwargs: list[dict]) -> list[str]:
     """Why these instructions cannot be checked (unknown id, arguments the checker does not take), or []."""
     known = registry()
@@ -88,7 +95,7 @@ def instruction_problems(ids: list[str], kwargs: list[dict]) -> list[str]:
             problems.append(f"unknown instruction id {iid!r}")
             continue
         try:
-            known[iid](iid).build_description(**clean_kwargs(kw))
+            _checker(iid, kw)
         except (TypeError, ValueError) as e:
             problems.append(f"instruction {iid!r}: arguments {kw} rejected ({type(e).__name__}: {e})"[:240])
     return problems
@@ -101,11 +108,9 @@ def clean_kwargs(kwargs: dict | None) -> dict:
 
 def followed(response: str, ids: list[str], kwargs: list[dict], prompt: str | None = None) -> list[bool]:
     """Strict IFEval result of each instruction (an empty response follows none)."""
-    known = registry()
     results = []
     for iid, kw in zip(ids, kwargs):
-        checker = known[iid](iid)
-        checker.build_description(**clean_kwargs(kw))
+        checker = _checker(iid, kw)
         if prompt is not None and "prompt" in (checker.get_instruction_args() or {}):
             checker.build_description(prompt=prompt)  # repeat_prompt compares with the request
         results.append(bool(response.strip()) and bool(checker.check_following(response)))

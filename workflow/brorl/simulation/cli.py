@@ -98,7 +98,7 @@ def _cmd_n_grid(a: argparse.Namespace) -> None:
              f"{'yes' if verdict['monotonic'] else 'no'}; concave in log N: "
              f"{'yes' if verdict['concave_in_log_n'] else 'no, from N = ' + str(verdict['first_non_concave_N'])}")  # fmt: skip
     write_table(table, a.out_md, a.out_csv, title=title)
-    plot_n_grid(table, a.mark, Path(a.png), Path(a.pdf))
+    plot_n_grid(table, verdict, a.mark, Path(a.png), Path(a.pdf))
     print(title)
 
 

@@ -130,6 +130,7 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
     rng = np.random.default_rng(spec.seed)
     s = Slots(spec.token_groups())
     correct = [g for g in s.groups if g.correct]
+    frozen = next(g for g in s.groups if g.name == "anchor") if spec.freeze_anchor else None
     opt, n, steps = spec.optimizer, spec.n, spec.steps
     rec = {c: np.full(steps + 1, np.nan) for c in COLUMNS}
     rec["step"] = np.arange(steps + 1, dtype=np.float64)
@@ -158,10 +159,9 @@ def _simulate(spec: SimulationSpec, progress: bool, on_draws: DrawHook | None) -
         rec["distinct_drawn"][t] = float(sum(g.handed_out for g in s.groups))
 
         optimizer_step(opt, t + 1, s.torch("z"), s.torch("grad"), s.torch("m"), s.torch("v"), s.torch("dz"))
-        if spec.freeze_anchor:  # a frozen anchor keeps its logit: neither the update nor weight decay moves it
-            anchor = next(g for g in s.groups if g.name == "anchor")
-            s["z"][anchor.off : anchor.off + anchor.used] = anchor.logit
-            s["dz"][anchor.off : anchor.off + anchor.used] = 0.0
+        if frozen is not None:  # a frozen anchor keeps its logit: neither the update nor weight decay moves it
+            s["z"][frozen.off : frozen.off + frozen.used] = frozen.logit
+            s["dz"][frozen.off : frozen.off + frozen.used] = 0.0
         # Exact first-order change of Q_pos along the update actually taken (any optimizer).
         pdz = {g.name: s.weighted_sum(g, s["p"], s["dz"]) for g in s.groups}
         pdz_pos = sum(pdz[g.name] for g in correct)

@@ -39,7 +39,7 @@ def shape_verdict(table: pd.DataFrame, tol: float = 0.0) -> dict:
     return {"monotonic": rising, "concave_in_log_n": not bad, "first_non_concave_N": first}
 
 
-def plot_n_grid(table: pd.DataFrame, marked: list[int], png: Path, pdf: Path) -> None:
+def plot_n_grid(table: pd.DataFrame, verdict: dict, marked: list[int], png: Path, pdf: Path) -> None:
     """Gain in Q_pos at the final step against N (log2 axis); the training sweep's N values marked."""
     import matplotlib
 
@@ -57,7 +57,6 @@ def plot_n_grid(table: pd.DataFrame, marked: list[int], png: Path, pdf: Path) ->
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rollouts per step N")
     ax.set_ylabel(r"$Q_{pos}(T) - Q_{pos}(0)$")
-    verdict = shape_verdict(table)
     ax.set_title(f"gain in N: monotonic {'yes' if verdict['monotonic'] else 'no'}, concave in log N "
                  f"{'yes' if verdict['concave_in_log_n'] else 'no'}", loc="left")  # fmt: skip
     ax.legend()

@@ -5,7 +5,7 @@ Rewards come from the same verifiers as evaluation (brorl.scoring), each call in
 timeout (`score_batch`), so a hanging or crashing verifier or program costs one sample's reward, never the run.
 `rewards` are the verifier's score in [0, 1] (code: fraction of tests passed, training.reward.code); `scores` are
 binary (1 only when fully correct) and drive dynamic filtering, so zero-variance groups are dropped even for
-continuous rewards (OPENRLHF.md 1.5).
+continuous rewards (OpenRLHF's dynamic filter tests the mean of `scores` per group).
 """
 
 from __future__ import annotations
