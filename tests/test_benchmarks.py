@@ -21,7 +21,7 @@ from brorl.benchmarks.rg import CATEGORIES, decode, encode, generate_category
 from brorl.benchmarks.synthetic import arithmetic
 from brorl.benchmarks.train import prepare_train_data
 from brorl.config import load_schema
-from brorl.scoring.reasoning_gym import score_reasoning_gym
+from brorl.scoring.reasoning_gym import audit, score_reasoning_gym
 
 ROOT = Path(__file__).resolve().parents[1]
 DEEPSCALER = ROOT / "data" / "benchmarks" / "deepscaler"  # the repository's own copy of the real files
@@ -227,7 +227,8 @@ def rg_all():
     registry = load_registry()
     out = {}
     for category in CATEGORIES:
-        out[category] = generate_category(category, 2, 777, registry[f"rg_{category}"])
+        records, facts = generate_category(category, 2, 777, registry[f"rg_{category}"])
+        out[category] = records, {**facts, "scorer_audit": audit(records)}  # as the CLI writes the manifest
     return out
 
 
