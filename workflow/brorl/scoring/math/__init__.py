@@ -26,7 +26,7 @@ import re
 import threading
 from typing import Any
 
-from .result import Score, failed
+from ..result import Score, failed
 
 # ---------------------------------------------------------------------------------------------------------------
 # math-verify timeouts (seconds; None = off). Defaults are math-verify's own.
