@@ -382,6 +382,19 @@ def test_malformed_config_is_named(mutate, key, words):
     assert words in line, message
 
 
+def test_a_benchmark_is_registered_by_its_yaml_alone(monkeypatch):
+    """The schema does not list benchmark names: a name is known when workflow/benchmarks/<name>.yaml exists."""
+    from brorl.benchmarks import registry
+
+    cfg = raw_config()
+    _append_benchmark(cfg)
+    with pytest.raises(ConfigError, match=r"'evaluation.benchmarks\[21\]': unknown benchmark 'gsm8k': no registry entry"):
+        validate_config(copy.deepcopy(cfg))
+    known = registry.benchmark_names()
+    monkeypatch.setattr(registry, "benchmark_names", lambda: [*known, "gsm8k"])  # as if gsm8k.yaml were added
+    assert "gsm8k" in validate_config(cfg)["evaluation"]["benchmarks"]
+
+
 def test_one_key_switches_on_the_n_sweep_and_its_controls():
     sweep = raw_config()
     assert [a["name"] for a in validate_config(copy.deepcopy(sweep))["arms"] if a["enabled"]] == [

@@ -159,7 +159,7 @@ def test_a_protocol_edit_of_some_benchmarks_reruns_only_their_checkpoints(faked)
 
 
 def test_a_verifier_edit_reruns_scoring_never_generation(faked):
-    with edited(faked[0] / "workflow/brorl/scoring/math.py", lambda t: t + "\n# a verifier edit\n"):
+    with edited(faked[0] / "workflow/brorl/scoring/math/grade.py", lambda t: t + "\n# a verifier edit\n"):
         jobs = planned(faked)
     assert "score_samples" in jobs and "generate_samples" not in jobs and evaluation_and_analysis(jobs), jobs
     assert_no_training(jobs)

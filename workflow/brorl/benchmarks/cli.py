@@ -34,17 +34,20 @@ def _cmd_generate_rg(a: argparse.Namespace) -> None:
     from .records import RECORD_VERSION, write_records
     from .rg import generate_category
     from ..provenance import provenance
+    from ..scoring.reasoning_gym import audit
 
     spec = _spec(a.registry, f"rg_{a.category}")
     records, facts = generate_category(a.category, a.items_per_task, a.seed, spec)
     if a.version and facts["reasoning_gym_version"] != a.version:
         sys.exit(f"reasoning-gym {facts['reasoning_gym_version']} is installed but the config pins {a.version}")
+    scorer_audit = audit(records)  # the scoring side scores the golds: imports run scoring -> benchmarks
     write_records(a.out, records)
     manifest = {"benchmark": spec.name, "family": spec.family, "scorer": spec.scorer, "n_samples": spec.n_samples,
                 "registry_version": spec.version, "record_version": RECORD_VERSION, "rows": len(records), **facts,
-                "output_sha256": sha256_file(a.out), "provenance": provenance()}  # fmt: skip
+                "scorer_audit": scorer_audit, "output_sha256": sha256_file(a.out),
+                "provenance": provenance()}  # fmt: skip
     manifest_path(a.out).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    unsound = facts["scorer_audit"]["unsound"]
+    unsound = scorer_audit["unsound"]
     print(f"{spec.name}: {len(records)} records of {len(facts['tasks'])} tasks -> {a.out}; unsound scorers: "
           f"{', '.join(unsound) or 'none'}")  # fmt: skip
 

@@ -24,7 +24,6 @@ from importlib import metadata as importlib_metadata
 NONDETERMINISTIC_TASKS = ("codeio", "list_functions")
 CATEGORIES = ("algebra", "algorithmic", "arc", "arithmetic", "code", "cognition", "games", "geometry", "graphs",
               "induction", "logic")  # fmt: skip
-WRONG_PROBE = "definitely wrong"
 
 
 # ------------------------------------------------------------------------------------------------------- json codec
@@ -144,43 +143,9 @@ def generate_task(task: str, items: int, seed: int, benchmark: str, family: str 
     return records
 
 
-def audit_scorers(records: list[dict]) -> dict:
-    """Score every gold answer (and a wrong probe) from the frozen records; find the tasks whose scorer is unsound.
-
-    Returns {"gold": {task: {items, gold_mean, gold_below_1}}, "unsound": {task: reason}, "no_gold": [tasks]}.
-    """
-    from ..scoring.reasoning_gym import score_entry
-
-    gold: dict = {}
-    unsound: dict = {}
-    no_gold: set = set()
-    for rec in records:
-        task = rec["metadata"]["task"]
-        g = gold.setdefault(task, {"items": 0, "gold_sum": 0.0, "gold_below_1": 0, "wrong_scores_1": 0})
-        g["items"] += 1
-        if rec["answer"] is None:
-            no_gold.add(task)
-            continue
-        score = score_entry(rec, rec["answer"])
-        g["gold_sum"] += score.score
-        g["gold_below_1"] += not score.correct
-        if rec["answer"].strip() != WRONG_PROBE and score_entry(rec, WRONG_PROBE).correct:
-            g["wrong_scores_1"] += 1
-    for task, g in gold.items():
-        scored = g["items"] - (g["items"] if task in no_gold else 0)
-        g["gold_mean"] = round(g.pop("gold_sum") / scored, 6) if scored else None
-        reasons = []
-        if g["gold_below_1"]:
-            reasons.append(f"gold answer scores below 1 on {g['gold_below_1']}/{g['items']} items")
-        if g["wrong_scores_1"]:
-            reasons.append(f"the answer {WRONG_PROBE!r} scores 1 on {g['wrong_scores_1']}/{g['items']} items")
-        if reasons:
-            unsound[task] = "; ".join(reasons)
-    return {"gold": gold, "unsound": unsound, "no_gold": sorted(no_gold)}
-
-
 def generate_category(category: str, items_per_task: int, seed: int, spec=None) -> tuple[list[dict], dict]:
-    """Records of every task of ``category`` and the facts for its manifest (tasks, scorer audit)."""
+    """Records of every task of ``category`` and the facts for its manifest (tasks, versions; the scorer audit
+    is brorl.scoring.reasoning_gym.audit)."""
     benchmark = spec.name if spec else f"rg_{category}"
     render = spec.render_prompt if spec else None
     records: list[dict] = []
@@ -196,7 +161,6 @@ def generate_category(category: str, items_per_task: int, seed: int, spec=None) 
         "reasoning_gym_version": package_version(),
         "pythonhashseed": os.environ.get("PYTHONHASHSEED"),
         "nondeterministic_tasks": [t for t in tasks if t in NONDETERMINISTIC_TASKS],
-        "scorer_audit": audit_scorers(records),
     }
     if os.environ.get("PYTHONHASHSEED") != "0":
         print("WARNING: PYTHONHASHSEED is not 0: some tasks will not regenerate identically", file=sys.stderr)

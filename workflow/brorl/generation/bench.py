@@ -3,7 +3,7 @@
 Every sample runs to exactly ``max_tokens`` (``ignore_eos``), so layouts are compared on equal work. Per layout:
 one warm-up call, then ``repeats`` timed calls, each after clearing the prefix cache (sharing inside a call, the
 thing measured, stays; reuse across repeats does not). Reported: samples/s and output tokens/s (median, min, max).
-The timing loop is brorl.throughput.measure, shared with the Table 2 benchmark (``python -m brorl.throughput``).
+The timing loop is brorl.generation.measure, shared with the Table 2 benchmark (``python -m brorl.throughput``).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def _stats(values: list[float]) -> dict:
 
 def bench_layouts(engine, prompts: list[str], layouts: list[str], max_tokens: int, repeats: int,
                   temperature: float = 1.0, top_p: float = 1.0, seed: int = 0) -> list[dict]:  # fmt: skip
-    """Time each layout on ``engine`` (one warm-up, then ``repeats`` timed calls; brorl.throughput.measure);
+    """Time each layout on ``engine`` (one warm-up, then ``repeats`` timed calls; brorl.generation.measure);
     prompts are taken from ``prompts`` in order (cycled when too few)."""
-    from ..throughput.measure import timed_runs
+    from .measure import timed_runs
 
     results = []
     for layout in layouts:

@@ -61,10 +61,10 @@ def make_pairs(items: list[dict]) -> list[tuple[dict, str]]:
 
 
 def _clear_caches() -> None:
-    from . import math as m
+    from .math import grade
 
-    m._parse_gold.cache_clear()
-    m._parse_pred.cache_clear()
+    grade._parse_gold.cache_clear()
+    grade._parse_pred.cache_clear()
 
 
 def bare_math_verify(pairs: list[tuple[dict, str]]) -> list[bool]:

@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection, wait
 
 from tqdm import tqdm
 
+from .dispatch import SCORERS, score, scorer_of
 from .result import Score, failed
 
 MAX_CHUNK = 16
@@ -24,8 +25,6 @@ MAX_CHUNK = 16
 
 def _worker(conn: Connection) -> None:
     """Worker loop: receive a chunk [(index, item, response), ...], send back (index, score fields) per call."""
-    from . import score
-
     while True:
         try:
             chunk = conn.recv()
@@ -64,8 +63,6 @@ def score_batch(
     pairs: list[tuple[dict, str]], workers: int = 2, timeout_s: float | None = None, progress: bool = False
 ) -> list[Score]:
     """Score every (item, response) pair; ``timeout_s`` overrides each scorer's default hard timeout."""
-    from . import SCORERS, scorer_of
-
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     limits = [timeout_s or SCORERS[scorer_of(item)][2] for item, _ in pairs]  # bad items fail before any work

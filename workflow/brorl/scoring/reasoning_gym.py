@@ -4,12 +4,15 @@ The item is a frozen record (brorl.benchmarks.records); the library entry is reb
 (tuples and sets restored), and the dataset from (task, size, seed), so each task scores with its own config.
 Partial credit is kept as the score (ProRL reports the mean continuous score); correct means score == 1.
 Tasks whose scorer is unsound (gold answers below 1, wrong answers at 1) are listed in each category's manifest
-(``scorer_audit.unsound``); their scores are reported as the library gives them.
+(``scorer_audit.unsound``, found by ``audit`` when the category is frozen); their scores are reported as the
+library gives them.
 """
 
 from __future__ import annotations
 
 from .result import Score, failed
+
+WRONG_PROBE = "definitely wrong"
 
 
 def score_entry(item: dict, answer: str | None) -> Score:
@@ -33,3 +36,36 @@ def score_reasoning_gym(item: dict, response: str) -> Score:
     from reasoning_gym.utils import extract_answer
 
     return score_entry(item, extract_answer(response or ""))
+
+
+def audit(records: list[dict]) -> dict:
+    """Score every gold answer (and a wrong probe) from the frozen records; find the tasks whose scorer is unsound.
+
+    Returns {"gold": {task: {items, gold_mean, gold_below_1}}, "unsound": {task: reason}, "no_gold": [tasks]}.
+    """
+    gold: dict = {}
+    unsound: dict = {}
+    no_gold: set = set()
+    for rec in records:
+        task = rec["metadata"]["task"]
+        g = gold.setdefault(task, {"items": 0, "gold_sum": 0.0, "gold_below_1": 0, "wrong_scores_1": 0})
+        g["items"] += 1
+        if rec["answer"] is None:
+            no_gold.add(task)
+            continue
+        score = score_entry(rec, rec["answer"])
+        g["gold_sum"] += score.score
+        g["gold_below_1"] += not score.correct
+        if rec["answer"].strip() != WRONG_PROBE and score_entry(rec, WRONG_PROBE).correct:
+            g["wrong_scores_1"] += 1
+    for task, g in gold.items():
+        scored = g["items"] - (g["items"] if task in no_gold else 0)
+        g["gold_mean"] = round(g.pop("gold_sum") / scored, 6) if scored else None
+        reasons = []
+        if g["gold_below_1"]:
+            reasons.append(f"gold answer scores below 1 on {g['gold_below_1']}/{g['items']} items")
+        if g["wrong_scores_1"]:
+            reasons.append(f"the answer {WRONG_PROBE!r} scores 1 on {g['wrong_scores_1']}/{g['items']} items")
+        if reasons:
+            unsound[task] = "; ".join(reasons)
+    return {"gold": gold, "unsound": unsound, "no_gold": sorted(no_gold)}

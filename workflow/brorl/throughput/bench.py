@@ -3,7 +3,7 @@
 Prompts are real ones from the training mix, chosen by a seeded shuffle (the first ``prompts`` of it, so smaller
 layouts use a subset of larger ones). Every sample is exactly ``max_tokens`` long (``ignore_eos``): equal work per
 sample in every layout, unlike training, where responses end at EOS. Warm-up calls, then ``repeats`` timed calls
-(brorl.throughput.measure). Reported: samples/s and output tokens/s (median, min, max, CV), the prefix-cache hit
+(brorl.generation.measure). Reported: samples/s and output tokens/s (median, min, max, CV), the prefix-cache hit
 rate from vLLM's own counters, peak memory, and whether the repeats were steady enough to compare (``max_cv``).
 """
 
@@ -15,7 +15,6 @@ import random
 import resource
 from pathlib import Path
 
-from .measure import timed_runs
 from .spec import Configuration
 from .spread import spread, variability_verdict
 
@@ -140,6 +139,9 @@ def bench_configuration(engine, config: Configuration, records: list[dict], *, m
                         max_cv: float) -> dict:  # fmt: skip
     """Measure ``config`` on a started ``engine`` (its prefix-caching setting must match) -> the JSON record
     minus model, machine and provenance."""
+    # here, not at the top: tabulate reads REQUIRED_FIELDS from this module without the generation stage's imports
+    from ..generation.measure import timed_runs
+
     setting = getattr(engine, "settings", {}).get("enable_prefix_caching")
     if setting is not None and bool(setting) != config.prefix_caching:
         raise ThroughputError(f"{config.name}: engine has enable_prefix_caching={setting}, configuration wants "
