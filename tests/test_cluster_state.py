@@ -1,5 +1,5 @@
-"""The cluster engine's judgement of what OpenRLHF left on disk (brorl.training.openrlhf_checkpoint), the prompt file
-it writes (shuffled passes, openrlhf_data), its launch bookkeeping, and the job-level start-up hook.
+"""The cluster engine's judgement of what OpenRLHF left on disk (brorl.training.openrlhf.checkpoint), the prompt file
+it writes (shuffled passes, openrlhf.dataset), its launch bookkeeping, and the job-level start-up hook.
 
 Checkpoints here are written with the formats OpenRLHF/DeepSpeed use (torch.save zip archives, safetensors, JSON),
 then cut the way a SIGKILL inside a save cuts them."""
@@ -16,9 +16,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from brorl.training.openrlhf_checkpoint import (CheckpointStateError, hf_export_problem, keep_up_to,
+from brorl.training.openrlhf.checkpoint import (CheckpointStateError, hf_export_problem, keep_up_to,
                                                  latest_global_step, prune_exports, repair, tag_problem)  # fmt: skip
-from brorl.training.openrlhf_data import passes_needed, shuffled_passes, write_openrlhf_dataset
+from brorl.training.openrlhf.dataset import passes_needed, shuffled_passes, write_openrlhf_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 RANKS = 2
@@ -164,7 +164,7 @@ def test_job_hook_seeds_torch_in_a_fresh_process(tmp_path):
 
 
 def test_code_rewards_refuse_an_old_sandbox_python(tmp_path):
-    from brorl.training.cluster import sandbox_python_problem
+    from brorl.training.openrlhf.run import sandbox_python_problem
 
     assert sandbox_python_problem(sys.executable) is None
     old = tmp_path / "python3"
@@ -176,7 +176,7 @@ def test_code_rewards_refuse_an_old_sandbox_python(tmp_path):
 
 # ------------------------------------------------------------------------------------ launch, watchdog, env
 def _paths(tmp_path):
-    from brorl.training.openrlhf_command import ClusterPaths
+    from brorl.training.openrlhf.command import ClusterPaths
 
     paths = ClusterPaths(tmp_path / "start", tmp_path / "mix.jsonl", tmp_path / "out", tmp_path / "reward.py")
     for folder in (paths.reward_log_dir, paths.tensorboard_dir, paths.logs_dir):
@@ -192,7 +192,7 @@ def _fake_launcher(tmp_path, body: str) -> Path:
 
 
 def test_launch_is_stopped_once_the_last_step_is_saved_and_the_next_generates(tmp_path):
-    from brorl.training.cluster import _launch
+    from brorl.training.openrlhf.run import _launch
 
     paths = _paths(tmp_path)
     ckpt = tmp_path / "ckpt"
@@ -207,7 +207,7 @@ def test_launch_is_stopped_once_the_last_step_is_saved_and_the_next_generates(tm
 
 
 def test_watchdog_stops_a_launch_that_makes_no_progress(tmp_path):
-    from brorl.training.cluster import ClusterRunError, _launch
+    from brorl.training.openrlhf.run import ClusterRunError, _launch
 
     paths = _paths(tmp_path)
     launcher = _fake_launcher(tmp_path, "while :; do sleep 0.1; done\n")  # a placement group never placed
@@ -222,8 +222,8 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     import yaml
 
     from brorl.config import validate_config
-    from brorl.training.cluster import DEVICE_LAYER, JOB_HOOK, launch_env
-    from brorl.training.openrlhf_command import run_layout
+    from brorl.training.openrlhf.run import DEVICE_LAYER, JOB_HOOK, launch_env
+    from brorl.training.openrlhf.command import run_layout
     from brorl.training.recipe import arm_plan
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -241,7 +241,7 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
 
 
 def test_reward_log_is_read_for_the_segments_window_only(tmp_path):
-    from brorl.training.openrlhf_metrics import read_reward_log
+    from brorl.training.openrlhf.logs import read_reward_log
 
     old, new = tmp_path / "a-1.jsonl", tmp_path / "b-2.jsonl"
     old.write_text(json.dumps({"t": 10.0, "rewards": [1.0], "scores": [1.0]}) + "\n")

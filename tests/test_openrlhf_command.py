@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from brorl.config import validate_config
-from brorl.training.openrlhf_command import ClusterPaths, build_command, openrlhf_flags, run_layout
-from brorl.training.openrlhf_data import TrainDataError, openrlhf_rows
-from brorl.training.openrlhf_metrics import Launch, RewardCall, StepLog, read_tensorboard, steps_from_events, to_records
-from brorl.training.openrlhf_parse import OpenRLHFArgError, parse_argv
-from brorl.training.openrlhf_validate import ClusterConfigError, validate_cluster_config
+from brorl.training.openrlhf.command import ClusterPaths, build_command, openrlhf_flags, run_layout
+from brorl.training.openrlhf.dataset import TrainDataError, openrlhf_rows
+from brorl.training.openrlhf.logs import Launch, RewardCall, StepLog, read_tensorboard, steps_from_events, to_records
+from brorl.training.openrlhf.parse import OpenRLHFArgError, parse_argv
+from brorl.training.openrlhf.validate import ClusterConfigError, validate_cluster_config
 from brorl.training.recipe import arm_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def test_every_arm_and_segment_parses_in_openrlhf(config):
     for arm in _arms(config):
         plan = arm_plan(config, arm)
         for index, segment in enumerate(plan.segments):
-            args, _ = parse_argv(openrlhf_flags(config, arm, index, PATHS))
+            args, _ = parse_argv(openrlhf_flags(config, plan, index, PATHS))
             assert args.rollout.n_samples_per_prompt == plan.n
             assert args.rollout.batch_size == plan.prompts_per_step
             assert args.train.batch_size == plan.mini_batch_samples
@@ -68,13 +68,13 @@ def test_every_arm_and_segment_parses_in_openrlhf(config):
 
 
 def test_build_command_is_the_module_invocation(config):
-    argv = build_command(config, "prorl_n16", 0, PATHS, python="python3")
+    argv = build_command(config, arm_plan(config, "prorl_n16"), 0, PATHS, python="python3")
     assert argv[:3] == ["python3", "-m", "openrlhf.cli.train_ppo_ray"]
 
 
 def test_paper_arms_lr_ratio_and_equal_mini_batches(config):
-    pro, _ = parse_argv(openrlhf_flags(config, "prorl_n16", 0, PATHS))
-    bro, _ = parse_argv(openrlhf_flags(config, "brorl_n512", 0, PATHS))
+    pro, _ = parse_argv(openrlhf_flags(config, arm_plan(config, "prorl_n16"), 0, PATHS))
+    bro, _ = parse_argv(openrlhf_flags(config, arm_plan(config, "brorl_n512"), 0, PATHS))
     assert bro.actor.adam.lr / pro.actor.adam.lr == pytest.approx(math.sqrt(8), rel=1e-12)
     steps = [a.rollout.batch_size * a.rollout.n_samples_per_prompt // a.train.batch_size for a in (pro, bro)]
     assert steps[0] == steps[1] == config["training"]["mini_batches_per_step"]
@@ -113,7 +113,7 @@ def test_validation_rejects_first_with_the_key(config, edit, key, openrlhf_fails
     assert f"config key '{key}'" in str(error.value)
     if openrlhf_fails:  # our check mirrors a real OpenRLHF refusal (not just our own policy)
         with pytest.raises(OpenRLHFArgError):
-            parse_argv(openrlhf_flags(cfg, "prorl_n16", 0, PATHS))
+            parse_argv(openrlhf_flags(cfg, arm_plan(cfg, "prorl_n16"), 0, PATHS))
 
 
 def test_parser_errors_are_clear():
@@ -128,7 +128,7 @@ def test_reset_segments_point_the_reference_at_the_previous_export(config):
     resets = [s for s in plan.segments if s.reset_reference]
     assert resets and resets[0].first_step == 181  # after 1/3 of ProRL's 535 steps, rounded to 5
     for segment in plan.segments:
-        args, _ = parse_argv(openrlhf_flags(config, "prorl_n16", segment.index, PATHS))
+        args, _ = parse_argv(openrlhf_flags(config, plan, segment.index, PATHS))
         earlier = [s for s in resets if s.first_step <= segment.first_step]
         expected = PATHS.start_model if not earlier else PATHS.export(earlier[-1].first_step - 1)
         assert args.actor.model_name_or_path == str(expected)
@@ -138,7 +138,7 @@ def test_reset_segments_point_the_reference_at_the_previous_export(config):
     layout = run_layout(cfg, plan, resets[0].index)
     assert (layout.run_index, layout.offset, layout.reference_step) == (1, 180, 180)
     assert layout.seed == plan.seed + 1
-    args, _ = parse_argv(openrlhf_flags(cfg, "prorl_n16", resets[0].index, PATHS))
+    args, _ = parse_argv(openrlhf_flags(cfg, arm_plan(cfg, "prorl_n16"), resets[0].index, PATHS))
     assert args.ckpt.path == str(PATHS.ckpt_dir(1))
 
 

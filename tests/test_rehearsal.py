@@ -1,6 +1,6 @@
 """The CPU rehearsal of the paper's training path, through the real train_ppo rule on the local Slurm: OpenRLHF
 0.11.2's own train_ppo_ray on a 2-node Ray cluster started by workflow/scripts/ray_on_slurm.sh, the device layer of
-workflow/rehearsal, and the project's segment runner (brorl.training.cluster). What it shows:
+workflow/rehearsal, and the project's segment runner (brorl.training.openrlhf.run). What it shows:
 
   - segment 0 (steps 1-2) killed with SIGKILL (every process of the job) in the middle of step 2, then rerun: OpenRLHF
     resumes from its full state of step 1 (global step, optimizer, data-loader position) and no step is repeated;
@@ -72,7 +72,7 @@ def sigkill_job(job_id: str) -> int:
 
 
 def _logged_steps(run: Path) -> set[int]:
-    from brorl.training.openrlhf_metrics import read_tensorboard
+    from brorl.training.openrlhf.logs import read_tensorboard
 
     tb = run / "openrlhf" / "tensorboard"
     return set(read_tensorboard(tb)) if tb.is_dir() else set()

@@ -24,7 +24,7 @@ from brorl.models.tiny import build_tiny_model
 from brorl.training.metrics import read_metrics
 from brorl.training.recipe import arm_plan
 from brorl.training.segments import CheckpointError, export_checkpoint, verify_checkpoint
-from brorl.training.warm_start import warm_start
+from brorl.training.embedded.warm_start import warm_start
 
 from test_workflow import CONFIG, ROOT, TINY
 
@@ -151,9 +151,9 @@ def test_export_verifies_checksums(setup, straight, tmp_path):
 def test_one_update_moves_logprobs_the_way_the_advantages_point(tmp_path):
     """The sign and alignment of the whole update path: after one step on a group where sample 0 was right and
     sample 1 wrong, sample 0's response is more likely and sample 1's less likely (OpenRLHF's PolicyLoss + KL)."""
-    from brorl.training.advantages import reinforce_baseline
-    from brorl.training.batch import build_batch
-    from brorl.training.trainer import LossSettings, PolicyTrainer, load_causal_lm
+    from brorl.training.embedded.advantages import reinforce_baseline
+    from brorl.training.embedded.batch import build_batch
+    from brorl.training.embedded.trainer import LossSettings, PolicyTrainer, load_causal_lm
 
     import numpy as np
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from brorl.config import validate_config
-from brorl.training.advantages import keep_groups, reinforce_baseline
-from brorl.training.data import PromptStream, derived_seed
+from brorl.training.embedded.advantages import keep_groups, reinforce_baseline
+from brorl.training.embedded.prompts import PromptStream, derived_seed
 from brorl.training.metrics import FIELDS, MetricsError, append_metrics, pass_rate, read_metrics, truncate_after
 from brorl.training.recipe import (
     RecipeError,

@@ -1,7 +1,7 @@
 """The CPU rehearsal's device layer: OpenRLHF 0.11.2 trains on CPUs with every algorithm line unchanged.
 
 Loaded by Python's `site` in every process that has this folder first on PYTHONPATH (the driver, Ray's workers,
-vLLM's engine core and workers); only the rehearsal puts it there (brorl.training.cluster, training.cluster.device
+vLLM's engine core and workers); only the rehearsal puts it there (brorl.training.openrlhf.run, training.cluster.device
 = cpu-rehearsal) and it does nothing unless BRORL_CPU_REHEARSAL=1. It never edits an installed file: an import hook
 patches five modules right after they execute, and each patch prints one line, so a log shows which process got
 which substitution. The table of what each patch replaces and why it does not change what is rehearsed is in

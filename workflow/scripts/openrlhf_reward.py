@@ -6,7 +6,7 @@ It exposes `reward_func(queries, prompts, labels)` from brorl.training.reward (t
 
 It also appends one line per call to $BRORL_REWARD_LOG_DIR/<host>-<pid>.jsonl (time, rewards, binary scores,
 verifier errors):
-OpenRLHF logs rewards of the groups that survive dynamic sampling only, and brorl.training.cluster needs every
+OpenRLHF logs rewards of the groups that survive dynamic sampling only, and brorl.training.openrlhf.run needs every
 generated sample's reward and score for metrics.jsonl. Logging never raises (an exception here would end training).
 """
 

@@ -3,49 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 from pathlib import Path
+from types import ModuleType
 
-from brorl.cli import run_command
+from brorl.cli import run_command, text_or_file
 
 from .metrics import MetricsError
-from .recipe import RecipeError, arm_plan
-from .segments import CheckpointError
+from .recipe import RecipeError, arm_plan, load_job_config
+from .segments import CheckpointError, SegmentJob
+
+# config `engine` (and --engine) -> the module that trains one segment: it defines
+#   run_segment(config, job: SegmentJob) -> (the segment's metrics records, extra fields of its manifest)
+#   ERRORS: the exceptions that end a job with one `error: ...` line
+# Imported on use: the engines import torch, vLLM or OpenRLHF. A new engine is a subpackage and a line here.
+ENGINES = {"embedded": "brorl.training.embedded.run", "cluster": "brorl.training.openrlhf.run"}
 
 
-def _config(args: argparse.Namespace) -> dict:
-    """The recipe config (JSON text from the rule's params, or @file): sections arms (the arm), training, context
-    and train_data of a config the Snakefile has already validated, defaults filled."""
-    text = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    config = json.loads(text)
-    missing = [k for k in ("arms", "training", "context") if k not in config]
-    if missing:
-        raise RecipeError(f"--config lacks the section(s) {missing} (pass the rule's params.recipe)")
-    return config
+def engine(name: str) -> ModuleType:
+    """The module of engine `name` (ENGINES)."""
+    return importlib.import_module(ENGINES[name])
 
 
 def cmd_segment(args: argparse.Namespace) -> None:
     from .segments import write_segment_manifest
 
-    config = _config(args)
-    plan = arm_plan(config, args.arm)
+    config = load_job_config(text_or_file(args.config))
+    plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
-    out_dir = Path(args.out_dir)
-    if args.engine == "embedded":
-        from .embedded import EmbeddedRun
-
-        run = EmbeddedRun(config, args.arm, Path(args.start_model), Path(args.train_data), out_dir)
-        records = run.run_segment(args.segment, stop_after=args.stop_after)
-        if args.stop_after is not None and records and records[-1]["step"] < plan.segments[args.segment].last_step:
-            return  # stopped early on purpose: no manifest, the job is not finished
-        extra = {"engine": "embedded", "dropped_prompts": getattr(run, "dropped_prompts", None)}
-    else:
-        from .cluster import run_cluster_segment  # the OpenRLHF path (paper scale)
-
-        records, extra = run_cluster_segment(config, args.arm, args.segment, Path(args.start_model),
-                                             Path(args.train_data), out_dir, emulated=args.ray_emulated)  # fmt: skip
-    write_segment_manifest(Path(args.manifest), plan, plan.segments[args.segment], records, out_dir / "run", extra)
+    job = SegmentJob(plan, args.segment, Path(args.start_model), Path(args.train_data), Path(args.out_dir),
+                     stop_after=args.stop_after, ray_emulated=args.ray_emulated)  # fmt: skip
+    records, extra = engine(args.engine).run_segment(config, job)
+    if args.stop_after is not None and records and records[-1]["step"] < job.segment.last_step:
+        return  # stopped early on purpose: no manifest, the job is not finished
+    write_segment_manifest(Path(args.manifest), plan, job.segment, records, job.out_dir / "run", extra)
     rewards = [r["reward_mean"] for r in records if r["reward_mean"] is not None]  # null where OpenRLHF lacks it
     mean = f"{sum(rewards) / len(rewards):.4f}" if rewards else "not logged"
     print(f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, mean reward {mean}")
@@ -60,7 +52,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 def cmd_finish(args: argparse.Namespace) -> None:
     from .segments import write_train_summary
 
-    config = _config(args)
+    config = load_job_config(text_or_file(args.config))
     write_train_summary(Path(args.out), arm_plan(config, args.arm), [Path(m) for m in args.manifests],
                         Path(args.metrics), Path(args.metrics_out))  # fmt: skip
 
@@ -68,7 +60,7 @@ def cmd_finish(args: argparse.Namespace) -> None:
 def cmd_warm_start(args: argparse.Namespace) -> None:
     from brorl.benchmarks.synthetic import sums
 
-    from .warm_start import warm_start
+    from .embedded.warm_start import warm_start
 
     items = sums(args.items, args.seed, benchmark="warm_start")
     summary = warm_start(Path(args.model), items, Path(args.out), steps=args.steps, lr=args.lr,
@@ -84,7 +76,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 def cmd_report(args: argparse.Namespace) -> None:
     from .rehearsal_report import arm_report, print_report
-    from .state import atomic_json
+    from .run_folder import atomic_json
 
     report = arm_report(Path(args.out_dir))
     print_report(report)
@@ -100,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
     p.add_argument("--arm", required=True)
     p.add_argument("--segment", type=int, required=True)
-    p.add_argument("--engine", choices=["embedded", "cluster"], required=True)
+    p.add_argument("--engine", choices=list(ENGINES), required=True)
     p.add_argument("--start-model", required=True, help="the model folder training starts from")
     p.add_argument("--train-data", required=True, help="the prepared train mix (jsonl)")
     p.add_argument("--out-dir", required=True, help="results/train/<arm>")
@@ -146,14 +138,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", default=None, help="also write the report here")
     p.set_defaults(func=cmd_report)
 
-    from .cli_cluster import add_cluster_commands, cluster_errors
+    from .openrlhf.cli import add_cluster_commands
 
     add_cluster_commands(sub)
     args = parser.parse_args(argv)
     from brorl.config import ConfigError
     from brorl.models.check import ModelError
 
-    from .embedded import TrainingError
-
-    run_command(args, (RecipeError, MetricsError, CheckpointError, TrainingError, ConfigError, ModelError,
-                       FileNotFoundError, *cluster_errors()))
+    engine_errors = [error for name in ENGINES for error in engine(name).ERRORS]
+    run_command(args, (RecipeError, MetricsError, CheckpointError, ConfigError, ModelError, FileNotFoundError,
+                       *engine_errors))  # fmt: skip

@@ -6,6 +6,7 @@ scales the learning rate with the square root of the samples per step (lr_new = 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -152,6 +153,16 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
             train.get("segment_max_steps"),
         ),
     )
+
+
+def load_job_config(text: str) -> dict[str, Any]:
+    """The recipe config a training command gets (`--config`: the rule's params.recipe as JSON text): sections arms
+    (the arm), training, context and train_data of a config the Snakefile has already validated, defaults filled."""
+    config = json.loads(text)
+    missing = [k for k in ("arms", "training", "context") if k not in config]
+    if missing:
+        raise RecipeError(f"--config lacks the section(s) {missing} (pass the rule's params.recipe)")
+    return config
 
 
 def enabled_arms(config: Mapping[str, Any]) -> list[str]:

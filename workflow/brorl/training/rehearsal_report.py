@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .openrlhf_command import flag_value
-from .openrlhf_metrics import Launch, arm_wall_before
+from .openrlhf.command import flag_value
+from .openrlhf.logs import Launch, arm_wall_before
 
 
 def folder_bytes(folder: Path) -> int:

@@ -1,4 +1,4 @@
-"""Segment manifests and checkpoint exports, shared by both engines: what a finished training job leaves behind.
+"""Training jobs, shared by both engines: what a job is given (SegmentJob) and what a finished one leaves behind.
 
   results/train/<arm>/segment<s>.json   the job's steps (metrics), exported checkpoints with sha256, provenance
   results/train/<arm>/step<k>/          a saved step's HF folder (hard links to the run folder's export), with
@@ -12,17 +12,36 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from brorl.provenance import provenance, sha256_file
 
 from .recipe import ArmPlan, Segment
-from .state import atomic_json
+from .run_folder import atomic_json
 
 
 class CheckpointError(RuntimeError):
     """A missing or corrupt exported checkpoint."""
+
+
+@dataclass(frozen=True)
+class SegmentJob:
+    """One training job: segment `index` of the arm `plan`, from `start_model` on `train_data`, into `out_dir`
+    (results/train/<arm>). What `python -m brorl.training segment` hands the engine's run_segment."""
+
+    plan: ArmPlan
+    index: int
+    start_model: Path
+    train_data: Path
+    out_dir: Path
+    stop_after: int | None = None  # embedded: end after this step, without a manifest (tests of resumption)
+    ray_emulated: str | None = None  # cluster: the launcher's RAY_SLURM_EMULATED (None: leave it as it is)
+
+    @property
+    def segment(self) -> Segment:
+        return self.plan.segments[self.index]
 
 
 def file_hashes(folder: Path) -> dict[str, str]:

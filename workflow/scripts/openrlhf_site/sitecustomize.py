@@ -1,6 +1,6 @@
 """Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
 
-brorl.training.cluster puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
+brorl.training.openrlhf.run puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
 imports it everywhere. It changes no library code and no algorithm; it does one thing:
 
   * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .metrics import FIELDS
+from ..metrics import FIELDS
 
 
 @dataclass(frozen=True)

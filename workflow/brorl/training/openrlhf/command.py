@@ -1,7 +1,7 @@
 """The ONE place that turns the config into an OpenRLHF 0.11.2 `train_ppo_ray` command for one training segment.
 
-Pure: no I/O. Flag names are 0.11.2's dotted ones (OPENRLHF.md 1.2); `openrlhf_parse.parse_argv` runs the result
-through OpenRLHF's own parser and assertions, and `openrlhf_validate` rejects configs that would fail them first.
+Pure: no I/O. Flag names are 0.11.2's dotted ones (OPENRLHF.md 1.2); `parse.parse_argv` runs the result
+through OpenRLHF's own parser and assertions, and `validate` rejects configs that would fail them first.
 
 Segments and OpenRLHF runs (OPENRLHF.md 1.7). One OpenRLHF run keeps one `--ckpt.path`; each segment job relaunches
 it with `--ckpt.load_enable`, which restores weights, Adam, scheduler, global step and the data-loader position.
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .recipe import ArmPlan, RecipeError, arm_plan
+from ..recipe import ArmPlan, RecipeError
 
 MODULE = "openrlhf.cli.train_ppo_ray"
-# One pass over the prompt file, which holds as many shuffled passes of the mix as the run needs (openrlhf_data):
+# One pass over the prompt file, which holds as many shuffled passes of the mix as the run needs (dataset.py):
 # OpenRLHF trains the prompts left at the end of an episode as a partial step, so no episode may end inside the run.
-# A segment is stopped by step count (brorl.training.cluster); the constant lr schedule ignores the horizon.
+# A segment is stopped by step count (brorl.training.openrlhf.run); the constant lr schedule ignores the horizon.
 NUM_EPISODES = 1
 GROUP_ESTIMATORS = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo")  # OpenRLHF asserts N > 1 for these
 # The CPU rehearsal (training.cluster.device = cpu) changes the command in exactly these flags; docs/rehearsal.md
@@ -62,7 +62,7 @@ class ClusterPaths:
         return self.run_dir / "openrlhf"
 
     @property
-    def dataset(self) -> Path:  # the prompt dataset in OpenRLHF's format (openrlhf_data)
+    def dataset(self) -> Path:  # the prompt dataset in OpenRLHF's format (dataset.py)
         return self.openrlhf_dir / "prompts.jsonl"
 
     @property
@@ -127,9 +127,9 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def openrlhf_flags(config: Mapping[str, Any], arm: str, segment_index: int, paths: ClusterPaths) -> list[str]:
-    """The flags of `python -m openrlhf.cli.train_ppo_ray` for one segment (no program name)."""
-    plan = arm_plan(config, arm)
+def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths) -> list[str]:
+    """The flags of `python -m openrlhf.cli.train_ppo_ray` for segment `segment_index` of the arm `plan` (derived
+    from `config` by recipe.arm_plan), without the program name."""
     layout = run_layout(config, plan, segment_index)
     train, cluster, context = config["training"], config["training"]["cluster"], config["context"]
     reference = paths.start_model if layout.reference_step is None else paths.export(layout.reference_step)
@@ -205,10 +205,10 @@ def openrlhf_flags(config: Mapping[str, Any], arm: str, segment_index: int, path
     return flags
 
 
-def build_command(config: Mapping[str, Any], arm: str, segment_index: int, paths: ClusterPaths,
+def build_command(config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths,
                   python: str = "python") -> list[str]:  # fmt: skip
-    """The full argv: `python -m openrlhf.cli.train_ppo_ray <flags>` for segment `segment_index` of `arm`."""
-    return [python, "-m", MODULE, *openrlhf_flags(config, arm, segment_index, paths)]
+    """The full argv: `python -m openrlhf.cli.train_ppo_ray <flags>` for segment `segment_index` of `plan`."""
+    return [python, "-m", MODULE, *openrlhf_flags(config, plan, segment_index, paths)]
 
 
 def flag_value(flags: list[str], name: str) -> str | list[str] | None:

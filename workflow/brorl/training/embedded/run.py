@@ -16,15 +16,27 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import metrics as metrics_io
+from .. import metrics as metrics_io
+from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
+from ..run_folder import check_fingerprint
+from ..segments import SegmentJob
 from . import state as run_state
 from .advantages import keep_groups, reinforce_baseline
-from .data import PromptStream, derived_seed
-from .recipe import ArmPlan, Segment, arm_plan, lr_at, recipe_fingerprint
+from .prompts import PromptStream, derived_seed
 
 
 class TrainingError(RuntimeError):
     """A training run that cannot start or continue (names the file or key to fix)."""
+
+
+ERRORS = (TrainingError,)  # the errors that end a job of this engine with one `error: ...` line (brorl.training.cli)
+
+
+def run_segment(config: Mapping[str, Any], job: SegmentJob) -> tuple[list[dict], dict]:
+    """Train segment `job.index` of `job.plan` in this process; returns (its metrics records, manifest extras)."""
+    run = EmbeddedRun(config, job.plan, job.start_model, job.train_data, job.out_dir)
+    records = run.run_segment(job.index, stop_after=job.stop_after)
+    return records, {"engine": "embedded", "dropped_prompts": getattr(run, "dropped_prompts", None)}
 
 
 @dataclass
@@ -52,12 +64,13 @@ def usable_items(items: list[dict], prompt_lengths: list[int], limit: int) -> tu
 
 
 class EmbeddedRun:
-    """One arm's run folder driven step by step; `run_segment` is the entry point."""
+    """One arm's run folder driven step by step; `run_segment` is the entry point. `plan`: the arm's plan, derived
+    from `config` (recipe.arm_plan)."""
 
-    def __init__(self, config: Mapping[str, Any], arm: str, start_model: Path, train_data: Path,
+    def __init__(self, config: Mapping[str, Any], plan: ArmPlan, start_model: Path, train_data: Path,
                  out_dir: Path, progress: bool = True) -> None:  # fmt: skip
-        self.config, self.arm = config, arm
-        self.plan: ArmPlan = arm_plan(config, arm)
+        self.config, self.arm = config, plan.name
+        self.plan = plan
         self.train = config["training"]
         self.start_model, self.train_data = Path(start_model), Path(train_data)
         self.out_dir = Path(out_dir)
@@ -124,7 +137,7 @@ class EmbeddedRun:
     # ---------------------------------------------------------------------------------------------- one step
     def _generate(self, step: int) -> StepOutcome:
         """Rollouts, rewards and dynamic sampling with refills until prompts_per_step prompts are kept."""
-        from .reward import is_timeout, score_rollouts
+        from ..reward import is_timeout, score_rollouts
 
         ds = self.train["dynamic_sampling"]
         low, high = ds["score_range"]
@@ -235,7 +248,7 @@ class EmbeddedRun:
 
         segment = self.plan.segments[index]
         # before anything else, also for a finished run: a changed recipe must never pass for the old one
-        run_state.check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
+        check_fingerprint(self.run_dir, recipe_fingerprint(self.config, self.arm))
         committed = run_state.latest_step(self.run_dir) or 0
         if committed < segment.last_step:
             committed = self._setup(segment)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import torch
 
-from . import openrlhf_losses
+from . import losses as openrlhf_losses
 from .batch import TokenBatch
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-STUBS_DIR = Path(__file__).resolve().parents[2] / "stubs"
+STUBS_DIR = Path(__file__).resolve().parents[3] / "stubs"  # workflow/stubs
 
 
 def ensure_flash_attn_importable() -> None:

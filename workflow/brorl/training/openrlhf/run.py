@@ -1,17 +1,17 @@
 """Run one training segment of one arm with OpenRLHF 0.11.2 on the job's Ray cluster (paper scale, or the CPU
 rehearsal of the same path with training.cluster.device = cpu).
 
-  1. validate the config for OpenRLHF (openrlhf_validate), check the run folder's recipe, and run the command
+  1. validate the config for OpenRLHF (validate.py), check the run folder's recipe, and run the command
      through OpenRLHF's real parser;
-  2. write the prompt dataset (openrlhf_data) once per run folder: shuffled passes of the mix, enough for the run;
-  3. repair the checkpoint folder (openrlhf_checkpoint): resume only from a save that is whole;
+  2. write the prompt dataset (dataset.py) once per run folder: shuffled passes of the mix, enough for the run;
+  3. repair the checkpoint folder (checkpoint.py): resume only from a save that is whole;
   4. launch `ray_on_slurm.sh ... -- python -m openrlhf.cli.train_ppo_ray ...` and stop it once the segment's last
      step is fully saved (OpenRLHF has no max-steps flag: it would train until the prompts run out); a watchdog
      stops a launch that makes no progress;
   5. link the HF export of every saved step (and the last step, which a reference reset starts from) into
      run/exports/step<k>/ after checking each is whole (segments.py then verifies and publishes them), and delete
      OpenRLHF's other exports;
-  6. convert the logged steps into metrics.jsonl records (openrlhf_metrics), refusing partial steps.
+  6. convert the logged steps into metrics.jsonl records (logs.py), refusing partial steps.
 A rerun of an interrupted segment relaunches with --ckpt.load_enable: OpenRLHF resumes from its latest full state.
 All paths handed to OpenRLHF are absolute: Ray workers on other nodes do not share the driver's working directory.
 """
@@ -29,16 +29,18 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .metrics import append_metrics, read_metrics, truncate_after
-from .openrlhf_checkpoint import hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
-from .openrlhf_command import MODULE, ClusterPaths, RunLayout, openrlhf_flags, run_layout
-from .openrlhf_metrics import Launch
-from .openrlhf_validate import validate_cluster_config
-from .recipe import ArmPlan, arm_plan, recipe_fingerprint
-from .segments import CheckpointError
-from .state import atomic_json, check_fingerprint
+from ..metrics import append_metrics, read_metrics, truncate_after
+from ..recipe import ArmPlan, recipe_fingerprint
+from ..run_folder import atomic_json, check_fingerprint
+from ..segments import CheckpointError, SegmentJob
+from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
+from .command import MODULE, ClusterPaths, RunLayout, openrlhf_flags, run_layout
+from .dataset import TrainDataError, chat_prompt_tokens, write_openrlhf_dataset
+from .logs import Launch, read_reward_log, read_tensorboard, to_records
+from .parse import OpenRLHFArgError, parse_argv
+from .validate import ClusterConfigError, validate_cluster_config
 
-WORKFLOW = Path(__file__).resolve().parents[2]  # the folder holding brorl/, scripts/
+WORKFLOW = Path(__file__).resolve().parents[3]  # the folder holding brorl/, scripts/
 LAUNCHER = WORKFLOW / "scripts" / "ray_on_slurm.sh"
 REWARD_SCRIPT = WORKFLOW / "scripts" / "openrlhf_reward.py"
 JOB_HOOK = WORKFLOW / "scripts" / "openrlhf_site"  # sitecustomize of every process of the job (seeding)
@@ -165,6 +167,10 @@ class Terminated(Exception):
     """This process was asked to stop (SIGTERM/SIGHUP) while a launch ran."""
 
 
+# the errors that end a job of this engine with one `error: ...` line (brorl.training.cli)
+ERRORS = (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError, CheckpointStateError, Terminated)
+
+
 def _raise_terminated(signum, frame) -> None:
     raise Terminated(f"received signal {signum}: stopped the launch")
 
@@ -224,19 +230,13 @@ def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> st
     return None
 
 
-def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int, start_model: Path,
-                        train_data: Path, out_dir: Path, *, python: str = sys.executable, launcher: Path = LAUNCHER,
-                        reward_script: Path = REWARD_SCRIPT, emulated: str | None = None) -> tuple[list[dict], dict]:  # fmt: skip
-    """Train segment `segment_index` of `arm` on the cluster; returns (its metrics records, manifest extras)."""
-    from .openrlhf_data import chat_prompt_tokens, write_openrlhf_dataset
-    from .openrlhf_metrics import read_reward_log, read_tensorboard, to_records
-    from .openrlhf_parse import parse_argv
-
-    validate_cluster_config(config, [arm])
-    plan = arm_plan(config, arm)
-    segment = plan.segments[segment_index]
+def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys.executable,
+                launcher: Path = LAUNCHER, reward_script: Path = REWARD_SCRIPT) -> tuple[list[dict], dict]:  # fmt: skip
+    """Train segment `job.index` of `job.plan` on the cluster; returns (its metrics records, manifest extras)."""
+    plan, segment_index, segment, arm = job.plan, job.index, job.segment, job.plan.name
+    validate_cluster_config(config, [plan])
     layout = run_layout(config, plan, segment_index)
-    paths = ClusterPaths(Path(start_model).resolve(), Path(train_data).resolve(), Path(out_dir).resolve(),
+    paths = ClusterPaths(job.start_model.resolve(), job.train_data.resolve(), job.out_dir.resolve(),
                          Path(reward_script).resolve())  # fmt: skip
     context, cluster = config["context"], config["training"]["cluster"]
     first_global, last_global = segment.first_step - 1 - layout.offset, segment.last_step - layout.offset
@@ -280,14 +280,14 @@ def run_cluster_segment(config: Mapping[str, Any], arm: str, segment_index: int,
             raise ClusterRunError(f"code rewards need a Python >= 3.8 inside the sandbox: {problem}; install one on "
                                   "the compute nodes (Debian/Ubuntu: python3-minimal)")  # fmt: skip
 
-    flags = openrlhf_flags(config, arm, segment_index, paths)
+    flags = openrlhf_flags(config, plan, segment_index, paths)
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
     argv = [python, "-m", MODULE, *flags]
     launches_path = paths.openrlhf_dir / "launches.json"
     if latest is None or latest < last_global:
         for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        env = launch_env(config, layout, paths, os.environ, emulated)
+        env = launch_env(config, layout, paths, os.environ, job.ray_emulated)
         attempt = 1 + sum(1 for l in read_launches(launches_path, paths.logs_dir) if l.segment == segment_index)
         logs = f"segment{segment_index:03d}-{attempt}"
         single_host = cluster["device"] == "cpu" and not (os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"))

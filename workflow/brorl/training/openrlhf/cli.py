@@ -3,7 +3,7 @@
   cluster-check    validate the config for OpenRLHF 0.11.2 and parse every segment's command of the given arms
                    (default: the enabled ones) with OpenRLHF's real parser; prints one line per arm
   cluster-command  print the full `python -m openrlhf.cli.train_ppo_ray ...` argv of one segment (JSON list)
-Training itself runs through `segment --engine cluster` (brorl.training.cluster.run_cluster_segment).
+Training itself runs through `segment --engine cluster` (brorl.training.openrlhf.run.run_segment).
 """
 
 from __future__ import annotations
@@ -14,18 +14,25 @@ from pathlib import Path
 
 
 def _paths(args: argparse.Namespace):
-    from .cluster import REWARD_SCRIPT
-    from .openrlhf_command import ClusterPaths
+    from .command import ClusterPaths
+    from .run import REWARD_SCRIPT
 
     return ClusterPaths(Path(args.start_model), Path(args.train_data), Path(args.out_dir), REWARD_SCRIPT)
 
 
+def _config(args: argparse.Namespace) -> dict:
+    from brorl.cli import text_or_file
+
+    from ..recipe import load_job_config
+
+    return load_job_config(text_or_file(args.config))
+
+
 def cmd_cluster_check(args: argparse.Namespace) -> None:
-    from .cli import _config
-    from .openrlhf_command import openrlhf_flags
-    from .openrlhf_parse import parse_argv
-    from .openrlhf_validate import validate_cluster_config
-    from .recipe import arm_plan, enabled_arms
+    from ..recipe import arm_plan, enabled_arms
+    from .command import openrlhf_flags
+    from .parse import parse_argv
+    from .validate import validate_cluster_config
 
     config = _config(args)
     arms = args.arms or enabled_arms(config)
@@ -33,16 +40,17 @@ def cmd_cluster_check(args: argparse.Namespace) -> None:
     for arm in arms:
         plan = arm_plan(config, arm)
         for index in range(len(plan.segments)):
-            parse_argv(openrlhf_flags(config, arm, index, _paths(args)))
+            parse_argv(openrlhf_flags(config, plan, index, _paths(args)))
         print(f"{arm}: {len(plan.segments)} segment command(s) accepted by OpenRLHF's parser "
               f"(N {plan.n} x {plan.prompts_per_step} prompts, train.batch_size {plan.mini_batch_samples}, lr {plan.lr:.4g})")  # fmt: skip
 
 
 def cmd_cluster_command(args: argparse.Namespace) -> None:
-    from .cli import _config
-    from .openrlhf_command import build_command
+    from ..recipe import arm_plan
+    from .command import build_command
 
-    print(json.dumps(build_command(_config(args), args.arm, args.segment, _paths(args))))
+    config = _config(args)
+    print(json.dumps(build_command(config, arm_plan(config, args.arm), args.segment, _paths(args))))
 
 
 def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
@@ -62,14 +70,3 @@ def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--arm", required=True)
             p.add_argument("--segment", type=int, required=True)
         p.set_defaults(func=func)
-
-
-def cluster_errors() -> tuple[type[Exception], ...]:
-    """Expected errors of the cluster commands (for run_command)."""
-    from .cluster import ClusterRunError, Terminated
-    from .openrlhf_checkpoint import CheckpointStateError
-    from .openrlhf_data import TrainDataError
-    from .openrlhf_parse import OpenRLHFArgError
-    from .openrlhf_validate import ClusterConfigError
-
-    return (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError, CheckpointStateError, Terminated)

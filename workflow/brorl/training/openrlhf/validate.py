@@ -3,15 +3,15 @@
 Each check cites where OpenRLHF fails (installed 0.11.2 source): post-parse assertions of cli/train_ppo_ray.py, the
 colocation assertion in its train(), DeepSpeed's batch arithmetic (utils/deepspeed/deepspeed.py), the dynamic
 batch setup (trainer/ppo_utils/replay_buffer.py), and settings the command builder cannot express faithfully.
-Pure: no I/O; tests compare these messages with the real parser's verdict (openrlhf_parse).
+Pure: no I/O; tests compare these messages with the real parser's verdict (parse.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .openrlhf_command import GROUP_ESTIMATORS
-from .recipe import RecipeError, arm_plan
+from ..recipe import ArmPlan, RecipeError, arm_plan
+from .command import GROUP_ESTIMATORS
 
 
 class ClusterConfigError(ValueError):
@@ -72,13 +72,19 @@ def layout_problems(config: Mapping[str, Any]) -> list[str]:
 
 
 def arm_problems(config: Mapping[str, Any], name: str) -> list[str]:
-    """Per-arm batch arithmetic that OpenRLHF or DeepSpeed asserts on (or would deadlock with)."""
-    train, cluster = config["training"], config["training"]["cluster"]
-    key = _arm_key(config, name)
+    """Per-arm problems of arm `name`: its recipe (RecipeError) or else its plan's (plan_problems)."""
     try:
         plan = arm_plan(config, name)
     except RecipeError as error:
         return [str(error)]
+    return plan_problems(config, plan)
+
+
+def plan_problems(config: Mapping[str, Any], plan: ArmPlan) -> list[str]:
+    """Per-arm batch arithmetic that OpenRLHF or DeepSpeed asserts on (or would deadlock with)."""
+    train, cluster = config["training"], config["training"]["cluster"]
+    name = plan.name
+    key = _arm_key(config, name)
     gpus = cluster["nodes"] * cluster["gpus_per_node"]  # data-parallel actor ranks (no ring/DS tensor parallel)
     problems = []
     if plan.n < 2 and train["advantage_estimator"] in GROUP_ESTIMATORS:  # train_ppo_ray.py post-parse assertion
@@ -102,12 +108,13 @@ def arm_problems(config: Mapping[str, Any], name: str) -> list[str]:
     return problems
 
 
-def validate_cluster_config(config: Mapping[str, Any], arms: Iterable[str] | None = None) -> None:
-    """Raise ClusterConfigError listing every problem for the given arms (default: the enabled ones)."""
-    names = list(arms) if arms is not None else [a["name"] for a in config["arms"] if a.get("enabled", True)]
+def validate_cluster_config(config: Mapping[str, Any], arms: Iterable[str | ArmPlan] | None = None) -> None:
+    """Raise ClusterConfigError listing every problem for the given arms (default: the enabled ones): their names,
+    or the plans a job has already derived."""
+    arms = list(arms) if arms is not None else [a["name"] for a in config["arms"] if a.get("enabled", True)]
     problems = recipe_problems(config) + layout_problems(config)
-    for name in names:
-        problems += arm_problems(config, name)
+    for arm in arms:
+        problems += plan_problems(config, arm) if isinstance(arm, ArmPlan) else arm_problems(config, arm)
     if problems:
         raise ClusterConfigError("the cluster engine (OpenRLHF 0.11.2) cannot run this config:\n  - "
                                  + "\n  - ".join(problems))  # fmt: skip

@@ -1,7 +1,7 @@
 """The embedded engine's run folder (`results/train/<arm>/run/`): full training state after every step, the
 reference weights of each reset, and the HF exports of the saved steps. Every write is atomic (temporary name,
 fsync, rename), so a job killed at any instant leaves the last committed step intact and nothing half-written
-that a later run could mistake for finished work.
+that a later run could mistake for finished work (atomic writes: brorl.training.run_folder).
 
   run/state/step<k>.pt      policy + optimizer state, data cursor, wall time, reference step (last 2 kept)
   run/state/latest.json     {"step": k}: the committed step (written last)
@@ -19,29 +19,11 @@ from typing import Any, Callable
 
 import torch
 
+from ..run_folder import atomic_json, fsync_dir
+
 KEEP_STATES = 2
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
                    "merges.txt", "chat_template.jinja", "generation_config.json", "added_tokens.json")  # fmt: skip
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_json(path: Path, payload: Any) -> None:
-    """Write JSON to `path` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as handle:
-        json.dump(payload, handle, indent=2, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    tmp.replace(path)
-    _fsync_dir(path.parent)
 
 
 def atomic_torch_save(path: Path, payload: Any) -> None:
@@ -103,21 +85,4 @@ def export_hf(model: torch.nn.Module, tokenizer_dir: Path, out_dir: Path,
         before_publish(tmp)
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.replace(out_dir)
-    _fsync_dir(out_dir.parent)
-
-
-def check_fingerprint(run_dir: Path, fingerprint: dict) -> None:
-    """Refuse to continue a run folder made with another recipe (RecipeError); record the recipe on a fresh one.
-    Both engines call it before touching their state."""
-    from .recipe import RecipeError
-
-    path = Path(run_dir) / "recipe.json"
-    if path.exists():
-        old = json.loads(path.read_text())
-        new = json.loads(json.dumps(fingerprint))  # as it would read back from the file (tuples -> lists)
-        if old != new:
-            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            raise RecipeError(f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
-                              f"restore the config or delete {Path(run_dir).parent} to retrain this arm")  # fmt: skip
-    else:
-        atomic_json(path, fingerprint)
+    fsync_dir(out_dir.parent)

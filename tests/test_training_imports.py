@@ -1,0 +1,95 @@
+"""The import graph of brorl.training, read from the source (nothing is imported): no module imports one that imports
+it back, directly or around a loop, and the engines never import the command line that dispatches to them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
+PACKAGE = "brorl.training"
+
+
+def modules(package: str) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package's __init__) for every module of `package`."""
+    root = WORKFLOW / Path(*package.split("."))
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(WORKFLOW).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of `package` it imports (at the top or inside a function)."""
+    known = modules(package)
+
+    def owner(name: str) -> str | None:  # the longest known module that `name` is or lies in
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for name, (path, is_package) in known.items():
+        here = name.split(".") if is_package else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here[: len(here) - node.level + 1]) if node.level else ""
+                module = ".".join(filter(None, [base, node.module]))
+                targets = [f"{module}.{alias.name}" for alias in node.names]  # a submodule, or a name in `module`
+            else:
+                continue
+            graph[name] |= {t for t in map(owner, targets) if t and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_training_has_no_import_cycle():
+    graph = import_graph(PACKAGE)
+    assert f"{PACKAGE}.embedded.run" in graph and f"{PACKAGE}.openrlhf.run" in graph
+    assert cycles(graph) == []
+
+
+def test_the_engines_do_not_import_the_command_line():
+    graph = import_graph(PACKAGE)
+    for name, imported in graph.items():
+        if name.startswith((f"{PACKAGE}.embedded", f"{PACKAGE}.openrlhf")):
+            assert f"{PACKAGE}.cli" not in imported, name
+
+
+def test_every_engine_of_the_table_exists():
+    from brorl.training.cli import ENGINES
+
+    assert set(ENGINES) == {"embedded", "cluster"}
+    assert set(ENGINES.values()) <= set(modules(PACKAGE))
