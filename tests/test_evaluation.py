@@ -53,7 +53,7 @@ def test_pass_at_k_equals_enumeration_over_all_subsets():
 def test_pass_at_k_is_vectorised_and_stable_for_large_n():
     n, c = np.array([16, 16, 16, 16]), np.array([0, 5, 15, 16])
     assert pass_at_k(n, c, 1) == pytest.approx(c / n)
-    assert pass_at_k([16], [5], 1)[0] == 0.3125  # research/EVAL_PROTOCOL_AND_SCORING.md section 5
+    assert pass_at_k([16], [5], 1)[0] == 0.3125  # pass@1 = c / n = 5 / 16 (docs/design.md#passk)
     big = pass_at_k([100_000], [3], 1000)[0]  # binomials of this size overflow floats
     assert big == pytest.approx(1 - np.prod([1 - 1000 / i for i in range(99_998, 100_001)]))
     with pytest.raises(ValueError, match="at least 8 samples"):

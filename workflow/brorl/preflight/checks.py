@@ -66,7 +66,7 @@ def driver_check() -> Check:
     major = int(version.split(".")[0])
     if need is not None and major < need:
         return Check("NVIDIA driver", False, f"driver {version} < {need}, the minimum for torch's CUDA {cuda}",
-                     f"upgrade the driver to >= {need}, or use a CUDA 12.8 build of torch/vLLM (README)", gpu=True)  # fmt: skip
+                     f"upgrade the driver to >= {need}, or use a CUDA 12.8 build of torch/vLLM (docs/gpu-software.md)", gpu=True)  # fmt: skip
     return Check("NVIDIA driver", True, f"driver {version} for torch's CUDA {cuda}", gpu=True)
 
 

@@ -3,7 +3,7 @@
 Everything here takes plain numpy arrays over the vocabulary (or over the distinct tokens of a group) and has
 no state. Shapes: ``p`` (V,) probabilities, ``correct`` (V,) bool, ``sampled`` (V,) bool marking the DISTINCT
 tokens drawn at least once. Theorem 1 is exact to first order only with that distinct-token definition (see
-research/SIMULATION_PROTOTYPE.md, section 4).
+docs/design.md#theorem-1-counts-distinct-sampled-tokens).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ scipy.stats, torch, vllm or matplotlib; the pandas side (per-instance means, arm
 
 Randomness: every resampling function takes a ``numpy.random.Generator`` (``numpy.random.default_rng(seed)``)
 explicitly; no global RNG state is read or written, so bootstrap CIs are reproducible and do not interfere with each
-other (STYLE_ANCHORS anti-pattern 13).
+other (docs/design.md#statistics-take-their-random-generator-explicitly).
 
 Degenerate cases, decided here once:
 

@@ -1,5 +1,5 @@
 """Per-step training metrics (`results/train/<arm>/metrics.jsonl`): the schema, a validating reader and a resumable
-writer. One JSON object per RL step, identical for the embedded and the cluster engine (ARCHITECTURE.md section 2).
+writer. One JSON object per RL step, identical for the embedded and the cluster engine (docs/design.md#one-metrics-schema-for-both-engines).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 of every sample (for the importance-sampling correction), and in-place weight reloads after each update.
 
 Logprobs are vLLM's `processed_logprobs` (after temperature/top_p), which match a trainer recomputation at the
-same temperature (research/CPU_ENGINE.md 2.4). Weights go in through vLLM's own `reload_weights`, the path that
-works on CPU where OpenRLHF's `load_weights` pattern does not (CPU_ENGINE.md 2.5); the model must be untied.
+same temperature (docs/design.md#vllm-on-a-cpu). Weights go in through vLLM's own `reload_weights`, the path that
+works on CPU where OpenRLHF's `load_weights` pattern does not (same page); the model must be untied.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def load_causal_lm(model_dir: str) -> torch.nn.Module:
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
     if model.config.tie_word_embeddings:
         raise ValueError(f"{model_dir}: tied word embeddings go stale in vLLM after in-place weight reloads "
-                         "(research/CPU_ENGINE.md 2.5); build the model untied")  # fmt: skip
+                         "(docs/design.md#vllm-on-a-cpu); build the model untied")  # fmt: skip
     return model
 
 

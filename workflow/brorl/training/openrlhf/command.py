@@ -1,9 +1,9 @@
 """The ONE place that turns the config into an OpenRLHF 0.11.2 `train_ppo_ray` command for one training segment.
 
-Pure: no I/O. Flag names are 0.11.2's dotted ones (OPENRLHF.md 1.2); `parse.parse_argv` runs the result
+Pure: no I/O. Flag names are 0.11.2's dotted ones (docs/design.md#openrlhf-is-pinned-to-0112); `parse.parse_argv` runs the result
 through OpenRLHF's own parser and assertions, and `validate` rejects configs that would fail them first.
 
-Segments and OpenRLHF runs (OPENRLHF.md 1.7). One OpenRLHF run keeps one `--ckpt.path`; each segment job relaunches
+Segments and OpenRLHF runs (docs/cluster.md#reference-resets). One OpenRLHF run keeps one `--ckpt.path`; each segment job relaunches
 it with `--ckpt.load_enable`, which restores weights, Adam, scheduler, global step and the data-loader position.
 A reference reset (ProRLv2: new reference, optimizer kept) relaunches the same run with
 `--actor.model_name_or_path` = the export of the step before the segment: OpenRLHF builds the reference (and vLLM,

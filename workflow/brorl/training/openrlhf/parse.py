@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
-PINNED_VERSION = "0.11.2"  # the flags below were checked against this release only (OPENRLHF.md 1.1)
+PINNED_VERSION = "0.11.2"  # the flags below were checked against this release only (docs/design.md#openrlhf-is-pinned-to-0112)
 _ARGV_LOCK = threading.Lock()  # sys.argv is process-global
 
 
