@@ -1,5 +1,6 @@
 # BroRL reproduction (Hu et al., arXiv 2510.01180): the table of contents of the workflow.
-# Stages live in workflow/rules/<stage>.smk, their logic in the `brorl` package (workflow/brorl/).
+# Stages live in workflow/rules/<stage>.smk, their input functions in workflow/rules/helpers/<stage>.smk, their logic
+# in the `brorl` package (workflow/brorl/).
 # Path grammar (outputs; logs and benchmarks mirror them under results/logs/ and results/benchmarks/):
 #   results/simulation/N{n}_seed{seed}.parquet                      one token-level run (Figure 3)
 #   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
@@ -40,7 +41,16 @@ validate_config(config)
 report: "workflow/report/workflow.rst"
 
 
+# Input functions first (what several stages share, then each stage's own), then the rules.
 include: "workflow/rules/common.smk"
+include: "workflow/rules/helpers/simulation.smk"
+include: "workflow/rules/helpers/data.smk"
+include: "workflow/rules/helpers/model.smk"
+include: "workflow/rules/helpers/evaluate.smk"
+include: "workflow/rules/helpers/throughput.smk"
+include: "workflow/rules/helpers/analysis.smk"
+include: "workflow/rules/helpers/train.smk"
+include: "workflow/rules/helpers/preflight.smk"
 include: "workflow/rules/simulation.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"

@@ -1,8 +1,8 @@
 # Data stage: benchmarks prepared from a local file or the hub at a pinned revision, the Reasoning Gym evaluation
 # sets generated once and frozen, and the RL prompt mix. Logic in brorl.benchmarks; entries in workflow/benchmarks/.
 # Hub downloads read HF_TOKEN from the environment when it is set (not `envvars:`, which fails when it is unset).
-# Targets (not yet in `all`): `snakemake prepare_data`, or one file:
-#   resources/benchmarks/<bench>.jsonl (+ .manifest.json)   resources/train/<train_data.name>.jsonl (+ .manifest.json)
+# Targets: `snakemake prepare_data`, or one file:
+#   resources/benchmarks/<benchmark>.jsonl (+ .manifest.json)   resources/train/<train_data.name>.jsonl (+ .manifest.json)
 
 
 rule prepare_benchmark:
@@ -13,6 +13,9 @@ rule prepare_benchmark:
         "results/logs/prepare_benchmark/{bench}.log",
     benchmark:
         "results/benchmarks/prepare_benchmark/{bench}.tsv"
+    wildcard_constraints:
+        # not the Reasoning Gym sets (rg_<category>): generate_reasoning_gym makes those
+        bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
     retries: 3
     localrule: True
     conda:

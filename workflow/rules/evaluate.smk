@@ -1,8 +1,7 @@
 # Evaluation stage: the paper's protocol (Appendix D; 16 samples, temperature 0.6, top_p 0.95) on each evaluated
 # checkpoint x evaluation.benchmarks. Generation and scoring are separate rules, so a verifier change reruns scoring
 # only. Logic in brorl.models (tiny model), brorl.generation (samples) and brorl.evaluation (scores, summaries, table).
-# In `all` only for engine embedded (the tiny model stands in for the start checkpoint); at paper scale the base
-# model comes from download_base_model. Targets: results/tables/eval_summary.{md,csv}, or one file of the grammar:
+# Targets: results/tables/eval_summary.{md,csv}, or one file of the grammar:
 #   results/eval/{arm}/step{step}/{benchmark}.samples.parquet (+ .json sidecar, + .shards/ kept for resuming)
 #   results/eval/{arm}/step{step}/{benchmark}.scores.parquet   results/eval/{arm}/step{step}/{benchmark}.summary.json
 
@@ -132,19 +131,21 @@ rule summarize_evaluation:
 
 rule collect_evaluation:
     input:
-        summaries=evaluation_summaries(),
+        summaries=evaluation_files("summary.json"),
     output:
-        md=report(
+        md=report_file(
             "results/tables/eval_summary.md",
-            caption="../report/eval_summary.rst",
-            category="Evaluation",
-            labels={"table": "pass@k per benchmark", "format": "markdown"},
+            "eval_summary",
+            "Evaluation",
+            table="pass@k per benchmark",
+            format="markdown",
         ),
-        csv=report(
+        csv=report_file(
             "results/tables/eval_summary.csv",
-            caption="../report/eval_summary.rst",
-            category="Evaluation",
-            labels={"table": "pass@k per benchmark", "format": "csv"},
+            "eval_summary",
+            "Evaluation",
+            table="pass@k per benchmark",
+            format="csv",
         ),
     log:
         "results/logs/collect_evaluation/eval_summary.log",

@@ -3,7 +3,8 @@
 # then derived for the training and evaluation contexts (extend_context: config, tokenizer and generation limits for
 # L = context.prompt_max_len + a response budget, RoPE checked, weights hard-linked, proven by a forward pass at L).
 # Logic in brorl.models; every later stage verifies a folder against its manifest (brorl.models.verify_model_dir).
-# Input functions (common.smk, "model"): train_start_model(), eval_start_model(). Targets (in `all`): both folders.
+# Input functions: helpers/model.smk; the folders other stages read (train_start_model(), eval_start_model()) are in
+# common.smk. Targets (in `all`): both derived folders.
 #   resources/build/tiny-qwen2/        the tiny Qwen2 as built (engine embedded)
 #   resources/build/tiny-qwen2-warm/   after warm_start_tiny_model (sometimes right on one-digit sums): the source
 #                                      of the tiny start model (brorl.training.warm_start explains why)

@@ -98,11 +98,11 @@ rule simulate_sensitivity:
 
 rule check_theory:
     output:
-        report(
+        report_file(
             "results/simulation/theory_checks.json",
-            caption="../report/theory_checks.rst",
-            category="Simulation",
-            labels={"check": "Theorem 1, Lemma 2, Corollary 3"},
+            "theory_checks",
+            "Simulation",
+            check="Theorem 1, Lemma 2, Corollary 3",
         ),
     log:
         "results/logs/check_theory/theory_checks.log",
@@ -145,17 +145,19 @@ rule plot_simulation:
     input:
         runs=simulation_main_runs(),
     output:
-        png=report(
+        png=report_file(
             "results/figures/figure3.png",
-            caption="../report/figure3.rst",
-            category="Simulation",
-            labels={"figure": "3", "format": "png"},
+            "figure3",
+            "Simulation",
+            figure="3",
+            format="png",
         ),
-        pdf=report(
+        pdf=report_file(
             "results/figures/figure3.pdf",
-            caption="../report/figure3.rst",
-            category="Simulation",
-            labels={"figure": "3", "format": "pdf"},
+            "figure3",
+            "Simulation",
+            figure="3",
+            format="pdf",
         ),
     log:
         "results/logs/plot_simulation/figure3.log",
@@ -182,18 +184,20 @@ rule tabulate_n_grid:
     input:
         runs=simulation_grid_runs(),
     output:
-        md=report(
+        md=report_file(
             "results/tables/simulation_n_grid.md",
-            caption="../report/simulation_n_grid.rst",
-            category="Simulation",
-            labels={"table": "gain over N", "format": "markdown"},
+            "simulation_n_grid",
+            "Simulation",
+            table="gain over N",
+            format="markdown",
         ),
         csv="results/tables/simulation_n_grid.csv",
-        png=report(
+        png=report_file(
             "results/figures/simulation_n_grid.png",
-            caption="../report/simulation_n_grid.rst",
-            category="Simulation",
-            labels={"figure": "gain over N", "format": "png"},
+            "simulation_n_grid",
+            "Simulation",
+            figure="gain over N",
+            format="png",
         ),
         pdf="results/figures/simulation_n_grid.pdf",
     log:
@@ -227,17 +231,19 @@ rule tabulate_simulation:
         sensitivity_runs=simulation_sensitivity_runs(),
     output:
         **optimizer_sensitivity_tables(),
-        claims_md=report(
+        claims_md=report_file(
             "results/tables/simulation_claims.md",
-            caption="../report/simulation_claims.rst",
-            category="Simulation",
-            labels={"table": "Figure 3 claims", "format": "markdown"},
+            "simulation_claims",
+            "Simulation",
+            table="Figure 3 claims",
+            format="markdown",
         ),
-        claims_csv=report(
+        claims_csv=report_file(
             "results/tables/simulation_claims.csv",
-            caption="../report/simulation_claims.rst",
-            category="Simulation",
-            labels={"table": "Figure 3 claims", "format": "csv"},
+            "simulation_claims",
+            "Simulation",
+            table="Figure 3 claims",
+            format="csv",
         ),
     log:
         "results/logs/tabulate_simulation/tables.log",

@@ -13,7 +13,7 @@
 rule train_ppo:
     input:
         model=train_start_model(),
-        data=f"resources/train/{config['train_data']['name']}.jsonl",
+        data=TRAIN_MIX,
         previous=previous_segment,
         preflight=preflight_input(),
     output:
