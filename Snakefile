@@ -62,6 +62,7 @@ include: "workflow/rules/analysis.smk"
 
 
 rule all:
+    """Every stage's final outputs (the union of STAGE_TARGETS, workflow/rules/common.smk)."""
     default_target: True
     input:
         get_final_outputs(),

@@ -7,6 +7,7 @@
 
 
 rule collect_units:
+    """Per-instance units (each problem's mean score over its samples) from every evaluated checkpoint's scores."""
     input:
         scores=evaluation_files("scores.parquet"),
         benchmarks=benchmark_files(),
@@ -37,6 +38,7 @@ rule collect_units:
 
 
 rule test_significance:
+    """The paper's paired one-tailed test of treatment vs control at equal training time."""
     input:
         units="results/stats/instance_scores.parquet",
         metrics=analysis_metrics(),
@@ -73,6 +75,7 @@ rule test_significance:
 
 
 rule make_tables:
+    """Tables 1 and 3-5 of the paper, the reproduction beside the paper's values."""
     input:
         units="results/stats/instance_scores.parquet",
         metrics=analysis_metrics(),
@@ -110,6 +113,7 @@ rule make_tables:
 
 
 rule plot_figures:
+    """Figures 1 and 4 (and the N sweep with two or more sweep arms), and the per-task patterns table."""
     input:
         units="results/stats/instance_scores.parquet",
         metrics=analysis_metrics(),
@@ -155,6 +159,7 @@ rule plot_figures:
 
 
 rule write_summary:
+    """results/SUMMARY.md: claim by claim, what was reproduced, at which scale, and what differs."""
     input:
         significance="results/stats/significance.json",
         table1="results/tables/table1.csv",

@@ -6,6 +6,7 @@
 
 
 rule prepare_benchmark:
+    """One benchmark of the registry as records: from a local file, the hub at a pinned revision, or generated."""
     output:
         records="resources/benchmarks/{bench}.jsonl",
         manifest="resources/benchmarks/{bench}.manifest.json",
@@ -38,6 +39,7 @@ rule prepare_benchmark:
 
 
 rule generate_reasoning_gym:
+    """One Reasoning Gym category's evaluation set, generated once from a fixed seed and frozen."""
     output:
         records="resources/benchmarks/rg_{category}.jsonl",
         manifest="resources/benchmarks/rg_{category}.manifest.json",
@@ -68,6 +70,7 @@ rule generate_reasoning_gym:
 
 
 rule prepare_train_data:
+    """The RL prompt mix of train_data (its families downloaded at pinned revisions, mixed and deduplicated)."""
     output:
         records="resources/train/{mix}.jsonl",
         manifest="resources/train/{mix}.manifest.json",
@@ -96,6 +99,7 @@ rule prepare_train_data:
 
 
 rule prepare_data:
+    """Every benchmark of evaluation.benchmarks and the training mix (a target to fetch the data ahead of a run)."""
     input:
         data_targets(),
     localrule: True

@@ -7,6 +7,7 @@
 
 
 rule generate_samples:
+    """The samples of one checkpoint (arm, step) on one benchmark: evaluation.n_samples per problem, vLLM."""
     input:
         model=evaluation_model,
         benchmark="resources/benchmarks/{benchmark}.jsonl",
@@ -61,6 +62,7 @@ rule generate_samples:
 
 
 rule score_samples:
+    """Each sample scored by its benchmark's verifier (math, code in a sandbox, IFEval, Reasoning Gym)."""
     input:
         benchmark="resources/benchmarks/{benchmark}.jsonl",
         samples="results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
@@ -96,6 +98,7 @@ rule score_samples:
 
 
 rule summarize_evaluation:
+    """pass@1 and pass@k of one checkpoint on one benchmark (the protocol of Appendix D)."""
     input:
         benchmark="resources/benchmarks/{benchmark}.jsonl",
         samples="results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
@@ -130,6 +133,7 @@ rule summarize_evaluation:
 
 
 rule collect_evaluation:
+    """The evaluation table: pass@k per benchmark of every evaluated checkpoint."""
     input:
         summaries=evaluation_files("summary.json"),
     output:

@@ -20,6 +20,7 @@ if os.environ.get("HF_TOKEN"):
 
 
 rule build_tiny_model:
+    """The tiny Qwen2 of the embedded engine, built offline from base_model.embedded_model and checked."""
     output:
         directory(TINY_BUILD_DIR),
     log:
@@ -59,6 +60,7 @@ rule build_tiny_model:
 
 
 rule warm_start_tiny_model:
+    """The tiny model after a short supervised warm start: the stand-in for a start model that already reasons."""
     input:
         TINY_BUILD_DIR,
     output:
@@ -94,6 +96,7 @@ rule warm_start_tiny_model:
 
 
 rule download_base_model:
+    """The start checkpoint staged with its manifest: from the hub, base_model.local_path or the tiny model."""
     input:
         source=base_model_source(),
     output:
@@ -130,6 +133,7 @@ rule download_base_model:
 
 
 rule extend_context:
+    """The start checkpoint derived to allow L tokens (ctx<L>), proven by a forward pass at that length."""
     input:
         base_model_dir(),
     output:

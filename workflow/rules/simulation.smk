@@ -3,6 +3,7 @@
 
 
 rule simulate_token_level:
+    """One run of the token-level simulation (paper section 4.1) at N rollouts per prompt and one seed."""
     output:
         "results/simulation/N{n}_seed{seed}.parquet",
     log:
@@ -50,6 +51,7 @@ rule simulate_token_level:
 
 
 rule simulate_sensitivity:
+    """One run of the simulation with a sensitivity variant's optimizer and anchor settings."""
     output:
         "results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet",
     log:
@@ -97,6 +99,7 @@ rule simulate_sensitivity:
 
 
 rule check_theory:
+    """Numerical checks of Theorem 1, Lemma 2 and Corollary 3."""
     output:
         report_file(
             "results/simulation/theory_checks.json",
@@ -142,6 +145,7 @@ rule check_theory:
 
 
 rule plot_simulation:
+    """Figure 3: Q_pos, % correct tokens improved and worst drop vs step, one curve per N of the main sweep."""
     input:
         runs=simulation_main_runs(),
     output:
@@ -181,6 +185,7 @@ rule plot_simulation:
 
 
 rule tabulate_n_grid:
+    """The gain over a fine N grid (monotonic? concave?) as a table and a figure, the trained arms' N marked."""
     input:
         runs=simulation_grid_runs(),
     output:
@@ -226,6 +231,7 @@ rule tabulate_n_grid:
 
 
 rule tabulate_simulation:
+    """Which Figure 3 claims hold (table), and the optimizer-sensitivity table when the study is on."""
     input:
         runs=simulation_main_runs(),
         sensitivity_runs=simulation_sensitivity_runs(),

@@ -8,6 +8,7 @@
 
 
 rule bench_throughput:
+    """vLLM generation samples/s of the start model for one layout (prompts x N) and prefix-caching setting."""
     input:
         model=base_model_dir(),
         prompts=TRAIN_MIX,
@@ -65,6 +66,7 @@ rule bench_throughput:
 
 
 rule tabulate_throughput:
+    """Table 2 (paper beside reproduction), the samples/s-vs-N figure and the pass rate by step of the compared arms."""
     input:
         results=throughput_results(),
         metrics=throughput_training_metrics,
