@@ -1,7 +1,7 @@
 # BroRL reproduction (Hu et al., arXiv 2510.01180): the table of contents of the workflow.
 # Stages live in workflow/rules/<stage>.smk, their input functions in workflow/rules/helpers/<stage>.smk, their logic
 # in the `brorl` package (workflow/brorl/).
-# Path grammar (outputs; logs and benchmarks mirror them under results/logs/ and results/benchmarks/):
+# Path grammar (outputs; logs and timings mirror them under results/logs/ and results/timings/):
 #   results/simulation/N{n}_seed{seed}.parquet                      one token-level run (Figure 3)
 #   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
 #   results/simulation/theory_checks.json                           Theorem 1 / Lemma 2 / Corollary 3 checks

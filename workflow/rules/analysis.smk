@@ -16,7 +16,7 @@ rule collect_units:
     log:
         "results/logs/collect_units/instance_scores.log",
     benchmark:
-        "results/benchmarks/collect_units/instance_scores.tsv"
+        "results/timings/collect_units/instance_scores.tsv"
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -50,7 +50,7 @@ rule test_significance:
     log:
         "results/logs/test_significance/significance.log",
     benchmark:
-        "results/benchmarks/test_significance/significance.tsv"
+        "results/timings/test_significance/significance.tsv"
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -129,7 +129,7 @@ rule plot_figures:
     log:
         "results/logs/plot_figures/figures.log",
     benchmark:
-        "results/benchmarks/plot_figures/figures.tsv"
+        "results/timings/plot_figures/figures.tsv"
     conda:
         "../../envs/analysis.yaml"
     threads: 1

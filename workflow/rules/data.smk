@@ -13,7 +13,7 @@ rule prepare_benchmark:
     log:
         "results/logs/prepare_benchmark/{bench}.log",
     benchmark:
-        "results/benchmarks/prepare_benchmark/{bench}.tsv"
+        "results/timings/prepare_benchmark/{bench}.tsv"
     wildcard_constraints:
         # not the Reasoning Gym sets (rg_<category>): generate_reasoning_gym makes those
         bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
@@ -46,7 +46,7 @@ rule generate_reasoning_gym:
     log:
         "results/logs/generate_reasoning_gym/rg_{category}.log",
     benchmark:
-        "results/benchmarks/generate_reasoning_gym/rg_{category}.tsv"
+        "results/timings/generate_reasoning_gym/rg_{category}.tsv"
     conda:
         "../../envs/data.yaml"
     threads: 1
@@ -77,7 +77,7 @@ rule prepare_train_data:
     log:
         "results/logs/prepare_train_data/{mix}.log",
     benchmark:
-        "results/benchmarks/prepare_train_data/{mix}.tsv"
+        "results/timings/prepare_train_data/{mix}.tsv"
     retries: 3
     localrule: True
     conda:

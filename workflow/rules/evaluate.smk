@@ -21,7 +21,7 @@ rule generate_samples:
     log:
         "results/logs/generate_samples/{arm}/step{step}/{benchmark}.log",
     benchmark:
-        "results/benchmarks/generate_samples/{arm}/step{step}/{benchmark}.tsv"
+        "results/timings/generate_samples/{arm}/step{step}/{benchmark}.tsv"
     conda:
         "../../envs/eval.yaml"
     container:
@@ -73,7 +73,7 @@ rule score_samples:
     log:
         "results/logs/score_samples/{arm}/step{step}/{benchmark}.log",
     benchmark:
-        "results/benchmarks/score_samples/{arm}/step{step}/{benchmark}.tsv"
+        "results/timings/score_samples/{arm}/step{step}/{benchmark}.tsv"
     conda:
         "../../envs/score.yaml"
     threads: 2

@@ -68,7 +68,7 @@ rule warm_start_tiny_model:
     log:
         "results/logs/warm_start_tiny_model/tiny-qwen2.log",
     benchmark:
-        "results/benchmarks/warm_start_tiny_model/tiny-qwen2.tsv"
+        "results/timings/warm_start_tiny_model/tiny-qwen2.tsv"
     conda:
         "../../envs/train.yaml"
     threads: 1
@@ -104,7 +104,7 @@ rule download_base_model:
     log:
         "results/logs/download_base_model/base_model.log",
     benchmark:
-        "results/benchmarks/download_base_model/base_model.tsv"
+        "results/timings/download_base_model/base_model.tsv"
     retries: 3
     localrule: True
     conda:
@@ -141,7 +141,7 @@ rule extend_context:
     log:
         "results/logs/extend_context/ctx{length}.log",
     benchmark:
-        "results/benchmarks/extend_context/ctx{length}.tsv"
+        "results/timings/extend_context/ctx{length}.tsv"
     wildcard_constraints:
         length=r"\d+",
     conda:

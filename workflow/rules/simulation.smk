@@ -9,7 +9,7 @@ rule simulate_token_level:
     log:
         "results/logs/simulate_token_level/N{n}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/simulate_token_level/N{n}_seed{seed}.tsv"
+        "results/timings/simulate_token_level/N{n}_seed{seed}.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -57,7 +57,7 @@ rule simulate_sensitivity:
     log:
         "results/logs/simulate_sensitivity/{variant}/N{n}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/simulate_sensitivity/{variant}/N{n}_seed{seed}.tsv"
+        "results/timings/simulate_sensitivity/{variant}/N{n}_seed{seed}.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -110,7 +110,7 @@ rule check_theory:
     log:
         "results/logs/check_theory/theory_checks.log",
     benchmark:
-        "results/benchmarks/check_theory/theory_checks.tsv"
+        "results/timings/check_theory/theory_checks.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1

@@ -17,7 +17,7 @@ rule bench_throughput:
     log:
         "results/logs/bench_throughput/p{prompts}_n{n}_pc{pc}.log",
     benchmark:
-        "results/benchmarks/bench_throughput/p{prompts}_n{n}_pc{pc}.tsv"
+        "results/timings/bench_throughput/p{prompts}_n{n}_pc{pc}.tsv"
     wildcard_constraints:
         prompts=r"[1-9]\d*",
         n=r"[1-9]\d*",

@@ -22,7 +22,7 @@ rule train_ppo:
     log:
         "results/logs/train_ppo/{arm}/segment{segment}.log",
     benchmark:
-        "results/benchmarks/train_ppo/{arm}/segment{segment}.tsv"
+        "results/timings/train_ppo/{arm}/segment{segment}.tsv"
     wildcard_constraints:
         segment=r"\d+",
     conda:
