@@ -15,7 +15,9 @@ rule prepare_benchmark:
     benchmark:
         "results/timings/prepare_benchmark/{bench}.tsv"
     wildcard_constraints:
-        # not the Reasoning Gym sets (rg_<category>): generate_reasoning_gym makes those
+        # {bench}: a benchmark of the registry that is not a Reasoning Gym set (rg_<category>, generate_reasoning_gym
+        # makes those), so a narrower name than {benchmark}. Renaming it changes this rule's shell text, which the
+        # code rerun trigger reads: every prepared benchmark, and the whole evaluation after it, would rerun.
         bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
     retries: 3
     localrule: True
