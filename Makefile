@@ -53,12 +53,12 @@ lint: setup
 
 ## Throughput of the verifiers: math (vs bare math-verify, 1 and 2 workers) and sandboxed code (programs/s).
 bench-scoring: setup
-	$(VENV)/bin/python -m brorl.scoring.bench_math --out results/benchmarks/scoring_math.json
-	$(VENV)/bin/python -m brorl.scoring.bench_code --out results/benchmarks/scoring_code.json
+	$(VENV)/bin/python -m brorl.scoring.bench_math --out results/timings/scoring_math.json
+	$(VENV)/bin/python -m brorl.scoring.bench_code --out results/timings/scoring_code.json
 
 ## Time the paper-scale simulation sweep against a straightforward implementation.
 bench-sim: setup
-	$(VENV)/bin/python -m brorl.simulation bench --out results/benchmarks/simulation_speed.json
+	$(VENV)/bin/python -m brorl.simulation bench --out results/timings/simulation_speed.json
 
 # The SLURM driver: snakemake + the slurm executor plugin. A second small environment because the plugin (>= 2.7)
 # needs numpy >= 2.4.5 and vLLM caps numpy < 2.4 on Python 3.11; rules still run the engines of .venv (README).
@@ -95,4 +95,4 @@ plan: setup
 bench-train: setup
 	snakemake --profile profiles/local results/train/prorl_n4/train.json results/train/brorl_n16/train.json
 	$(VENV)/bin/python -m brorl.training bench --metrics results/train/prorl_n4/metrics.jsonl \
-	    results/train/brorl_n16/metrics.jsonl --out results/benchmarks/training.json
+	    results/train/brorl_n16/metrics.jsonl --out results/timings/training.json

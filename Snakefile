@@ -1,6 +1,7 @@
 # BroRL reproduction (Hu et al., arXiv 2510.01180): the table of contents of the workflow.
-# Stages live in workflow/rules/<stage>.smk, their logic in the `brorl` package (workflow/brorl/).
-# Path grammar (outputs; logs and benchmarks mirror them under results/logs/ and results/benchmarks/):
+# Stages live in workflow/rules/<stage>.smk, their input functions in workflow/rules/helpers/<stage>.smk, their logic
+# in the `brorl` package (workflow/brorl/).
+# Path grammar (outputs; logs and timings mirror them under results/logs/ and results/timings/):
 #   results/simulation/N{n}_seed{seed}.parquet                      one token-level run (Figure 3)
 #   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
 #   results/simulation/theory_checks.json                           Theorem 1 / Lemma 2 / Corollary 3 checks
@@ -40,7 +41,16 @@ validate_config(config)
 report: "workflow/report/workflow.rst"
 
 
+# Input functions first (what several stages share, then each stage's own), then the rules.
 include: "workflow/rules/common.smk"
+include: "workflow/rules/helpers/simulation.smk"
+include: "workflow/rules/helpers/data.smk"
+include: "workflow/rules/helpers/model.smk"
+include: "workflow/rules/helpers/evaluate.smk"
+include: "workflow/rules/helpers/throughput.smk"
+include: "workflow/rules/helpers/analysis.smk"
+include: "workflow/rules/helpers/train.smk"
+include: "workflow/rules/helpers/preflight.smk"
 include: "workflow/rules/simulation.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"
@@ -52,6 +62,7 @@ include: "workflow/rules/analysis.smk"
 
 
 rule all:
+    """Every stage's final outputs (the union of STAGE_TARGETS, workflow/rules/common.smk)."""
     default_target: True
     input:
         get_final_outputs(),

@@ -441,13 +441,9 @@ def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
 
 # --------------------------------------------------------------------------------------------- the workflow
 TINY_POINTS = [("base", 0), ("prorl_n4", 1), ("prorl_n4", 2), ("brorl_n16", 2)]
-# What the integrator's training will provide, stood in for here: trained checkpoints in evaluation_points(), their
-# folders as model inputs, and the analysis switch on. Appended to the private copy's common.smk (later definitions win).
+# Training stood in for here: trained checkpoints in evaluation_points() and their folders as model inputs. Included by
+# the private copy's Snakefile after every helper and before the rules (later definitions win).
 OVERRIDES = f'''
-
-def analysis_enabled():
-    return True
-
 
 def evaluation_points():
     return {TINY_POINTS!r}
@@ -472,8 +468,12 @@ TARGETS = ["results/SUMMARY.md", "results/tables/eval_summary.md"] + [
 
 def _copy_of_the_workflow(dest: Path) -> Path:
     copy_workflow(dest)
-    with (dest / "workflow/rules/common.smk").open("a") as handle:
-        handle.write(OVERRIDES)
+    (dest / "workflow/rules/helpers/test_overrides.smk").write_text(OVERRIDES)
+    snakefile = dest / "Snakefile"
+    first_rules = 'include: "workflow/rules/simulation.smk"\n'
+    text = snakefile.read_text()
+    assert first_rules in text, "the Snakefile no longer includes the simulation rules first"
+    snakefile.write_text(text.replace(first_rules, 'include: "workflow/rules/helpers/test_overrides.smk"\n' + first_rules))
     return dest
 
 

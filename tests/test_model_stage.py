@@ -347,6 +347,6 @@ def test_tiny_model_rules_run_for_real_then_are_up_to_date(tmp_path):
         manifest = verify_model_dir(tmp_path / target)
         assert manifest["forward_check"]["tokens"] == length and manifest["forward_check"]["finite_logits"]
         assert json.loads((tmp_path / target / "tokenizer_config.json").read_text())["model_max_length"] == length
-    assert (tmp_path / "results/benchmarks/extend_context" / f"ctx{lengths[1]}.tsv").is_file()
+    assert (tmp_path / "results/timings/extend_context" / f"ctx{lengths[1]}.tsv").is_file()
     again = snakemake(*targets, *args, cwd=repo)
     assert again.returncode == 0 and "Nothing to be done" in output_of(again), output_of(again)

@@ -1,21 +1,22 @@
 # Analysis stage: per-instance units from every evaluated checkpoint's scores, the paper's paired one-tailed test at
 # equal training time, Tables 1 and 3-5 beside the paper's values, Figures 1 and 4 (and the N sweep), SUMMARY.md.
-# Input functions and the switch that puts the stage in `all` (analysis_enabled): the analysis section of common.smk.
+# Input functions: helpers/analysis.smk.
 # Logic in brorl.analysis (paper values: workflow/brorl/analysis/paper_results.yaml). Targets:
 #   results/stats/instance_scores.parquet   results/stats/significance.json   results/tables/table{1,3,4,5}.{md,tex,csv}
 #   results/tables/significance.{md,tex,csv}   results/figures/{figure1,figure1_families,figure4,n_sweep}.{png,pdf}   results/SUMMARY.md
 
 
 rule collect_units:
+    """Per-instance units (each problem's mean score over its samples) from every evaluated checkpoint's scores."""
     input:
-        scores=analysis_scores(),
-        benchmarks=analysis_benchmark_files(),
+        scores=evaluation_files("scores.parquet"),
+        benchmarks=benchmark_files(),
     output:
         "results/stats/instance_scores.parquet",
     log:
         "results/logs/collect_units/instance_scores.log",
     benchmark:
-        "results/benchmarks/collect_units/instance_scores.tsv"
+        "results/timings/collect_units/instance_scores.tsv"
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -23,7 +24,7 @@ rule collect_units:
         mem_mb=4096,
         runtime=30,
     params:
-        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
+        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         n=EVAL["n_samples"],
     shell:
         """
@@ -37,18 +38,19 @@ rule collect_units:
 
 
 rule test_significance:
+    """The paper's paired one-tailed test of treatment vs control at equal training time."""
     input:
         units="results/stats/instance_scores.parquet",
         metrics=analysis_metrics(),
     output:
         json="results/stats/significance.json",
-        md=analysis_table("significance", "significance", "significance")("md"),
-        csv=analysis_table("significance", "significance", "significance")("csv"),
+        md=analysis_table("significance", "significance", "md"),
+        csv=analysis_table("significance", "significance", "csv"),
         tex="results/tables/significance.tex",
     log:
         "results/logs/test_significance/significance.log",
     benchmark:
-        "results/benchmarks/test_significance/significance.tsv"
+        "results/timings/test_significance/significance.tsv"
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -56,7 +58,7 @@ rule test_significance:
         mem_mb=4096,
         runtime=30,
     params:
-        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
+        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
     shell:
         """
@@ -73,18 +75,19 @@ rule test_significance:
 
 
 rule make_tables:
+    """Tables 1 and 3-5 of the paper, the reproduction beside the paper's values."""
     input:
         units="results/stats/instance_scores.parquet",
         metrics=analysis_metrics(),
     output:
-        t1_md=analysis_table("table1", "table1", "Table 1")("md"),
-        t1_csv=analysis_table("table1", "table1", "Table 1")("csv"),
-        t3_md=analysis_table("table3", "table3", "Table 3 (math)")("md"),
-        t3_csv=analysis_table("table3", "table3", "Table 3 (math)")("csv"),
-        t4_md=analysis_table("table4", "table4", "Table 4 (code)")("md"),
-        t4_csv=analysis_table("table4", "table4", "Table 4 (code)")("csv"),
-        t5_md=analysis_table("table5", "table5", "Table 5 (Reasoning Gym)")("md"),
-        t5_csv=analysis_table("table5", "table5", "Table 5 (Reasoning Gym)")("csv"),
+        t1_md=analysis_table("table1", "Table 1", "md"),
+        t1_csv=analysis_table("table1", "Table 1", "csv"),
+        t3_md=analysis_table("table3", "Table 3 (math)", "md"),
+        t3_csv=analysis_table("table3", "Table 3 (math)", "csv"),
+        t4_md=analysis_table("table4", "Table 4 (code)", "md"),
+        t4_csv=analysis_table("table4", "Table 4 (code)", "csv"),
+        t5_md=analysis_table("table5", "Table 5 (Reasoning Gym)", "md"),
+        t5_csv=analysis_table("table5", "Table 5 (Reasoning Gym)", "csv"),
         tex=expand("results/tables/{table}.tex", table=ANALYSIS_TABLES),
     log:
         "results/logs/make_tables/tables.log",
@@ -95,7 +98,7 @@ rule make_tables:
         mem_mb=4096,
         runtime=30,
     params:
-        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
+        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         out_dir=lambda wildcards, output: os.path.dirname(output.t1_md),
     shell:
@@ -110,40 +113,23 @@ rule make_tables:
 
 
 rule plot_figures:
+    """Figures 1 and 4 (and the N sweep with two or more sweep arms), and the per-task patterns table."""
     input:
         units="results/stats/instance_scores.parquet",
         metrics=analysis_metrics(),
     output:
         **n_sweep_figures(),
-        figure1_png=report(
-            "results/figures/figure1.png",
-            caption="../report/figure1.rst",
-            category="Analysis",
-            subcategory="Figures",
-            labels={"figure": "Figure 1", "format": "PNG"},
-        ),
+        figure1_png=analysis_figure("figure1", "Figure 1"),
         figure1_pdf="results/figures/figure1.pdf",
-        families_png=report(
-            "results/figures/figure1_families.png",
-            caption="../report/figure1_families.rst",
-            category="Analysis",
-            subcategory="Figures",
-            labels={"figure": "Figure 1, every family", "format": "PNG"},
-        ),
+        families_png=analysis_figure("figure1_families", "Figure 1, every family"),
         families_pdf="results/figures/figure1_families.pdf",
         patterns="results/tables/task_patterns.csv",
-        figure4_png=report(
-            "results/figures/figure4.png",
-            caption="../report/figure4.rst",
-            category="Analysis",
-            subcategory="Figures",
-            labels={"figure": "Figure 4", "format": "PNG"},
-        ),
+        figure4_png=analysis_figure("figure4", "Figure 4"),
         figure4_pdf="results/figures/figure4.pdf",
     log:
         "results/logs/plot_figures/figures.log",
     benchmark:
-        "results/benchmarks/plot_figures/figures.tsv"
+        "results/timings/plot_figures/figures.tsv"
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -151,7 +137,7 @@ rule plot_figures:
         mem_mb=4096,
         runtime=60,
     params:
-        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
+        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         sweep=n_sweep_flags,
     shell:
@@ -173,6 +159,7 @@ rule plot_figures:
 
 
 rule write_summary:
+    """results/SUMMARY.md: claim by claim, what was reproduced, at which scale, and what differs."""
     input:
         significance="results/stats/significance.json",
         table1="results/tables/table1.csv",
@@ -181,12 +168,8 @@ rule write_summary:
         claims=simulation_claims_input(),
         table2=table2_input(),
     output:
-        report(
-            "results/SUMMARY.md",
-            caption="../report/summary.rst",
-            category="Analysis",
-            subcategory="Summary",
-            labels={"file": "SUMMARY.md"},
+        report_file(
+            "results/SUMMARY.md", "summary", "Analysis", "Summary", file="SUMMARY.md"
         ),
     log:
         "results/logs/write_summary/summary.log",
@@ -198,7 +181,7 @@ rule write_summary:
         mem_mb=1024,
         runtime=10,
     params:
-        code=code_sha256("analysis", "stats", "tables.py"),  # rerun trigger: an analysis edit
+        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         claims=lambda wildcards, input: optional_flag("--claims", input.claims),
         table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),

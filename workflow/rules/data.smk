@@ -1,18 +1,24 @@
 # Data stage: benchmarks prepared from a local file or the hub at a pinned revision, the Reasoning Gym evaluation
 # sets generated once and frozen, and the RL prompt mix. Logic in brorl.benchmarks; entries in workflow/benchmarks/.
 # Hub downloads read HF_TOKEN from the environment when it is set (not `envvars:`, which fails when it is unset).
-# Targets (not yet in `all`): `snakemake prepare_data`, or one file:
-#   resources/benchmarks/<bench>.jsonl (+ .manifest.json)   resources/train/<train_data.name>.jsonl (+ .manifest.json)
+# Targets: `snakemake prepare_data`, or one file:
+#   resources/benchmarks/<benchmark>.jsonl (+ .manifest.json)   resources/train/<train_data.name>.jsonl (+ .manifest.json)
 
 
 rule prepare_benchmark:
+    """One benchmark of the registry as records: from a local file, the hub at a pinned revision, or generated."""
     output:
         records="resources/benchmarks/{bench}.jsonl",
         manifest="resources/benchmarks/{bench}.manifest.json",
     log:
         "results/logs/prepare_benchmark/{bench}.log",
     benchmark:
-        "results/benchmarks/prepare_benchmark/{bench}.tsv"
+        "results/timings/prepare_benchmark/{bench}.tsv"
+    wildcard_constraints:
+        # {bench}: a benchmark of the registry that is not a Reasoning Gym set (rg_<category>, generate_reasoning_gym
+        # makes those), so a narrower name than {benchmark}. Renaming it changes this rule's shell text, which the
+        # code rerun trigger reads: every prepared benchmark, and the whole evaluation after it, would rerun.
+        bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
     retries: 3
     localrule: True
     conda:
@@ -35,13 +41,14 @@ rule prepare_benchmark:
 
 
 rule generate_reasoning_gym:
+    """One Reasoning Gym category's evaluation set, generated once from a fixed seed and frozen."""
     output:
         records="resources/benchmarks/rg_{category}.jsonl",
         manifest="resources/benchmarks/rg_{category}.manifest.json",
     log:
         "results/logs/generate_reasoning_gym/rg_{category}.log",
     benchmark:
-        "results/benchmarks/generate_reasoning_gym/rg_{category}.tsv"
+        "results/timings/generate_reasoning_gym/rg_{category}.tsv"
     conda:
         "../../envs/data.yaml"
     threads: 1
@@ -65,13 +72,14 @@ rule generate_reasoning_gym:
 
 
 rule prepare_train_data:
+    """The RL prompt mix of train_data (its families downloaded at pinned revisions, mixed and deduplicated)."""
     output:
         records="resources/train/{mix}.jsonl",
         manifest="resources/train/{mix}.manifest.json",
     log:
         "results/logs/prepare_train_data/{mix}.log",
     benchmark:
-        "results/benchmarks/prepare_train_data/{mix}.tsv"
+        "results/timings/prepare_train_data/{mix}.tsv"
     retries: 3
     localrule: True
     conda:
@@ -93,6 +101,7 @@ rule prepare_train_data:
 
 
 rule prepare_data:
+    """Every benchmark of evaluation.benchmarks and the training mix (a target to fetch the data ahead of a run)."""
     input:
         data_targets(),
     localrule: True

@@ -1,13 +1,13 @@
 # Evaluation stage: the paper's protocol (Appendix D; 16 samples, temperature 0.6, top_p 0.95) on each evaluated
 # checkpoint x evaluation.benchmarks. Generation and scoring are separate rules, so a verifier change reruns scoring
 # only. Logic in brorl.models (tiny model), brorl.generation (samples) and brorl.evaluation (scores, summaries, table).
-# In `all` only for engine embedded (the tiny model stands in for the start checkpoint); at paper scale the base
-# model comes from download_base_model. Targets: results/tables/eval_summary.{md,csv}, or one file of the grammar:
+# Targets: results/tables/eval_summary.{md,csv}, or one file of the grammar:
 #   results/eval/{arm}/step{step}/{benchmark}.samples.parquet (+ .json sidecar, + .shards/ kept for resuming)
 #   results/eval/{arm}/step{step}/{benchmark}.scores.parquet   results/eval/{arm}/step{step}/{benchmark}.summary.json
 
 
 rule generate_samples:
+    """The samples of one checkpoint (arm, step) on one benchmark: evaluation.n_samples per problem, vLLM."""
     input:
         model=evaluation_model,
         benchmark="resources/benchmarks/{benchmark}.jsonl",
@@ -21,7 +21,7 @@ rule generate_samples:
     log:
         "results/logs/generate_samples/{arm}/step{step}/{benchmark}.log",
     benchmark:
-        "results/benchmarks/generate_samples/{arm}/step{step}/{benchmark}.tsv"
+        "results/timings/generate_samples/{arm}/step{step}/{benchmark}.tsv"
     conda:
         "../../envs/eval.yaml"
     container:
@@ -62,6 +62,7 @@ rule generate_samples:
 
 
 rule score_samples:
+    """Each sample scored by its benchmark's verifier (math, code in a sandbox, IFEval, Reasoning Gym)."""
     input:
         benchmark="resources/benchmarks/{benchmark}.jsonl",
         samples="results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
@@ -72,7 +73,7 @@ rule score_samples:
     log:
         "results/logs/score_samples/{arm}/step{step}/{benchmark}.log",
     benchmark:
-        "results/benchmarks/score_samples/{arm}/step{step}/{benchmark}.tsv"
+        "results/timings/score_samples/{arm}/step{step}/{benchmark}.tsv"
     conda:
         "../../envs/score.yaml"
     threads: 2
@@ -97,6 +98,7 @@ rule score_samples:
 
 
 rule summarize_evaluation:
+    """pass@1 and pass@k of one checkpoint on one benchmark (the protocol of Appendix D)."""
     input:
         benchmark="resources/benchmarks/{benchmark}.jsonl",
         samples="results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
@@ -131,20 +133,23 @@ rule summarize_evaluation:
 
 
 rule collect_evaluation:
+    """The evaluation table: pass@k per benchmark of every evaluated checkpoint."""
     input:
-        summaries=evaluation_summaries(),
+        summaries=evaluation_files("summary.json"),
     output:
-        md=report(
+        md=report_file(
             "results/tables/eval_summary.md",
-            caption="../report/eval_summary.rst",
-            category="Evaluation",
-            labels={"table": "pass@k per benchmark", "format": "markdown"},
+            "eval_summary",
+            "Evaluation",
+            table="pass@k per benchmark",
+            format="markdown",
         ),
-        csv=report(
+        csv=report_file(
             "results/tables/eval_summary.csv",
-            caption="../report/eval_summary.rst",
-            category="Evaluation",
-            labels={"table": "pass@k per benchmark", "format": "csv"},
+            "eval_summary",
+            "Evaluation",
+            table="pass@k per benchmark",
+            format="csv",
         ),
     log:
         "results/logs/collect_evaluation/eval_summary.log",

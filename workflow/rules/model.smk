@@ -3,7 +3,8 @@
 # then derived for the training and evaluation contexts (extend_context: config, tokenizer and generation limits for
 # L = context.prompt_max_len + a response budget, RoPE checked, weights hard-linked, proven by a forward pass at L).
 # Logic in brorl.models; every later stage verifies a folder against its manifest (brorl.models.verify_model_dir).
-# Input functions (common.smk, "model"): train_start_model(), eval_start_model(). Targets (in `all`): both folders.
+# Input functions: helpers/model.smk; the folders other stages read (train_start_model(), eval_start_model()) are in
+# common.smk. Targets (in `all`): both derived folders.
 #   resources/build/tiny-qwen2/        the tiny Qwen2 as built (engine embedded)
 #   resources/build/tiny-qwen2-warm/   after warm_start_tiny_model (sometimes right on one-digit sums): the source
 #                                      of the tiny start model (brorl.training.warm_start explains why)
@@ -19,6 +20,7 @@ if os.environ.get("HF_TOKEN"):
 
 
 rule build_tiny_model:
+    """The tiny Qwen2 of the embedded engine, built offline from base_model.embedded_model and checked."""
     output:
         directory(TINY_BUILD_DIR),
     log:
@@ -58,6 +60,7 @@ rule build_tiny_model:
 
 
 rule warm_start_tiny_model:
+    """The tiny model after a short supervised warm start: the stand-in for a start model that already reasons."""
     input:
         TINY_BUILD_DIR,
     output:
@@ -65,7 +68,7 @@ rule warm_start_tiny_model:
     log:
         "results/logs/warm_start_tiny_model/tiny-qwen2.log",
     benchmark:
-        "results/benchmarks/warm_start_tiny_model/tiny-qwen2.tsv"
+        "results/timings/warm_start_tiny_model/tiny-qwen2.tsv"
     conda:
         "../../envs/train.yaml"
     threads: 1
@@ -93,6 +96,7 @@ rule warm_start_tiny_model:
 
 
 rule download_base_model:
+    """The start checkpoint staged with its manifest: from the hub, base_model.local_path or the tiny model."""
     input:
         source=base_model_source(),
     output:
@@ -100,7 +104,7 @@ rule download_base_model:
     log:
         "results/logs/download_base_model/base_model.log",
     benchmark:
-        "results/benchmarks/download_base_model/base_model.tsv"
+        "results/timings/download_base_model/base_model.tsv"
     retries: 3
     localrule: True
     conda:
@@ -129,6 +133,7 @@ rule download_base_model:
 
 
 rule extend_context:
+    """The start checkpoint derived to allow L tokens (ctx<L>), proven by a forward pass at that length."""
     input:
         base_model_dir(),
     output:
@@ -136,7 +141,7 @@ rule extend_context:
     log:
         "results/logs/extend_context/ctx{length}.log",
     benchmark:
-        "results/benchmarks/extend_context/ctx{length}.tsv"
+        "results/timings/extend_context/ctx{length}.tsv"
     wildcard_constraints:
         length=r"\d+",
     conda:

@@ -6,6 +6,7 @@
 
 
 rule preflight_gpu_node:
+    """Checks one GPU node before any paper-scale job: driver, GPUs, flash-attn, FusedAdam, disk, sandbox, Ray."""
     output:
         "results/preflight/gpu_node.json",
     log:

@@ -3,12 +3,13 @@
 
 
 rule simulate_token_level:
+    """One run of the token-level simulation (paper section 4.1) at N rollouts per prompt and one seed."""
     output:
         "results/simulation/N{n}_seed{seed}.parquet",
     log:
         "results/logs/simulate_token_level/N{n}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/simulate_token_level/N{n}_seed{seed}.tsv"
+        "results/timings/simulate_token_level/N{n}_seed{seed}.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -50,12 +51,13 @@ rule simulate_token_level:
 
 
 rule simulate_sensitivity:
+    """One run of the simulation with a sensitivity variant's optimizer and anchor settings."""
     output:
         "results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet",
     log:
         "results/logs/simulate_sensitivity/{variant}/N{n}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/simulate_sensitivity/{variant}/N{n}_seed{seed}.tsv"
+        "results/timings/simulate_sensitivity/{variant}/N{n}_seed{seed}.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -97,17 +99,18 @@ rule simulate_sensitivity:
 
 
 rule check_theory:
+    """Numerical checks of Theorem 1, Lemma 2 and Corollary 3."""
     output:
-        report(
+        report_file(
             "results/simulation/theory_checks.json",
-            caption="../report/theory_checks.rst",
-            category="Simulation",
-            labels={"check": "Theorem 1, Lemma 2, Corollary 3"},
+            "theory_checks",
+            "Simulation",
+            check="Theorem 1, Lemma 2, Corollary 3",
         ),
     log:
         "results/logs/check_theory/theory_checks.log",
     benchmark:
-        "results/benchmarks/check_theory/theory_checks.tsv"
+        "results/timings/check_theory/theory_checks.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -142,20 +145,23 @@ rule check_theory:
 
 
 rule plot_simulation:
+    """Figure 3: Q_pos, % correct tokens improved and worst drop vs step, one curve per N of the main sweep."""
     input:
         runs=simulation_main_runs(),
     output:
-        png=report(
+        png=report_file(
             "results/figures/figure3.png",
-            caption="../report/figure3.rst",
-            category="Simulation",
-            labels={"figure": "3", "format": "png"},
+            "figure3",
+            "Simulation",
+            figure="3",
+            format="png",
         ),
-        pdf=report(
+        pdf=report_file(
             "results/figures/figure3.pdf",
-            caption="../report/figure3.rst",
-            category="Simulation",
-            labels={"figure": "3", "format": "pdf"},
+            "figure3",
+            "Simulation",
+            figure="3",
+            format="pdf",
         ),
     log:
         "results/logs/plot_simulation/figure3.log",
@@ -179,21 +185,24 @@ rule plot_simulation:
 
 
 rule tabulate_n_grid:
+    """The gain over a fine N grid (monotonic? concave?) as a table and a figure, the trained arms' N marked."""
     input:
         runs=simulation_grid_runs(),
     output:
-        md=report(
+        md=report_file(
             "results/tables/simulation_n_grid.md",
-            caption="../report/simulation_n_grid.rst",
-            category="Simulation",
-            labels={"table": "gain over N", "format": "markdown"},
+            "simulation_n_grid",
+            "Simulation",
+            table="gain over N",
+            format="markdown",
         ),
         csv="results/tables/simulation_n_grid.csv",
-        png=report(
+        png=report_file(
             "results/figures/simulation_n_grid.png",
-            caption="../report/simulation_n_grid.rst",
-            category="Simulation",
-            labels={"figure": "gain over N", "format": "png"},
+            "simulation_n_grid",
+            "Simulation",
+            figure="gain over N",
+            format="png",
         ),
         pdf="results/figures/simulation_n_grid.pdf",
     log:
@@ -222,22 +231,25 @@ rule tabulate_n_grid:
 
 
 rule tabulate_simulation:
+    """Which Figure 3 claims hold (table), and the optimizer-sensitivity table when the study is on."""
     input:
         runs=simulation_main_runs(),
         sensitivity_runs=simulation_sensitivity_runs(),
     output:
         **optimizer_sensitivity_tables(),
-        claims_md=report(
+        claims_md=report_file(
             "results/tables/simulation_claims.md",
-            caption="../report/simulation_claims.rst",
-            category="Simulation",
-            labels={"table": "Figure 3 claims", "format": "markdown"},
+            "simulation_claims",
+            "Simulation",
+            table="Figure 3 claims",
+            format="markdown",
         ),
-        claims_csv=report(
+        claims_csv=report_file(
             "results/tables/simulation_claims.csv",
-            caption="../report/simulation_claims.rst",
-            category="Simulation",
-            labels={"table": "Figure 3 claims", "format": "csv"},
+            "simulation_claims",
+            "Simulation",
+            table="Figure 3 claims",
+            format="csv",
         ),
     log:
         "results/logs/tabulate_simulation/tables.log",

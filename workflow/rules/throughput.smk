@@ -8,15 +8,16 @@
 
 
 rule bench_throughput:
+    """vLLM generation samples/s of the start model for one layout (prompts x N) and prefix-caching setting."""
     input:
         model=base_model_dir(),
-        prompts=f"resources/train/{config['train_data']['name']}.jsonl",
+        prompts=TRAIN_MIX,
     output:
         "results/throughput/p{prompts}_n{n}_pc{pc}.json",
     log:
         "results/logs/bench_throughput/p{prompts}_n{n}_pc{pc}.log",
     benchmark:
-        "results/benchmarks/bench_throughput/p{prompts}_n{n}_pc{pc}.tsv"
+        "results/timings/bench_throughput/p{prompts}_n{n}_pc{pc}.tsv"
     wildcard_constraints:
         prompts=r"[1-9]\d*",
         n=r"[1-9]\d*",
@@ -65,28 +66,28 @@ rule bench_throughput:
 
 
 rule tabulate_throughput:
+    """Table 2 (paper beside reproduction), the samples/s-vs-N figure and the pass rate by step of the compared arms."""
     input:
         results=throughput_results(),
         metrics=throughput_training_metrics,
     output:
-        md=report(
+        md=report_file(
             TABLE2_FILES["md"],
-            caption="../report/table2.rst",
-            category="Throughput",
-            labels={"table": "Table 2", "format": "markdown"},
+            "table2",
+            "Throughput",
+            table="Table 2",
+            format="markdown",
         ),
         tex=TABLE2_FILES["tex"],
-        csv=report(
-            TABLE2_FILES["csv"],
-            caption="../report/table2.rst",
-            category="Throughput",
-            labels={"table": "Table 2", "format": "csv"},
+        csv=report_file(
+            TABLE2_FILES["csv"], "table2", "Throughput", table="Table 2", format="csv"
         ),
-        png=report(
+        png=report_file(
             THROUGHPUT_FIGURE["png"],
-            caption="../report/throughput_vs_n.rst",
-            category="Throughput",
-            labels={"figure": "samples/s vs N", "format": "png"},
+            "throughput_vs_n",
+            "Throughput",
+            figure="samples/s vs N",
+            format="png",
         ),
         pdf=THROUGHPUT_FIGURE["pdf"],
         pass_rate="results/throughput/pass_rate_by_step.csv",

@@ -11,9 +11,10 @@
 # params.recipe holds only what the weights depend on, so editing labels, evaluation or analysis settings never
 # retrains; changing the recipe of an arm with a run folder stops with an error instead of mixing two recipes.
 rule train_ppo:
+    """One segment of an arm's PPO training (one job): resumes from the previous segment, writes its manifest."""
     input:
         model=train_start_model(),
-        data=f"resources/train/{config['train_data']['name']}.jsonl",
+        data=TRAIN_MIX,
         previous=previous_segment,
         preflight=preflight_input(),
     output:
@@ -21,7 +22,7 @@ rule train_ppo:
     log:
         "results/logs/train_ppo/{arm}/segment{segment}.log",
     benchmark:
-        "results/benchmarks/train_ppo/{arm}/segment{segment}.tsv"
+        "results/timings/train_ppo/{arm}/segment{segment}.tsv"
     wildcard_constraints:
         segment=r"\d+",
     conda:
@@ -55,6 +56,7 @@ rule train_ppo:
 
 
 rule export_checkpoint:
+    """A saved step's HF folder, hard-linked out of the arm's run folder."""
     input:
         manifest=segment_of_step,
     output:
@@ -78,6 +80,7 @@ rule export_checkpoint:
 
 
 rule finish_training:
+    """An arm is done: its metrics.jsonl (one line per step) and train.json, once every segment and step exists."""
     input:
         manifests=arm_segment_manifests,
         checkpoints=arm_checkpoints,

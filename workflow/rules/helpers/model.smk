@@ -1,0 +1,60 @@
+# Input functions of the model stage (workflow/rules/model.smk). The folders other stages read are in common.smk:
+# base_model_dir(), train_start_model(), eval_start_model(), model_dir().
+TINY_BUILD_DIR = "resources/build/tiny-qwen2"
+TINY_WARM_DIR = "resources/build/tiny-qwen2-warm"  # after the supervised warm start (warm_start_tiny_model)
+TINY_MODEL = config["base_model"]["embedded_model"]
+WARM_START = TINY_MODEL["warm_start"]
+HUB_CACHE = "resources/models/.hub-cache"  # resumes an interrupted hub download
+
+
+def model_targets():
+    """Both derived folders of the start checkpoint (the same folder once when the two lengths agree)."""
+    return sorted({train_start_model(), eval_start_model()})
+
+
+STAGE_TARGETS.append(model_targets)
+
+
+def base_model_source():
+    """Input of download_base_model: the built tiny model after its warm start (engine embedded; the bare build when
+    base_model.embedded_model.warm_start.steps is 0), base_model.local_path, or none (hub).
+    """
+    if config["engine"] == "embedded":
+        return TINY_WARM_DIR if WARM_START["steps"] else TINY_BUILD_DIR
+    return config["base_model"]["local_path"] or []
+
+
+def base_model_source_flag():
+    """--local of the download CLI when the source is a folder, else nothing (the hub)."""
+    source = base_model_source()
+    return ["--local", source] if source else []
+
+
+def base_model_repo():
+    """Repository recorded in the manifest: base_model.repo_id, or the built tiny model's name (not a hub repo)."""
+    if config["engine"] == "embedded":
+        return "brorl/tiny-qwen2"
+    return config["base_model"]["repo_id"]
+
+
+def base_model_revision():
+    """Revision recorded (and downloaded): base_model.revision, or the tiny model's seed."""
+    if config["engine"] == "embedded":
+        return f"seed{TINY_MODEL['seed']}"
+    return config["base_model"]["revision"]
+
+
+def tiny_model_tie_flag():
+    """--tie of build-tiny when base_model.embedded_model.tie_word_embeddings is set, else nothing."""
+    return ["--tie"] if TINY_MODEL["tie_word_embeddings"] else []
+
+
+def extend_context_resources(key):
+    """threads/mem_mb/runtime of extend_context: the forward pass at L is seconds for the tiny model, minutes and
+    ~15 GiB for the 1.5B model at 33K tokens on CPU (float32)."""
+    embedded = config["engine"] == "embedded"
+    return (
+        {"threads": 1, "mem_mb": 4096, "runtime": 20}[key]
+        if embedded
+        else {"threads": 16, "mem_mb": 65536, "runtime": 180}[key]
+    )

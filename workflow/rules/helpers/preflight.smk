@@ -1,0 +1,12 @@
+# Input functions of the GPU node preflight (workflow/rules/preflight.smk). Which jobs wait for it:
+# preflight_input() in common.smk.
+
+
+def preflight_need_gb():
+    """Disk the run's training checkpoints need (brorl.plan's estimate), for the preflight's disk check."""
+    from brorl.preflight.__main__ import config_needs
+
+    return round(config_needs(config)[0], 1)
+
+
+PREFLIGHT_NEED_GB = preflight_need_gb()

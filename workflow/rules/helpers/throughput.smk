@@ -1,0 +1,88 @@
+# Input functions of the throughput stage (workflow/rules/throughput.smk).
+THROUGHPUT = config["throughput"]
+TABLE2_FILES = {ext: f"results/tables/table2.{ext}" for ext in ("md", "tex", "csv")}
+THROUGHPUT_FIGURE = {
+    ext: f"results/figures/throughput_vs_n.{ext}" for ext in ("png", "pdf")
+}
+
+
+def throughput_results():
+    """One JSON per throughput.layouts x throughput.prefix_caching configuration."""
+    return [
+        f"results/throughput/p{layout['prompts']}_n{layout['n']}_pc{'on' if pc else 'off'}.json"
+        for layout in THROUGHPUT["layouts"]
+        for pc in THROUGHPUT["prefix_caching"]
+    ]
+
+
+def throughput_targets():
+    """Table 2, the figure and machine.json; none when throughput is disabled."""
+    if not THROUGHPUT["enabled"]:
+        return []
+    return [
+        *TABLE2_FILES.values(),
+        *THROUGHPUT_FIGURE.values(),
+        "results/throughput/machine.json",
+        "results/throughput/pass_rate_by_step.csv",
+    ]
+
+
+STAGE_TARGETS.append(throughput_targets)
+
+
+def throughput_compared_arms():
+    """analysis.comparison's control and treatment as the table's arm records (name, label, n, prompts/step)."""
+    arms = {arm["name"]: arm for arm in config["arms"]}
+    return {
+        role: {
+            "name": arms[name]["name"],
+            "label": arms[name]["label"],
+            "n": arms[name]["n"],
+            "prompts": arms[name]["prompts_per_step"],
+            "enabled": arms[name]["enabled"],
+        }
+        for role, name in config["analysis"]["comparison"].items()
+        if role in ("control", "treatment")
+    }
+
+
+def training_setup_text():
+    """The hardware the training runs use, in words (Table 2's rows measured in training)."""
+    if config["training"].get("engine") or config["engine"] == "embedded":
+        engine = config["training"].get("engine") or config["engine"]
+        if engine == "embedded":
+            return "embedded engine, one CPU machine"
+    cluster = config["training"]["cluster"]
+    return f"{cluster['nodes']} nodes x {cluster['gpus_per_node']} {cluster['device'].upper()}s"
+
+
+def throughput_metric_arms():
+    """Compared arms whose training metrics Table 2 reads: the enabled ones."""
+    return [a["name"] for a in throughput_compared_arms().values() if a["enabled"]]
+
+
+def throughput_training_metrics(wildcards):
+    """Input function of tabulate_throughput: results/train/{arm}/metrics.jsonl of throughput_metric_arms()."""
+    return [f"results/train/{arm}/metrics.jsonl" for arm in throughput_metric_arms()]
+
+
+def throughput_metrics_flags(wildcards, input):
+    """--metrics ARM=PATH for each compared arm with metrics (nothing when neither is enabled)."""
+    pairs = [
+        f"{arm}={path}" for arm, path in zip(throughput_metric_arms(), input.metrics)
+    ]
+    return ["--metrics", *pairs] if pairs else []
+
+
+def throughput_temperature():
+    """throughput.temperature, or training.rollout_temperature when it is null (the rollouts being timed)."""
+    if THROUGHPUT["temperature"] is None:
+        return config["training"]["rollout_temperature"]
+    return THROUGHPUT["temperature"]
+
+
+def throughput_max_num_seqs_flag():
+    """--max-num-seqs when throughput.max_num_seqs is set, else nothing (vLLM's default)."""
+    if THROUGHPUT["max_num_seqs"] is None:
+        return []
+    return ["--max-num-seqs", str(THROUGHPUT["max_num_seqs"])]

@@ -1,0 +1,67 @@
+# Input functions of the train stage (workflow/rules/train.smk).
+import json
+
+from brorl.training.recipe import arm_plan, enabled_arms
+
+TRAIN = config["training"]
+TRAIN_ENGINE = (
+    TRAIN["engine"] or config["engine"]
+)  # the CPU rehearsal trains with cluster, the rest embedded
+TRAINED_ARMS = enabled_arms(config)
+PRESENTATION_KEYS = ("label", "description", "enabled")
+
+
+def train_recipe(wildcards):
+    """The config the training CLI needs for one arm, as JSON (params: a change here reruns the arm)."""
+    arm = next(a for a in config["arms"] if a["name"] == wildcards.arm)
+    other_engine = "cluster" if TRAIN_ENGINE == "embedded" else "embedded"
+    recipe = {
+        "arms": [{k: v for k, v in arm.items() if k not in PRESENTATION_KEYS}],
+        # the other engine's settings cannot change these weights: leaving them out keeps them from rerunning
+        "training": {k: v for k, v in TRAIN.items() if k != other_engine},
+        "context": config["context"],
+        "train_data": {"name": config["train_data"]["name"]},
+    }
+    return json.dumps(recipe, sort_keys=True)
+
+
+def previous_segment(wildcards):
+    """Segment s needs segment s-1's manifest (its state is where s resumes)."""
+    index = int(wildcards.segment)
+    return (
+        [] if index == 0 else f"results/train/{wildcards.arm}/segment{index - 1}.json"
+    )
+
+
+def segment_of_step(wildcards):
+    """The manifest of the segment that ran (and exported) {step} of {arm}."""
+    segment = arm_plan(config, wildcards.arm).segment_of(int(wildcards.step))
+    return f"results/train/{wildcards.arm}/segment{segment.index}.json"
+
+
+def arm_segment_manifests(wildcards):
+    """The manifests of every segment of {arm} (finish_training needs them all)."""
+    return [
+        f"results/train/{wildcards.arm}/segment{s.index}.json"
+        for s in arm_plan(config, wildcards.arm).segments
+    ]
+
+
+def arm_checkpoints(wildcards):
+    """The exported folders of every saved step of {arm}."""
+    return [
+        f"results/train/{wildcards.arm}/step{k}"
+        for k in arm_plan(config, wildcards.arm).saved_steps
+    ]
+
+
+def training_targets():
+    """Every enabled arm's train.json and metrics.jsonl (which need all its segments and saved checkpoints)."""
+    return [
+        f"results/train/{arm}/{name}"
+        for arm in TRAINED_ARMS
+        for name in ("train.json", "metrics.jsonl")
+    ]
+
+
+STAGE_TARGETS.append(training_targets)
