@@ -61,7 +61,7 @@ bench-sim: setup
 	$(VENV)/bin/python -m brorl.simulation bench --out results/timings/simulation_speed.json
 
 # The SLURM driver: snakemake + the slurm executor plugin. A second small environment because the plugin (>= 2.7)
-# needs numpy >= 2.4.5 and vLLM caps numpy < 2.4 on Python 3.11; rules still run the engines of .venv (README).
+# needs numpy >= 2.4.5 and vLLM caps numpy < 2.4 on Python 3.11; rules still run the engines of .venv (docs/cluster.md#prerequisites).
 SLURM_VENV := .venv-slurm
 SLURM_STAMP := $(SLURM_VENV)/.installed
 slurm-env: $(SLURM_STAMP)

