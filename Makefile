@@ -5,8 +5,9 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox demo test lint bench-sim bench-scoring bench-train slurm-env slurm-up slurm-down slurm-ci plan rehearsal
+.PHONY: help setup sandbox demo test test-fast lint bench-sim bench-scoring bench-train slurm-env slurm-up slurm-down slurm-ci plan rehearsal
 
+## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
 
 # Code verification runs untrusted programs under bubblewrap with the system's /usr/bin/python3 (Debian packages
@@ -43,11 +44,18 @@ demo: setup
 	snakemake --profile profiles/local
 	@$(VENV)/bin/python -m brorl.outputs results
 
-## Run the test suite (as root on Debian it also installs and starts the local Slurm for tests/test_slurm.py).
+## Run the test suite (as root on Debian it also installs and starts the local Slurm for tests/cluster/test_slurm.py).
 test: setup slurm-env slurm-ci
 	$(VENV)/bin/python -m pytest -q
 
+## The edit loop: the tests that start no Snakemake, vLLM, trainer or Slurm (a few minutes; markers in pyproject.toml).
+test-fast: setup
+	$(VENV)/bin/python -m pytest -q -m "not workflow and not engine and not slurm and not slow"
+
+## Format and lint: ruff (Python), snakefmt (the Snakefile and rules), snakemake --lint.
 lint: setup
+	ruff format --check .
+	ruff check .
 	snakefmt --check .
 	snakemake --lint
 
@@ -64,6 +72,7 @@ bench-sim: setup
 # needs numpy >= 2.4.5 and vLLM caps numpy < 2.4 on Python 3.11; rules still run the engines of .venv (docs/cluster.md#prerequisites).
 SLURM_VENV := .venv-slurm
 SLURM_STAMP := $(SLURM_VENV)/.installed
+## The SLURM driver environment (.venv-slurm: snakemake + the slurm executor plugin).
 slurm-env: $(SLURM_STAMP)
 $(SLURM_STAMP): Makefile
 	test -x $(SLURM_VENV)/bin/python || $(PYTHON) -m venv $(SLURM_VENV)
@@ -75,12 +84,13 @@ $(SLURM_STAMP): Makefile
 ## A real local Slurm for the tests (root + apt only: 8 emulated 8-GPU nodes, a CPU node, slurmdbd for sacct).
 slurm-up:
 	bash workflow/scripts/local_slurm.sh start
+## Stop the local Slurm.
 slurm-down:
 	bash workflow/scripts/local_slurm.sh stop
 # `make test` starts it where it can, and otherwise says why the Slurm tests will skip.
 slurm-ci:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash workflow/scripts/local_slurm.sh start; \
-	 else echo "note: not root with apt-get: the local Slurm is not started, tests/test_slurm.py's cluster tests skip"; fi
+	 else echo "note: not root with apt-get: the local Slurm is not started, tests/cluster/test_slurm.py's cluster tests skip"; fi
 
 ## The CPU rehearsal of the paper's training path: OpenRLHF 0.11.2's own trainer through train_ppo, Ray and (as
 ## root) the local Slurm, only the device substituted (docs/rehearsal.md); about 20 minutes on 2 cores.
@@ -96,3 +106,8 @@ bench-train: setup
 	snakemake --profile profiles/local results/train/prorl_n4/train.json results/train/brorl_n16/train.json
 	$(VENV)/bin/python -m brorl.training bench --metrics results/train/prorl_n4/metrics.jsonl \
 	    results/train/brorl_n16/metrics.jsonl --out results/timings/training.json
+
+## List the targets and what they do.
+help:
+	@awk '/^## /{doc = doc substr($$0, 4) " "; next} /^[a-z][a-z-]*:/{if (doc != "") {name = $$1; sub(/:.*/, "", name); \
+	  printf "  %-14s %s\n", name, doc}} {doc = ""}' $(MAKEFILE_LIST)

@@ -24,7 +24,7 @@ MATH_FILES = ("aime", "amc", "math", "minerva", "olympiad_bench")
 
 
 def _deepscaler_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "deepscaler"
+    return Path(__file__).resolve().parents[2] / "data" / "benchmarks" / "deepscaler"
 
 
 def load_math_items() -> list[dict]:

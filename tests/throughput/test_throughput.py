@@ -20,7 +20,7 @@ from brorl.throughput import (
 from brorl.throughput.table import NOT_AVAILABLE, NOT_GIVEN, NOT_REPORTED, PAPER, equal_samples_pairs, table2
 from brorl.training.metrics import FIELDS, write_metrics
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
 ARMS = {"control": {"name": "prorl_n16", "label": "ProRL", "n": 16, "prompts": 512},
         "treatment": {"name": "brorl_n512", "label": "BroRL", "n": 512, "prompts": 128}}  # fmt: skip

@@ -26,7 +26,7 @@ from brorl.training.recipe import (
     scaled_lr,
 )
 
-from test_workflow import CONFIG, TINY
+from helpers import CONFIG, TINY
 
 
 @pytest.fixture(scope="module")
@@ -181,10 +181,11 @@ def test_prompt_stream_resumes_exactly():
     assert derived_seed(1, 2, 0) != derived_seed(1, 2, 1)
 
 
+@pytest.mark.workflow
 def test_paper_dry_run_has_one_train_job_per_segment_and_one_export_per_evaluated_step(tmp_path):
     from brorl.training.recipe import enabled_arms
 
-    from test_workflow import job_counts, output_of, snakemake
+    from helpers import job_counts, output_of, snakemake
 
     cfg = yaml.safe_load(CONFIG.read_text())
     validate_config(cfg)

@@ -23,9 +23,9 @@ from brorl.config import load_yaml_config
 from brorl.evaluation.passk import ks_for, pass_at_k, pass_at_k_from_scores
 from brorl.evaluation.score import EvaluationError, check_coverage
 from brorl.evaluation.summary import collect, summarize
-from test_workflow import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
+from helpers import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
 
 
@@ -226,6 +226,7 @@ def expected_evaluation_counts(cfg: dict) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
+@pytest.mark.workflow
 def test_dry_run_of_the_tiny_preset_evaluates_the_start_checkpoint(tmp_path):
     cfg = load_yaml_config(CONFIG, TINY)
     assert cfg["engine"] == "embedded" and cfg["evaluation"]["n_samples"] == 16
@@ -242,6 +243,7 @@ def test_dry_run_of_the_tiny_preset_evaluates_the_start_checkpoint(tmp_path):
     assert "--max-items 4" in text and "--n 16" in text and "--engine embedded" in text
 
 
+@pytest.mark.workflow
 def test_paper_config_evaluates_every_checkpoint_on_every_benchmark(tmp_path):
     from brorl.training.recipe import enabled_arms, evaluation_steps
 
@@ -258,6 +260,7 @@ ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.mode
 
 @pytest.mark.slow
 @pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
+@pytest.mark.workflow
 def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_shards(tmp_path):
     repo = copy_workflow(tmp_path / "repo")
     untrained = [{**arm, "enabled": False} for arm in load_yaml_config(CONFIG, TINY)["arms"]]  # the start model only

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from brorl.preflight import checks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GPU_CHECKS = {"NVIDIA driver", "GPUs seen by torch", "vLLM platform", "flash-attn", "DeepSpeed FusedAdam"}
 
 
+@pytest.mark.engine
 def test_preflight_on_a_cpu_machine_fails_exactly_the_gpu_checks(tmp_path):
     out = tmp_path / "preflight.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}

@@ -23,7 +23,7 @@ from brorl.benchmarks.train import prepare_train_data
 from brorl.config import load_schema
 from brorl.scoring.reasoning_gym import audit, score_reasoning_gym
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEEPSCALER = ROOT / "data" / "benchmarks" / "deepscaler"  # the repository's own copy of the real files
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "PYTHONHASHSEED": "0"}
 # tasks whose scorer fails the audit in reasoning-gym 0.1.25, and tasks without a gold string (scored via metadata)
@@ -344,6 +344,7 @@ def test_an_unpinned_train_source_is_refused_before_any_source_is_built(tmp_path
 
 # ------------------------------------------------------------------------------------------------------- workflow
 @pytest.mark.parametrize("profile", [[], ["--profile", "profiles/local"]], ids=["paper", "tiny"])
+@pytest.mark.workflow
 def test_prepare_data_dry_run(profile, tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     # --directory: outputs left in the checkout by an earlier run must not make the dry run empty

@@ -25,9 +25,9 @@ from brorl.models import (
     plan_extension, verify_model_dir,
 )  # fmt: skip
 from brorl.models.files import select_files
-from test_workflow import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
+from helpers import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 POSITIONS, BASE_CONTEXT = 256, 200  # a small tiny model: 256 positions, "trained" with 200
@@ -307,6 +307,7 @@ def test_plan_for_the_paper_model_changes_no_rope():
 
 
 # --------------------------------------------------------------------------------------------------- workflow
+@pytest.mark.workflow
 def test_dry_run_of_the_paper_config_stages_and_extends_the_start_model(tmp_path):
     cfg = load_yaml_config(CONFIG)
     env_token = os.environ.get("HF_TOKEN")
@@ -329,6 +330,7 @@ def test_dry_run_of_the_paper_config_stages_and_extends_the_start_model(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_tiny_model_rules_run_for_real_then_are_up_to_date(tmp_path):
     repo = copy_workflow(tmp_path / "repo")
     cfg = load_yaml_config(CONFIG, TINY)

@@ -26,7 +26,7 @@ from brorl.training.recipe import arm_plan
 from brorl.training.segments import CheckpointError, export_checkpoint, verify_checkpoint
 from brorl.training.embedded.warm_start import warm_start
 
-from test_workflow import CONFIG, ROOT, TINY
+from helpers import CONFIG, ROOT, TINY
 
 ARM = "prorl_n4"
 
@@ -78,6 +78,7 @@ def straight(setup):
     return out
 
 
+@pytest.mark.engine
 def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
     root, recipe = setup
     records = read_metrics(straight / "run" / "metrics.jsonl")
@@ -97,6 +98,7 @@ def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
     assert [r["step"] for r in manifest["steps"]] == [3]
 
 
+@pytest.mark.engine
 def test_sigkill_mid_segment_then_rerun_matches_the_uninterrupted_run(setup, straight):
     root, recipe = setup
     out = root / "killed"
@@ -122,6 +124,7 @@ def test_sigkill_mid_segment_then_rerun_matches_the_uninterrupted_run(setup, str
         assert torch.equal(ref[name], got[name]), f"{name} differs after resuming"
 
 
+@pytest.mark.engine
 def test_changed_recipe_is_refused(setup, straight):
     root, recipe = setup
     changed = copy.deepcopy(recipe)
@@ -133,6 +136,7 @@ def test_changed_recipe_is_refused(setup, straight):
     assert (straight / "segment1.json").read_bytes() == before  # the finished run is untouched
 
 
+@pytest.mark.engine
 def test_export_verifies_checksums(setup, straight, tmp_path):
     manifest = straight / "segment0.json"
     export_checkpoint(manifest, straight / "run", 2, tmp_path / "step2")

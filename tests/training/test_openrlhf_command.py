@@ -24,7 +24,7 @@ from brorl.training.openrlhf.parse import OpenRLHFArgError, parse_argv
 from brorl.training.openrlhf.validate import ClusterConfigError, validate_cluster_config
 from brorl.training.recipe import arm_plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
 PATHS = ClusterPaths(Path("/m/start"), Path("/d/mix.jsonl"), Path("/r/train/arm"), Path("/w/openrlhf_reward.py"))
 

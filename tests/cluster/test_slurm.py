@@ -19,20 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_workflow import TINY, copy_workflow, job_counts, output_of
+from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the engine environment
+from helpers import CI_SITE, DRIVER, ROOT, TINY, copy_slurm_workflow, copy_workflow, job_counts, output_of, sacct, slurm_up
 
-ROOT = Path(__file__).resolve().parents[1]
-DRIVER = ROOT / ".venv-slurm" / "bin" / "python"  # snakemake + the slurm executor plugin (numpy >= 2.4.5)
-ENGINE_BIN = Path(sys.executable).parent  # rules run `python -m brorl...` from the engine environment
 RAY_LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
-# The emulated nodes are smaller than H100 nodes: the production profile reads these overrides.
-CI_SITE = {
-    "BRORL_SLURM_GPU_NODE_CPUS": "16",
-    "BRORL_SLURM_GPU_NODE_MEM_MB": "64000",
-    "BRORL_SLURM_GPUS_PER_NODE": "1",  # one vLLM CPU engine per generation job on a 2-core host
-    "BRORL_SLURM_TRAIN_NODES": "2",
-    "BRORL_SLURM_RAY_EMULATED": "auto",  # the emulated nodes share this host (production: 0)
-}
 # The end-to-end subset: the full tiny preset (~60 jobs, training included) takes > 15 min through sbatch on 2
 # cores; data + the start checkpoint's evaluation of one benchmark exercises CPU jobs, a GPU job and local rules in
 # ~3 min. (The 2-node train_ppo jobs of the tiny preset also completed through this profile: docs/cluster.md#ci-against-a-real-slurm.)
@@ -46,35 +36,12 @@ E2E_OVERRIDE = {
 needs_driver = pytest.mark.skipif(not DRIVER.exists(), reason=f"no driver environment {DRIVER} (make slurm-env)")
 
 
-def slurm_up() -> str | None:
-    """None when a local Slurm answers with accounting, else why not."""
-    if shutil.which("sbatch") is None:
-        return "Slurm is not installed (as root on Debian: make slurm-up)"
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
-    if "UP" not in ping.stdout:
-        return "slurmctld is not running (make slurm-up)"
-    if subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True).returncode:
-        return "sacct does not answer (slurmdbd not running)"
-    return None
-
-
 def driver(*args, cwd: Path, timeout: int = 900, env: dict | None = None) -> subprocess.CompletedProcess:
     """The driver's snakemake, engine environment first on PATH, killed hard on timeout (a failed status query
     can hang the plugin; SIGTERM alone may not end it)."""
     full = {**os.environ, **CI_SITE, **(env or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
     return subprocess.run(["timeout", "-k", "15", str(timeout), str(DRIVER), "-m", "snakemake", *map(str, args)],
                           cwd=cwd, env=full, capture_output=True, text=True)  # fmt: skip
-
-
-def copy_slurm_workflow(dest: Path) -> Path:
-    copy_workflow(dest)
-    (dest / "slurm").symlink_to("profiles/slurm")
-    return dest
-
-
-def sacct(*args: str) -> list[list[str]]:
-    proc = subprocess.run(["sacct", "-n", "-P", *args], capture_output=True, text=True, check=True)
-    return [line.split("|") for line in proc.stdout.splitlines() if line]
 
 
 # ----------------------------------------------------------------------------------------- without a cluster
@@ -111,6 +78,7 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None,
 
 
 @needs_driver
+@pytest.mark.workflow
 def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
     counts, resources = paper_dry_run(tmp_path, ["results/train/prorl_n16/train.json", "results/train/brorl_n512/train.json"],
                                       {"BRORL_SLURM_TRAIN_NODES": "1"}, ("--configfile", "workflow/presets/one_node.yaml"))  # fmt: skip
@@ -120,6 +88,7 @@ def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
 
 
 @needs_driver
+@pytest.mark.workflow
 def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(tmp_path):
     # the evaluation chain of the start checkpoint is in the DAG once the checkpoint is staged
     counts, resources = paper_dry_run(tmp_path, ["all", "results/eval/base/step3000/aime24.scores.parquet"])
@@ -135,6 +104,7 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
 
 
 @needs_driver
+@pytest.mark.workflow
 def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training_recipe_resolves(tmp_path):
     # a minimal workflow with the training rule's name: the profile's recipe gives the multi-node sbatch resources
     (tmp_path / "Snakefile").write_text(
@@ -159,6 +129,7 @@ needs_slurm = pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(), rea
 
 @pytest.mark.slow
 @needs_slurm
+@pytest.mark.slurm
 def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_path):
     repo = copy_slurm_workflow(tmp_path / "repo")
     work = tmp_path / "work"
@@ -232,6 +203,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
 @pytest.mark.slow
 @needs_slurm
 @pytest.mark.skipif(not RAY_LAUNCHER.exists(), reason=f"{RAY_LAUNCHER.name} (OpenRLHF engineer) does not exist yet")
+@pytest.mark.slurm
 def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
     """The profile's train_ppo recipe on 2 emulated nodes: the launcher starts a Ray head and a worker with srun
     and a driver sees both nodes."""

@@ -15,7 +15,7 @@ import pytest
 from brorl.scoring.code import extract_code, normalize_tests, score_code
 from brorl.scoring.sandbox import Limits, isolation_mode, run_sandboxed
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEEPSCALER = REPO / "data" / "benchmarks" / "deepscaler"  # the repository's own copy of the real files
 
 TL = 2.0  # time limit for hostile programs (s)

@@ -14,7 +14,7 @@ import pytest
 
 from brorl.models import MANIFEST_NAME, ModelError, build_tiny_model, check_model_dir, manifest_hash
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
 
 

@@ -17,9 +17,9 @@ import yaml
 
 from brorl.plan.estimate import STAGES
 from brorl.plan.profile import read_profile
-from test_workflow import TINY, copy_workflow, job_counts, output_of, snakemake
+from helpers import TINY, copy_workflow, job_counts, output_of, snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILE = read_profile(ROOT / "profiles" / "slurm")
 TRIGGERS = [str(t) for t in PROFILE["rerun-triggers"]]
 
@@ -104,6 +104,7 @@ def test_the_profile_reruns_on_params_and_inputs_only():
     assert set(TRIGGERS) == {"params", "input"}, TRIGGERS
 
 
+@pytest.mark.workflow
 def test_a_faked_run_is_up_to_date(faked):
     assert planned(faked) == {}
 
@@ -117,11 +118,13 @@ def test_a_faked_run_is_up_to_date(faked):
     ],
     ids=["rule-shell-whitespace", "env-comment", "report-caption"],
 )
+@pytest.mark.workflow
 def test_cosmetic_edits_rerun_nothing(faked, path, change):
     with edited(faked[0] / path, change):
         assert planned(faked) == {}
 
 
+@pytest.mark.workflow
 def test_a_changed_input_reruns_only_its_consumers(faked):
     # Snakemake 9.27.1 always compares mtimes, but an input <= 1 MB whose checksum it recorded is exempt while its
     # content is unchanged (whether it recorded one depends on the order the fake outputs were touched in), so the
@@ -140,6 +143,7 @@ def test_a_changed_input_reruns_only_its_consumers(faked):
     assert_no_training(jobs)
 
 
+@pytest.mark.workflow
 def test_an_evaluation_protocol_edit_reruns_generation_scoring_and_analysis_only(faked):
     jobs = planned(faked, write_override(faked, "temperature", {"evaluation": {"temperature": 0.7}}))
     benchmarks = len(yaml.safe_load(TINY.read_text())["evaluation"]["benchmarks"])
@@ -148,6 +152,7 @@ def test_an_evaluation_protocol_edit_reruns_generation_scoring_and_analysis_only
     assert_no_training(jobs)
 
 
+@pytest.mark.workflow
 def test_a_protocol_edit_of_some_benchmarks_reruns_only_their_checkpoints(faked):
     # frozen Reasoning Gym sets get more items: their data and evaluation rerun, synthetic_math's do not
     jobs = planned(faked, write_override(faked, "rg", {"evaluation": {"reasoning_gym": {"items_per_task": 3}}}))
@@ -158,6 +163,7 @@ def test_a_protocol_edit_of_some_benchmarks_reruns_only_their_checkpoints(faked)
     assert_no_training(jobs)
 
 
+@pytest.mark.workflow
 def test_a_verifier_edit_reruns_scoring_never_generation(faked):
     with edited(faked[0] / "workflow/brorl/scoring/math/grade.py", lambda t: t + "\n# a verifier edit\n"):
         jobs = planned(faked)
@@ -166,6 +172,7 @@ def test_a_verifier_edit_reruns_scoring_never_generation(faked):
 
 
 @pytest.mark.parametrize("module", sorted(ANALYSIS_CODE))
+@pytest.mark.workflow
 def test_an_analysis_code_edit_reruns_only_analysis(faked, module):
     with edited(faked[0] / module, lambda t: t + "\n# a plotting edit\n"):
         jobs = planned(faked)

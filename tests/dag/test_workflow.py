@@ -15,11 +15,7 @@ import pytest
 import yaml
 
 from brorl.config import load_yaml_config
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent  # the venv's snakemake, snakefmt and shfmt
-CONFIG = ROOT / "config.yaml"
-TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
+from helpers import BIN, CONFIG, ROOT, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 # A small simulation (seconds per job) that still exercises every simulation rule.
 SMALL_SIMULATION = {
@@ -38,34 +34,6 @@ SMALL_SIMULATION = {
         "n_grid": {"n_values": [4, 16, 64], "seeds": [0]},
     }
 }
-
-
-def snakemake(*args: str | Path, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the venv's snakemake with the venv first on PATH (jobs call `python -m brorl...`, snakefmt calls shfmt)."""
-    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    return subprocess.run(
-        [str(BIN / "snakemake"), *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def output_of(proc: subprocess.CompletedProcess) -> str:
-    return proc.stdout + proc.stderr
-
-
-def job_counts(proc: subprocess.CompletedProcess) -> dict[str, int]:
-    """The 'Job stats' table of a dry run as {rule: count} (without the total)."""
-    text = output_of(proc)
-    assert "Job stats:" in text, text
-    table = text.split("Job stats:", 1)[1].split("\n\n", 1)[0]
-    counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
-    total = counts.pop("total")
-    assert total == sum(counts.values())
-    return counts
 
 
 def expected_simulation_counts(cfg: dict) -> dict[str, int]:
@@ -87,28 +55,13 @@ def expected_simulation_counts(cfg: dict) -> dict[str, int]:
     return counts
 
 
-def copy_workflow(dest: Path) -> Path:
-    """A private copy of the workflow (Snakefile, config, its own brorl package, profiles, envs) at `dest`, so that a
-    test may edit code or config without touching the checkout."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("workflow", "profiles", "envs"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy2(ROOT / name, dest / name)
-    return dest
-
-
-def write_yaml(path: Path, data: dict) -> Path:
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
 # ---------------------------------------------------------------------------------------------------- dry runs
+@pytest.mark.workflow
 def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
     cfg = load_yaml_config(CONFIG)
     proc = snakemake("-n", "--directory", tmp_path)  # config.yaml is found beside the Snakefile
     assert proc.returncode == 0, output_of(proc)
-    # the simulation's jobs (the other stages' jobs: tests/test_evaluation.py, tests/test_training_recipe.py)
+    # the simulation's jobs (the other stages' jobs: tests/evaluation/test_evaluation.py, tests/training/test_recipe.py)
     counts = {k: v for k, v in job_counts(proc).items() if k in expected_simulation_counts(cfg)}
     assert counts == expected_simulation_counts(cfg)
     assert counts["simulate_token_level"] == 15 + 8 and counts["simulate_sensitivity"] == 40  # 5 N x 3 seeds + grid
@@ -122,6 +75,7 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
         assert target in text
 
 
+@pytest.mark.workflow
 def test_dry_run_from_the_repo_root_uses_config_yaml():
     proc = snakemake("-n", "--forceall")  # every job, whatever outputs an earlier run left in the checkout
     assert proc.returncode == 0, output_of(proc)
@@ -129,6 +83,7 @@ def test_dry_run_from_the_repo_root_uses_config_yaml():
     assert {k: v for k, v in job_counts(proc).items() if k in expected} == expected
 
 
+@pytest.mark.workflow
 def test_dry_run_with_the_local_profile_uses_the_tiny_preset(tmp_path):
     # --directory: outputs left in the checkout by an earlier `make demo` must not shrink the dry run
     proc = snakemake("-n", "--profile", "profiles/local", "--directory", tmp_path)
@@ -138,12 +93,13 @@ def test_dry_run_with_the_local_profile_uses_the_tiny_preset(tmp_path):
     assert "config.yaml is extended by additional config" in text  # tiny.yaml merged over config.yaml
     assert re.search(r"Config file\(s\): .*workflow/presets/tiny\.yaml", text), text
     tiny = load_yaml_config(CONFIG, TINY)
-    # the embedded engine also evaluates the start checkpoint (tests/test_evaluation.py checks those jobs)
+    # the embedded engine also evaluates the start checkpoint (tests/evaluation/test_evaluation.py checks those jobs)
     counts = {k: v for k, v in job_counts(proc).items() if k in expected_simulation_counts(tiny)}
     assert counts == expected_simulation_counts(tiny)
     assert "collect_evaluation" in job_counts(proc)
 
 
+@pytest.mark.workflow
 def test_sensitivity_disabled_drops_its_jobs_and_tables(tmp_path):
     override = write_yaml(tmp_path / "override.yaml", {"simulation": {"sensitivity": {"enabled": False}}})
     proc = snakemake("-n", "--directory", tmp_path, "--configfile", override)
@@ -155,6 +111,7 @@ def test_sensitivity_disabled_drops_its_jobs_and_tables(tmp_path):
     assert re.search(r"--sensitivity-runs\s+--near-zero-rel-tol", claims_cmd), claims_cmd  # empty, not ''
 
 
+@pytest.mark.workflow
 def test_simulation_disabled_leaves_nothing_to_run(tmp_path):
     override = write_yaml(tmp_path / "override.yaml", {"simulation": {"enabled": False}})
     proc = snakemake("-n", "--directory", tmp_path, "--configfile", override)
@@ -171,6 +128,7 @@ def test_simulation_disabled_leaves_nothing_to_run(tmp_path):
         ({"simulation": {"correct": 200000}}, "simulation.correct"),
     ],
 )
+@pytest.mark.workflow
 def test_a_bad_config_stops_snakemake_before_any_job_naming_the_key(tmp_path, override, key):
     bad = write_yaml(tmp_path / "bad.yaml", override)
     proc = snakemake("--cores", "1", "--directory", tmp_path, "--configfile", bad)  # a real run, not -n
@@ -191,6 +149,7 @@ def test_snakefmt_check_is_clean():
 
 
 @pytest.mark.parametrize("profile", [[], ["--profile", "profiles/local"]], ids=["paper", "tiny"])
+@pytest.mark.workflow
 def test_snakemake_lint_is_clean(profile):
     proc = snakemake("--lint", *profile)
     text = output_of(proc)
@@ -199,6 +158,7 @@ def test_snakemake_lint_is_clean(profile):
 
 
 # ----------------------------------------------------------------------------------------------- real run
+@pytest.mark.workflow
 def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
     override = write_yaml(tmp_path / "small.yaml", SMALL_SIMULATION)
     # the simulation stage's final outputs only: the paper config's other stages need the hub and GPUs

@@ -20,7 +20,7 @@ from brorl.training.openrlhf.checkpoint import (CheckpointStateError, hf_export_
                                                  latest_global_step, prune_exports, repair, tag_problem)  # fmt: skip
 from brorl.training.openrlhf.dataset import passes_needed, shuffled_passes, write_openrlhf_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RANKS = 2
 
 

@@ -26,7 +26,7 @@ from brorl.stats import (
     paired_one_tailed,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
 
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from test_slurm import CI_SITE, DRIVER, ENGINE_BIN, WHY_NOT, copy_slurm_workflow, output_of, sacct
-from test_workflow import TINY, write_yaml
+from helpers import BIN as ENGINE_BIN
+from helpers import CI_SITE, DRIVER, ROOT, TINY, copy_slurm_workflow, output_of, sacct, slurm_up, write_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+WHY_NOT = slurm_up()
 REHEARSAL = ROOT / "workflow" / "presets" / "rehearsal.yaml"
 ARM = "rehearsal_n4"
 LAYOUT = {"training": {"cluster": {"gpus_per_node": 1, "vllm_engines": 2}}}  # see the module docstring
@@ -146,6 +146,7 @@ class Workflow:
         return "".join(f"\n--- {p}\n" + p.read_text()[-4000:] for p in logs)
 
 
+@pytest.mark.slurm
 def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     flow = Workflow(tmp_path)
     flow.prepare()

@@ -15,9 +15,9 @@ from brorl.plan.cli import config_job_counts
 from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
 from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
 from brorl.training.recipe import arm_plan
-from test_workflow import CONFIG, job_counts, snakemake
+from helpers import CONFIG, job_counts, snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILE_DIR = ROOT / "profiles" / "slurm"
 EST = read_estimates(PROFILE_DIR / "estimates.yaml")
 
@@ -79,6 +79,7 @@ def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
     assert counts["bench_throughput"] == 5 * 2  # 5 layouts (3 whole steps, 2 per-GPU shares) x prefix caching on/off
 
 
+@pytest.mark.workflow
 def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
     out = tmp_path / "plan.json"
     proc = subprocess.run([sys.executable, "-m", "brorl.plan", "--json", str(out)], cwd=ROOT, capture_output=True,

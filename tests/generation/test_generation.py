@@ -22,7 +22,7 @@ from brorl.models import MANIFEST_NAME, ModelError, build_tiny_model
 pytest.importorskip("vllm")
 
 N, MAX_TOKENS, MAX_LEN = 4, 12, 256
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
 
 

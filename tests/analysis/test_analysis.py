@@ -2,7 +2,7 @@
 synthetic per-instance data with a known effect and with none, Tables 1 and 3-5 rendered from the paper's own numbers,
 figures, the summary, and the analysis rules run by Snakemake on synthetic evaluation outputs with `--report`.
 
-The core t-test against scipy, its edge cases and its false-positive rate on raw arrays are in tests/test_stats.py;
+The core t-test against scipy, its edge cases and its false-positive rate on raw arrays are in tests/stats/test_stats.py;
 here the same properties are checked through this stage's own path (score files -> units -> compare_checkpoints).
 """
 
@@ -30,9 +30,9 @@ from brorl.analysis.summary import first_beating
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
 from brorl.training.metrics import FIELDS
-from test_workflow import copy_workflow
+from helpers import copy_workflow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAPER = load_paper()
 PAPER_ARMS = [  # the paper config's two arms (config.yaml), as the workflow passes them in --spec
     {"name": "prorl_n16", "label": "ProRL", "n": 16, "prompts_per_step": 512, "continued_steps": 535,
@@ -484,8 +484,9 @@ def _touch_in_order(paths: list[Path], start: float) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow
 def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path):
-    from test_workflow import TINY, job_counts, output_of, snakemake, write_yaml
+    from helpers import TINY, job_counts, output_of, snakemake, write_yaml
 
     repo = _copy_of_the_workflow(tmp_path / "repo")
     work = tmp_path / "work"

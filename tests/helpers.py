@@ -1,0 +1,99 @@
+"""What many test modules share: the checkout's paths, running the venv's Snakemake and reading its output, a private
+copy of the workflow to edit, and (for the cluster tests) the local Slurm and its driver environment."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent  # the venv's snakemake, snakefmt and shfmt; rules run `python -m brorl...` from it
+CONFIG = ROOT / "config.yaml"
+TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
+# Subprocesses import the checkout's package, installed or not.
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+
+
+def snakemake(*args: str | Path, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the venv's snakemake with the venv first on PATH (jobs call `python -m brorl...`, snakefmt calls shfmt)."""
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+    return subprocess.run(
+        [str(BIN / "snakemake"), *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def output_of(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout + proc.stderr
+
+
+def job_counts(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    """The 'Job stats' table of a dry run as {rule: count} (without the total)."""
+    text = output_of(proc)
+    assert "Job stats:" in text, text
+    table = text.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
+    total = counts.pop("total")
+    assert total == sum(counts.values())
+    return counts
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A private copy of the workflow (Snakefile, config, its own brorl package, profiles, envs) at `dest`, so that a
+    test may edit code or config without touching the checkout."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("workflow", "profiles", "envs"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+def write_yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# ------------------------------------------------------------------------------------ the local Slurm (tests/cluster)
+DRIVER = ROOT / ".venv-slurm" / "bin" / "python"  # snakemake + the slurm executor plugin (numpy >= 2.4.5)
+# The emulated nodes are smaller than H100 nodes: the production profile reads these overrides.
+CI_SITE = {
+    "BRORL_SLURM_GPU_NODE_CPUS": "16",
+    "BRORL_SLURM_GPU_NODE_MEM_MB": "64000",
+    "BRORL_SLURM_GPUS_PER_NODE": "1",  # one vLLM CPU engine per generation job on a 2-core host
+    "BRORL_SLURM_TRAIN_NODES": "2",
+    "BRORL_SLURM_RAY_EMULATED": "auto",  # the emulated nodes share this host (production: 0)
+}
+
+
+def slurm_up() -> str | None:
+    """None when a local Slurm answers with accounting, else why not."""
+    if shutil.which("sbatch") is None:
+        return "Slurm is not installed (as root on Debian: make slurm-up)"
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    if "UP" not in ping.stdout:
+        return "slurmctld is not running (make slurm-up)"
+    if subprocess.run(["sacct", "-n", "-X", "-S", "now"], capture_output=True).returncode:
+        return "sacct does not answer (slurmdbd not running)"
+    return None
+
+
+def copy_slurm_workflow(dest: Path) -> Path:
+    copy_workflow(dest)
+    (dest / "slurm").symlink_to("profiles/slurm")
+    return dest
+
+
+def sacct(*args: str) -> list[list[str]]:
+    proc = subprocess.run(["sacct", "-n", "-P", *args], capture_output=True, text=True, check=True)
+    return [line.split("|") for line in proc.stdout.splitlines() if line]
