@@ -10,7 +10,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from brorl.config import ConfigError, deep_merge, load_schema, load_yaml_config, validate_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -356,8 +355,10 @@ BAD = [
     ),
     (
         "reset-not-on-checkpoint",
-        lambda c: (_set(c, ["training", "reference_reset", "resets"], None),
-                   _set(c, ["training", "reference_reset", "period_steps"], 210)),
+        lambda c: (
+            _set(c, ["training", "reference_reset", "resets"], None),
+            _set(c, ["training", "reference_reset", "period_steps"], 210),
+        ),
         "'training.reference_reset.period_steps'",
         "not a multiple of training.checkpoint_every",
     ),
@@ -388,7 +389,9 @@ def test_a_benchmark_is_registered_by_its_yaml_alone(monkeypatch):
 
     cfg = raw_config()
     _append_benchmark(cfg)
-    with pytest.raises(ConfigError, match=r"'evaluation.benchmarks\[21\]': unknown benchmark 'gsm8k': no registry entry"):
+    with pytest.raises(
+        ConfigError, match=r"'evaluation.benchmarks\[21\]': unknown benchmark 'gsm8k': no registry entry"
+    ):
         validate_config(copy.deepcopy(cfg))
     known = registry.benchmark_names()
     monkeypatch.setattr(registry, "benchmark_names", lambda: [*known, "gsm8k"])  # as if gsm8k.yaml were added
@@ -398,11 +401,20 @@ def test_a_benchmark_is_registered_by_its_yaml_alone(monkeypatch):
 def test_one_key_switches_on_the_n_sweep_and_its_controls():
     sweep = raw_config()
     assert [a["name"] for a in validate_config(copy.deepcopy(sweep))["arms"] if a["enabled"]] == [
-        "prorl_n16", "brorl_n512"]  # fmt: skip
+        "prorl_n16",
+        "brorl_n512",
+    ]
     sweep["analysis"]["n_sweep"]["enabled"] = True
     on = {a["name"]: a for a in validate_config(sweep)["arms"] if a["enabled"]}
-    assert set(on) == {"prorl_n16", "brorl_n512", "control_n16_p4096", "sweep_eq_n64", "sweep_eq_n256",
-                       "sweep_eq_n1024", "control_n16_p128"}  # fmt: skip
+    assert set(on) == {
+        "prorl_n16",
+        "brorl_n512",
+        "control_n16_p4096",
+        "sweep_eq_n64",
+        "sweep_eq_n256",
+        "sweep_eq_n1024",
+        "control_n16_p128",
+    }
     equal = [on[name] for name in sweep["analysis"]["n_sweep"]["arms"]]
     assert {a["n"] * a["prompts_per_step"] for a in equal} == {65536}  # equal samples per step
     assert [a["n"] for a in equal] == [16, 64, 256, 512, 1024]

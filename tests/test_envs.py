@@ -50,7 +50,7 @@ def test_every_env_names_its_python_and_pins_its_packages():
     for env_file in ENVS:
         python, lines = requirements(env_file)
         assert python == "3.11", (env_file.name, python)
-        unpinned = [l for l in lines if not l.startswith("-") and "==" not in l]
+        unpinned = [line for line in lines if not line.startswith("-") and "==" not in line]
         assert not unpinned, (env_file.name, unpinned)
     post_deploy = ROOT / "envs" / "train.post-deploy.sh"  # Snakemake runs it after building train.yaml
     text = post_deploy.read_text()
@@ -85,12 +85,30 @@ def resolve(env_file: Path, workdir: Path) -> str | None:
     workdir.mkdir(parents=True)
     (workdir / "requirements.txt").write_text("\n".join(lines) + "\n")
     report = workdir / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
-                           "--quiet", "--report", str(report), "-r", str(workdir / "requirements.txt")],
-                          capture_output=True, text=True, timeout=1200)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            "-r",
+            str(workdir / "requirements.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     if proc.returncode != 0:
         return f"{env_file.name} does not resolve:\n{proc.stderr[-3000:]}"
-    resolved = {_name(i["metadata"]["name"]): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    resolved = {
+        _name(i["metadata"]["name"]): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]
+    }
     wrong = [line for line in lines if "==" in line and resolved.get(_name(line.split("==")[0])) != line.split("==")[1]]
     if wrong:
         return f"{env_file.name}: resolved other versions than pinned for {wrong}"
@@ -106,8 +124,23 @@ def test_every_env_resolves_with_pip(tmp_path):
     """pip's resolver for each env, all at once (each mostly waits on PyPI); any conflict fails, naming the env."""
     with ThreadPoolExecutor(max_workers=len(ENVS)) as pool:
         problems = list(pool.map(lambda env: resolve(env, tmp_path / env.stem), ENVS))
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--ignore-installed",
-                           "--no-deps", "--quiet", *no_deps_pins()], capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--quiet",
+            *no_deps_pins(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     problems.append(None if proc.returncode == 0 else f"envs/ifeval.txt is not on PyPI:\n{proc.stderr[-2000:]}")
     assert not any(problems), "\n\n".join(p for p in problems if p)
 

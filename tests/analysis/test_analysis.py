@@ -2,7 +2,8 @@
 synthetic per-instance data with a known effect and with none, Tables 1 and 3-5 rendered from the paper's own numbers,
 figures, the summary, and the analysis rules run by Snakemake on synthetic evaluation outputs with `--report`.
 
-The core t-test against scipy, its edge cases and its false-positive rate on raw arrays are in tests/stats/test_stats.py;
+The core t-test against scipy, its edge cases and its false-positive rate on raw arrays are in
+tests/stats/test_stats.py;
 here the same properties are checked through this stage's own path (score files -> units -> compare_checkpoints).
 """
 
@@ -19,15 +20,23 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as sps
-
 from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
 from brorl.analysis.paper import NOT_GIVEN, NOT_RUN, PaperDataError, _check, column_mean, load_paper
-from brorl.analysis.paper_tables import RG_CATEGORY, RG_ITEM, RG_TASK, SAMPLES, benchmark_table, checkpoint_rows, display, table1
+from brorl.analysis.paper_tables import (
+    RG_CATEGORY,
+    RG_ITEM,
+    RG_TASK,
+    SAMPLES,
+    benchmark_table,
+    checkpoint_rows,
+    display,
+    table1,
+)
 from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
 from brorl.analysis.significance import compare_checkpoints
 from brorl.analysis.summary import first_beating
-from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
+from brorl.analysis.trajectories import reasoning_gym_averages
 from brorl.benchmarks.records import write_records
 from brorl.training.metrics import FIELDS
 from helpers import copy_workflow
@@ -35,11 +44,23 @@ from helpers import copy_workflow
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = load_paper()
 PAPER_ARMS = [  # the paper config's two arms (config.yaml), as the workflow passes them in --spec
-    {"name": "prorl_n16", "label": "ProRL", "n": 16, "prompts_per_step": 512, "continued_steps": 535,
-     "report_steps": [225, 535]},
-    {"name": "brorl_n512", "label": "BroRL", "n": 512, "prompts_per_step": 128, "continued_steps": 191,
-     "report_steps": [107, 134, 191]},
-]  # fmt: skip
+    {
+        "name": "prorl_n16",
+        "label": "ProRL",
+        "n": 16,
+        "prompts_per_step": 512,
+        "continued_steps": 535,
+        "report_steps": [225, 535],
+    },
+    {
+        "name": "brorl_n512",
+        "label": "BroRL",
+        "n": 512,
+        "prompts_per_step": 128,
+        "continued_steps": 191,
+        "report_steps": [107, 134, 191],
+    },
+]
 PAPER_ROLES = {"control": "prorl_n16", "treatment": "brorl_n512"}
 ROLE_ARM = {"base": "base", **PAPER_ROLES}
 
@@ -52,11 +73,29 @@ def write_benchmark(folder: Path, name: str, family: str, tasks: dict[str, int])
         for i in range(count):
             rid = f"{name}/{task}/{i}"
             if family == "reasoning_gym":
-                recs.append({"id": rid, "benchmark": name, "family": family, "prompt": "q", "answer": "1",
-                             "scorer": family, "metadata": {"task": task, "entry": {"answer": "1"}}})  # fmt: skip
+                recs.append(
+                    {
+                        "id": rid,
+                        "benchmark": name,
+                        "family": family,
+                        "prompt": "q",
+                        "answer": "1",
+                        "scorer": family,
+                        "metadata": {"task": task, "entry": {"answer": "1"}},
+                    }
+                )
             else:
-                recs.append({"id": rid, "benchmark": name, "family": family, "prompt": "q", "answer": "1",
-                             "scorer": family, "metadata": {}})  # fmt: skip
+                recs.append(
+                    {
+                        "id": rid,
+                        "benchmark": name,
+                        "family": family,
+                        "prompt": "q",
+                        "answer": "1",
+                        "scorer": family,
+                        "metadata": {},
+                    }
+                )
     path = folder / f"{name}.jsonl"
     write_records(path, recs)
     return path
@@ -65,9 +104,15 @@ def write_benchmark(folder: Path, name: str, family: str, tasks: dict[str, int])
 def write_scores(path: Path, ids: list[str], rates: np.ndarray, rng: np.random.Generator, n: int = 16) -> Path:
     """Bernoulli(rate) scores, n samples per id, in brorl.evaluation's scores schema."""
     score = (rng.random((len(ids), n)) < rates[:, None]).astype(float)
-    df = pd.DataFrame({"id": np.repeat(ids, n), "sample_idx": np.tile(np.arange(n), len(ids)),
-                       "score": score.ravel(), "correct": score.ravel() == 1.0,
-                       "error": pd.array([None] * score.size, dtype="string")})  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "id": np.repeat(ids, n),
+            "sample_idx": np.tile(np.arange(n), len(ids)),
+            "score": score.ravel(),
+            "correct": score.ravel() == 1.0,
+            "error": pd.array([None] * score.size, dtype="string"),
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_parquet(path, index=False)
     return path
@@ -89,8 +134,20 @@ def units_frame(rates: dict[tuple[str, int], np.ndarray], rng, n=16, family="mat
     frames = []
     for (arm, step), p in rates.items():
         score = (rng.random((len(p), n)) < p[:, None]).mean(axis=1)
-        frames.append(pd.DataFrame({"arm": arm, "step": step, "benchmark": bench, "family": family, "task": bench,
-                                    "id": [f"{bench}/{i}" for i in range(len(p))], "n_samples": n, "score": score}))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "arm": arm,
+                    "step": step,
+                    "benchmark": bench,
+                    "family": family,
+                    "task": bench,
+                    "id": [f"{bench}/{i}" for i in range(len(p))],
+                    "n_samples": n,
+                    "score": score,
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -100,7 +157,11 @@ def test_paper_values_hold_every_published_cell():
     assert len(rows) == 6 and rows[("BroRL", 191)]["code"] == 54.20 and rows[("ProRL", 535)]["time_h"] == 133.8
     assert rows[("Baseline", 0)]["time_h"] is None  # "-" in the paper: not given, not invented
     assert [r["samples_k"] for r in PAPER["table1"]] == [None, 4390, 10439, 11226, 14059, 20039]
-    assert PAPER["statistics"]["delta"] == 0.0033 and PAPER["statistics"]["t"] == 4.84 and PAPER["statistics"]["p"] == 6.5e-7
+    assert (
+        PAPER["statistics"]["delta"] == 0.0033
+        and PAPER["statistics"]["t"] == 4.84
+        and PAPER["statistics"]["p"] == 6.5e-7
+    )
     tables = PAPER["benchmark_tables"]
     assert [len(t["benchmarks"]) for t in tables.values()] == [6, 4, 11]
     assert all(len(cells) == 6 for t in tables.values() for cells in t["benchmarks"].values())  # 126 cells, all given
@@ -160,8 +221,12 @@ def test_units_from_score_files_carry_family_and_task(tmp_path):
     rng = np.random.default_rng(0)
     m = write_benchmark(tmp_path, "synthetic_math", "math", {"synthetic_math": 3})
     rg = write_benchmark(tmp_path, "rg_arithmetic", "reasoning_gym", {"basic_arithmetic": 2, "countdown": 2})
-    s1 = write_scores(tmp_path / "eval/base/step0/synthetic_math.scores.parquet",
-                      [f"synthetic_math/synthetic_math/{i}" for i in range(3)], np.array([0.0, 1.0, 0.5]), rng)  # fmt: skip
+    s1 = write_scores(
+        tmp_path / "eval/base/step0/synthetic_math.scores.parquet",
+        [f"synthetic_math/synthetic_math/{i}" for i in range(3)],
+        np.array([0.0, 1.0, 0.5]),
+        rng,
+    )
     ids = [f"rg_arithmetic/{t}/{i}" for t in ("basic_arithmetic", "countdown") for i in range(2)]
     s2 = write_scores(tmp_path / "eval/arm_x/step12/rg_arithmetic.scores.parquet", ids, np.ones(4), rng)
     assert parse_scores_path(s2) == ("arm_x", 12, "rg_arithmetic")
@@ -172,7 +237,9 @@ def test_units_from_score_files_carry_family_and_task(tmp_path):
     assert (units.loc[units["arm"] == "arm_x", "family"] == "reasoning_gym").all()
     with pytest.raises(AnalysisInputError, match="do not have 8 samples"):
         load_units([s1], [m], expected_samples=8)
-    stray = write_scores(tmp_path / "eval/base/step0/rg_arithmetic.scores.parquet", ["rg_arithmetic/zzz/0"], np.ones(1), rng)
+    stray = write_scores(
+        tmp_path / "eval/base/step0/rg_arithmetic.scores.parquet", ["rg_arithmetic/zzz/0"], np.ones(1), rng
+    )
     with pytest.raises(AnalysisInputError, match="not in the rg_arithmetic records"):
         load_units([stray], [rg])
 
@@ -191,7 +258,9 @@ def test_a_known_effect_is_recovered_pooled_per_family_and_per_benchmark():
     t = units[units.arm == "trt"].sort_values(["benchmark", "id"])["score"].to_numpy()
     ref = sps.ttest_rel(t, b, alternative="greater")
     pooled = res["pooled"]
-    assert pooled["n"] == 1000 and pooled["t"] == pytest.approx(ref.statistic) and pooled["p"] == pytest.approx(ref.pvalue)
+    assert (
+        pooled["n"] == 1000 and pooled["t"] == pytest.approx(ref.statistic) and pooled["p"] == pytest.approx(ref.pvalue)
+    )
     true_delta = np.mean(np.clip(np.concatenate([f[f.arm == "ctl"].score for f in frames]) * 0 + 0.1, 0, 1))
     assert pooled["ci_low"] < pooled["delta"] < pooled["ci_high"] and pooled["reject"]
     assert abs(pooled["delta"] - 0.1) < 0.03 and pooled["ci_low"] > 0.0 and true_delta == pytest.approx(0.1)
@@ -239,8 +308,15 @@ def paper_as_reproduced() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.
         step = 3000 if r["role"] == "base" else r["continued_steps"]
         key = f"{r['role']}@{r['continued_steps']}"
         fam += [{"arm": arm, "step": step, "family": f, "pass1": r[f] / 100} for f in ("math", "code", "reasoning_gym")]
-        rg.append({"arm": arm, "step": step, "category_mean": column_mean(PAPER, "reasoning_gym", key) / 100,
-                   "task_mean": r["reasoning_gym"] / 100, "item_mean": r["reasoning_gym"] / 100})  # fmt: skip
+        rg.append(
+            {
+                "arm": arm,
+                "step": step,
+                "category_mean": column_mean(PAPER, "reasoning_gym", key) / 100,
+                "task_mean": r["reasoning_gym"] / 100,
+                "item_mean": r["reasoning_gym"] / 100,
+            }
+        )
         if r["time_h"] is not None:
             hours.append({"arm": arm, "step": step, "hours": r["time_h"]})
         if r["samples_k"] is not None:
@@ -249,8 +325,15 @@ def paper_as_reproduced() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.
         for name, cells in table["benchmarks"].items():
             for key, value in cells.items():
                 role, step = key.split("@")
-                bench.append({"arm": ROLE_ARM[role], "step": 3000 if role == "base" else int(step), "family": family,
-                              "benchmark": name, "pass1": value / 100})  # fmt: skip
+                bench.append(
+                    {
+                        "arm": ROLE_ARM[role],
+                        "step": 3000 if role == "base" else int(step),
+                        "family": family,
+                        "benchmark": name,
+                        "pass1": value / 100,
+                    }
+                )
     return tuple(pd.DataFrame(x) for x in (fam, bench, hours, rg, samples))
 
 
@@ -271,7 +354,10 @@ def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
         assert shown["N"] == f"{r['n']:,}" or r["role"] == "base"
         if r["time_h"] is not None:
             assert shown["time (h)"] == shown["time (h), paper"] == f"{r['time_h']:.1f}"
-            assert shown[SAMPLES] == shown[f"{SAMPLES}, paper"] == f"{r['samples_k']:,}" and shown[f"{SAMPLES} diff"] == "+0"
+            assert (
+                shown[SAMPLES] == shown[f"{SAMPLES}, paper"] == f"{r['samples_k']:,}"
+                and shown[f"{SAMPLES} diff"] == "+0"
+            )
     assert t1.loc[0, "time (h), paper"] == "n/a" and t1.loc[5, "continued steps"] == "+191"
     for family, table in PAPER["benchmark_tables"].items():
         t = display(benchmark_table(PAPER, family, rows, bench))
@@ -283,8 +369,11 @@ def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
         for name, cells in table["benchmarks"].items():
             for key, value in cells.items():
                 role, step = key.split("@")
-                hit = given[(given["benchmark"] == name) & (given["continued steps"] == f"+{0 if role == 'base' else step}")
-                            & (given["arm"] == ROLE_ARM[role])]  # fmt: skip
+                hit = given[
+                    (given["benchmark"] == name)
+                    & (given["continued steps"] == f"+{0 if role == 'base' else step}")
+                    & (given["arm"] == ROLE_ARM[role])
+                ]
                 assert hit["pass@1, paper"].tolist() == [f"{value:.2f}"], (name, key)
         # cells the paper does not give are marked, not blank: e.g. amc, every checkpoint
         assert (t[~t.index.isin(given.index)]["pass@1, paper"] == NOT_GIVEN).all()
@@ -300,17 +389,37 @@ def test_tables_mark_checkpoints_and_benchmarks_not_run():
     extra = t3[t3.benchmark == "synthetic_math"]
     assert len(extra) == 6 and (extra["pass@1"] == NOT_RUN).all() and (extra["pass@1, paper"] == NOT_GIVEN).all()
     # a tiny config: its arms' steps match no paper row; the paper's rows stay, marked not run
-    tiny = [{"name": "p4", "label": "ProRL (tiny)", "n": 4, "prompts_per_step": 8, "continued_steps": 2, "report_steps": [1, 2]}]
+    tiny = [
+        {
+            "name": "p4",
+            "label": "ProRL (tiny)",
+            "n": 4,
+            "prompts_per_step": 8,
+            "continued_steps": 2,
+            "report_steps": [1, 2],
+        }
+    ]
     rows = checkpoint_rows(PAPER, tiny, {"control": "p4", "treatment": "b16"}, 0, {("base", 0), ("p4", 2)})
     assert [(cp.arm, cp.step, cp.paper_key) for cp in rows if cp.arm == "p4"] == [
-        ("p4", 1, None), ("p4", 2, None), ("p4", None, "control@225"), ("p4", None, "control@535")]
+        ("p4", 1, None),
+        ("p4", 2, None),
+        ("p4", None, "control@225"),
+        ("p4", None, "control@535"),
+    ]
     assert sum(cp.arm is None for cp in rows) == 3  # the BroRL rows: treatment arm b16 is not enabled
 
 
 def test_reasoning_gym_averages_differ_when_categories_hold_different_numbers_of_tasks():
-    units = pd.DataFrame({"arm": "a", "step": 1, "family": "reasoning_gym",
-                          "benchmark": ["rg_x", "rg_x", "rg_x", "rg_x", "rg_y", "rg_y"],
-                          "task": ["t1", "t1", "t2", "t2", "t3", "t3"], "score": [1.0, 1.0, 0.0, 0.0, 1.0, 0.5]})  # fmt: skip
+    units = pd.DataFrame(
+        {
+            "arm": "a",
+            "step": 1,
+            "family": "reasoning_gym",
+            "benchmark": ["rg_x", "rg_x", "rg_x", "rg_x", "rg_y", "rg_y"],
+            "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
+            "score": [1.0, 1.0, 0.0, 0.0, 1.0, 0.5],
+        }
+    )
     row = reasoning_gym_averages(units).iloc[0]
     assert row["category_mean"] == pytest.approx((0.5 + 0.75) / 2)  # rg_x 0.5, rg_y 0.75
     assert row["task_mean"] == pytest.approx((1.0 + 0.0 + 0.75) / 3)
@@ -320,22 +429,34 @@ def test_reasoning_gym_averages_differ_when_categories_hold_different_numbers_of
 def test_tasks_are_classified_into_the_three_patterns_by_the_documented_rule():
     assert [pattern_of(c, t) for c, t in ((2, 3), (-2, 3), (0.5, 3), (3, 0.5), (-2, -2))] == [1, 2, 2, 3, 3]
     rows = []
-    for task, (s, c, t) in {"apps": (50, 55, 60), "aiw": (50, 45, 56), "countdown": (50, 49, 50),
-                            "behind": (50, 60, 52), "flat": (50, 60, 50.5)}.items():  # fmt: skip
-        rows += [{"arm": "base", "step": 0, "task": task, "pass1": s / 100},
-                 {"arm": "c", "step": 5, "task": task, "pass1": c / 100},
-                 {"arm": "t", "step": 3, "task": task, "pass1": t / 100}]  # fmt: skip
+    for task, (s, c, t) in {
+        "apps": (50, 55, 60),
+        "aiw": (50, 45, 56),
+        "countdown": (50, 49, 50),
+        "behind": (50, 60, 52),
+        "flat": (50, 60, 50.5),
+    }.items():
+        rows += [
+            {"arm": "base", "step": 0, "task": task, "pass1": s / 100},
+            {"arm": "c", "step": 5, "task": task, "pass1": c / 100},
+            {"arm": "t", "step": 3, "task": task, "pass1": t / 100},
+        ]
     rows.append({"arm": "c", "step": 5, "task": "only_control", "pass1": 0.5})  # no start, no treatment: left out
     out = classify_tasks(pd.DataFrame(rows), "c", "t", "base", 0, {1: ["apps"], 2: ["aiw"], 3: ["countdown"]})
     assert dict(zip(out["task"], out["pattern"])) == {"aiw": 2, "apps": 1, "behind": 1, "countdown": 3, "flat": 3}
     assert dict(zip(out["task"], out["ahead"]))["behind"] == False and dict(zip(out["task"], out["ahead"]))["apps"]  # noqa: E712
-    assert (out.dropna(subset=["paper_pattern"])["pattern"] == out.dropna(subset=["paper_pattern"])["paper_pattern"]).all()
+    assert (
+        out.dropna(subset=["paper_pattern"])["pattern"] == out.dropna(subset=["paper_pattern"])["paper_pattern"]
+    ).all()
     assert pattern_shares(out) == {1: 0.4, 2: 0.2, 3: 0.4}
 
 
 def test_the_earliest_treatment_checkpoint_that_beats_the_controls_final_one():
     final = {"Math": 62.02, "Code": 52.74, "RG": 61.45}
-    rows = [("+107", 98.1, {"Math": 62.62, "Code": 53.31, "RG": 62.71}), ("+191", 173.8, {"Math": 63.0, "Code": 54.2, "RG": 63.1})]
+    rows = [
+        ("+107", 98.1, {"Math": 62.62, "Code": 53.31, "RG": 62.71}),
+        ("+191", 173.8, {"Math": 63.0, "Code": 54.2, "RG": 63.1}),
+    ]
     assert first_beating(final, rows, ("Math", "Code", "RG")) == ("+107", 98.1)
     assert first_beating(final, [("+1", 1.0, {"Math": 70, "Code": 40, "RG": 70})], ("Math", "Code", "RG")) is None
 
@@ -343,8 +464,10 @@ def test_the_earliest_treatment_checkpoint_that_beats_the_controls_final_one():
 # ------------------------------------------------------------------------------------------- figures and the CLI
 def synthetic_evaluation(root: Path, rng: np.random.Generator, effect: float = 0.15) -> dict:
     """Benchmarks, score files and metrics under ``root`` for base (step 0), ctl (steps 1, 2), trt (step 2)."""
-    benches = {"synthetic_math": ("math", {"synthetic_math": 6}),
-               "rg_arithmetic": ("reasoning_gym", {"basic_arithmetic": 3, "countdown": 3})}  # fmt: skip
+    benches = {
+        "synthetic_math": ("math", {"synthetic_math": 6}),
+        "rg_arithmetic": ("reasoning_gym", {"basic_arithmetic": 3, "countdown": 3}),
+    }
     files = {"benchmarks": [], "scores": [], "metrics": []}
     for name, (family, tasks) in benches.items():
         files["benchmarks"].append(write_benchmark(root / "resources/benchmarks", name, family, tasks))
@@ -353,47 +476,115 @@ def synthetic_evaluation(root: Path, rng: np.random.Generator, effect: float = 0
         for arm, step, shift in (("base", 0, 0.0), ("ctl", 1, 0.02), ("ctl", 2, 0.03), ("trt", 2, effect)):
             path = root / f"results/eval/{arm}/step{step}/{name}.scores.parquet"
             files["scores"].append(write_scores(path, ids, np.clip(p + shift, 0, 1), rng))
-    files["metrics"] = [write_metrics(root / "results/train/ctl/metrics.jsonl", [0.5, 1.0]),
-                        write_metrics(root / "results/train/trt/metrics.jsonl", [0.7, 1.4])]  # fmt: skip
+    files["metrics"] = [
+        write_metrics(root / "results/train/ctl/metrics.jsonl", [0.5, 1.0]),
+        write_metrics(root / "results/train/trt/metrics.jsonl", [0.7, 1.4]),
+    ]
     return files
 
 
 def spec(**analysis) -> dict:
-    arms = [{"name": "ctl", "label": "ProRL (tiny)", "n": 4, "prompts_per_step": 8, "continued_steps": 2, "report_steps": [1, 2]},
-            {"name": "trt", "label": "BroRL (tiny)", "n": 16, "prompts_per_step": 4, "continued_steps": 2, "report_steps": [2]}]  # fmt: skip
-    cfg = {"equal_time_hours": None, "alpha": 0.05, "alternative": "greater", "correction": "holm",
-           "comparison": {"treatment": "trt", "control": "ctl"}, "n_sweep": {"arms": ["ctl", "trt"], "step": 2},
-           "bootstrap": {"resamples": 200, "seed": 0}, **analysis}  # fmt: skip
-    return {"engine": "embedded", "base_arm": "base", "start_step": 0, "arms": arms, "analysis": cfg,
-            "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic", "rg_geometry"], "n_samples": 16, "max_items": 6},
-            "benchmark_families": {"synthetic_math": "math", "rg_arithmetic": "reasoning_gym", "rg_geometry": "reasoning_gym"}}  # fmt: skip
+    arms = [
+        {
+            "name": "ctl",
+            "label": "ProRL (tiny)",
+            "n": 4,
+            "prompts_per_step": 8,
+            "continued_steps": 2,
+            "report_steps": [1, 2],
+        },
+        {
+            "name": "trt",
+            "label": "BroRL (tiny)",
+            "n": 16,
+            "prompts_per_step": 4,
+            "continued_steps": 2,
+            "report_steps": [2],
+        },
+    ]
+    cfg = {
+        "equal_time_hours": None,
+        "alpha": 0.05,
+        "alternative": "greater",
+        "correction": "holm",
+        "comparison": {"treatment": "trt", "control": "ctl"},
+        "n_sweep": {"arms": ["ctl", "trt"], "step": 2},
+        "bootstrap": {"resamples": 200, "seed": 0},
+        **analysis,
+    }
+    return {
+        "engine": "embedded",
+        "base_arm": "base",
+        "start_step": 0,
+        "arms": arms,
+        "analysis": cfg,
+        "evaluation": {
+            "benchmarks": ["synthetic_math", "rg_arithmetic", "rg_geometry"],
+            "n_samples": 16,
+            "max_items": 6,
+        },
+        "benchmark_families": {
+            "synthetic_math": "math",
+            "rg_arithmetic": "reasoning_gym",
+            "rg_geometry": "reasoning_gym",
+        },
+    }
 
 
 def analysis_cli(*args, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
-    return subprocess.run([sys.executable, "-m", "brorl.analysis", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "brorl.analysis", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_cli_from_score_files_to_summary(tmp_path):
     files = synthetic_evaluation(tmp_path, np.random.default_rng(4))
     units, sp = tmp_path / "units.parquet", json.dumps(spec(equal_time_hours=0.6))
-    proc = analysis_cli("units", "--scores", *files["scores"], "--benchmarks", *files["benchmarks"], "--n", "16",
-                        "--out", units, cwd=tmp_path)  # fmt: skip
+    proc = analysis_cli(
+        "units",
+        "--scores",
+        *files["scores"],
+        "--benchmarks",
+        *files["benchmarks"],
+        "--n",
+        "16",
+        "--out",
+        units,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     common = ("--units", units, "--metrics", *files["metrics"], "--spec", sp)
     out = {k: tmp_path / f"stats/significance.{k}" for k in ("json", "md", "csv", "tex")}
     proc = analysis_cli("significance", *common, *[x for k, p in out.items() for x in (f"--out-{k}", p)], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     sig = json.loads(out["json"].read_text())
-    assert sig["status"] == "ok" and sig["control"]["step"] == 1 and sig["treatment"]["step"] == 2  # nearest 0.6 h (trt has only step 2)
+    assert (
+        sig["status"] == "ok" and sig["control"]["step"] == 1 and sig["treatment"]["step"] == 2
+    )  # nearest 0.6 h (trt has only step 2)
     assert sig["pooled"]["n"] == 12 and sig["versus_paper"]["t"]["paper"] == 4.84
-    figs = {f"--{k}": tmp_path / f"figures/{k.replace('-', '.')}" for k in
-            ("figure1-png", "figure1-pdf", "families-png", "families-pdf", "figure4-png", "figure4-pdf", "sweep-png",
-             "sweep-pdf")}  # fmt: skip
+    figs = {
+        f"--{k}": tmp_path / f"figures/{k.replace('-', '.')}"
+        for k in (
+            "figure1-png",
+            "figure1-pdf",
+            "families-png",
+            "families-pdf",
+            "figure4-png",
+            "figure4-pdf",
+            "sweep-png",
+            "sweep-pdf",
+        )
+    }
     patterns = tmp_path / "tables/task_patterns.csv"
-    proc = analysis_cli("figures", *common, *[x for kv in figs.items() for x in kv], "--patterns-csv", patterns,
-                        cwd=tmp_path)  # fmt: skip
+    proc = analysis_cli(
+        "figures", *common, *[x for kv in figs.items() for x in kv], "--patterns-csv", patterns, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert all(p.stat().st_size > 1000 for p in figs.values())
     classified = pd.read_csv(patterns)
@@ -412,14 +603,27 @@ def test_cli_from_score_files_to_summary(tmp_path):
     t5 = pd.read_csv(tmp_path / "tables/table5.csv", keep_default_na=False)
     assert (t5[t5.benchmark == "rg_geometry"]["pass@1"] == NOT_RUN).all()  # configured, not evaluated: kept
     tables = [tmp_path / f"tables/table{i}.csv" for i in (3, 4, 5)]
-    proc = analysis_cli("summary", "--spec", sp, "--significance", out["json"], "--table1", tmp_path / "tables/table1.csv",
-                        "--benchmark-tables", *tables, "--patterns", patterns, "--out", tmp_path / "SUMMARY.md",
-                        cwd=tmp_path)  # fmt: skip
+    proc = analysis_cli(
+        "summary",
+        "--spec",
+        sp,
+        "--significance",
+        out["json"],
+        "--table1",
+        tmp_path / "tables/table1.csv",
+        "--benchmark-tables",
+        *tables,
+        "--patterns",
+        patterns,
+        "--out",
+        tmp_path / "SUMMARY.md",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "SUMMARY.md").read_text()
     assert "category mean of Reasoning Gym" in text and "pattern 3 (BroRL does not improve)" in text
     assert "with the printed average: BroRL +107 (98.1 h), 35.7 h before ProRL's +535 (133.8 h)" in text
-    assert "tiny preset" in text and "delta 0.0033" in text and f"over n = 12 instances" in text
+    assert "tiny preset" in text and "delta 0.0033" in text and "over n = 12 instances" in text
     assert "Table 2" in text and "not run: the throughput stage" in text
 
 
@@ -427,15 +631,20 @@ def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
     files = synthetic_evaluation(tmp_path, np.random.default_rng(5))
     base_only = [p for p in files["scores"] if "/base/" in str(p)]
     units = tmp_path / "units.parquet"
-    assert analysis_cli("units", "--scores", *base_only, "--benchmarks", *files["benchmarks"], "--out", units,
-                        cwd=tmp_path).returncode == 0  # fmt: skip
+    assert (
+        analysis_cli(
+            "units", "--scores", *base_only, "--benchmarks", *files["benchmarks"], "--out", units, cwd=tmp_path
+        ).returncode
+        == 0
+    )
     out = [x for k in ("json", "md", "csv", "tex") for x in (f"--out-{k}", tmp_path / f"s.{k}")]
     proc = analysis_cli("significance", "--units", units, "--spec", json.dumps(spec()), *out, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     sig = json.loads((tmp_path / "s.json").read_text())
     assert sig["status"] == "not run" and "has no evaluated checkpoint after the start" in sig["reason"]
-    bad = analysis_cli("units", "--scores", tmp_path / "x.parquet", "--benchmarks", *files["benchmarks"], "--out", units,
-                       cwd=tmp_path)  # fmt: skip
+    bad = analysis_cli(
+        "units", "--scores", tmp_path / "x.parquet", "--benchmarks", *files["benchmarks"], "--out", units, cwd=tmp_path
+    )
     assert bad.returncode == 2 and "not a path of the form" in bad.stderr
 
 
@@ -443,7 +652,7 @@ def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
 TINY_POINTS = [("base", 0), ("prorl_n4", 1), ("prorl_n4", 2), ("brorl_n16", 2)]
 # Training stood in for here: trained checkpoints in evaluation_points() and their folders as model inputs. Included by
 # the private copy's Snakefile after every helper and before the rules (later definitions win).
-OVERRIDES = f'''
+OVERRIDES = f"""
 
 def evaluation_points():
     return {TINY_POINTS!r}
@@ -459,11 +668,22 @@ def arm_segment_manifests(wildcards):  # training is faked: its metrics and summ
 
 def arm_checkpoints(wildcards):
     return []
-'''
+"""
 # The stage's outputs and the evaluation table (not `all`: the model and training stages' own targets stay out).
-TARGETS = ["results/SUMMARY.md", "results/tables/eval_summary.md"] + [
-    f"results/figures/{f}.{e}" for f in ("figure1", "figure1_families", "figure4", "n_sweep") for e in ("png", "pdf")
-] + ["results/tables/task_patterns.csv"] + [f"results/tables/{t}.{e}" for t in ("table1", "table3", "table4", "table5", "significance") for e in ("md", "tex", "csv")]
+TARGETS = (
+    ["results/SUMMARY.md", "results/tables/eval_summary.md"]
+    + [
+        f"results/figures/{f}.{e}"
+        for f in ("figure1", "figure1_families", "figure4", "n_sweep")
+        for e in ("png", "pdf")
+    ]
+    + ["results/tables/task_patterns.csv"]
+    + [
+        f"results/tables/{t}.{e}"
+        for t in ("table1", "table3", "table4", "table5", "significance")
+        for e in ("md", "tex", "csv")
+    ]
+)
 
 
 def _copy_of_the_workflow(dest: Path) -> Path:
@@ -473,7 +693,9 @@ def _copy_of_the_workflow(dest: Path) -> Path:
     first_rules = 'include: "workflow/rules/simulation.smk"\n'
     text = snakefile.read_text()
     assert first_rules in text, "the Snakefile no longer includes the simulation rules first"
-    snakefile.write_text(text.replace(first_rules, 'include: "workflow/rules/helpers/test_overrides.smk"\n' + first_rules))
+    snakefile.write_text(
+        text.replace(first_rules, 'include: "workflow/rules/helpers/test_overrides.smk"\n' + first_rules)
+    )
     return dest
 
 
@@ -492,8 +714,10 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
     benches = ["synthetic_math", "rg_arithmetic", "rg_geometry"]
-    override = write_yaml(tmp_path / "small.yaml", {"simulation": {"enabled": False}, "throughput": {"enabled": False},
-                                                    "evaluation": {"benchmarks": benches}})  # fmt: skip
+    override = write_yaml(
+        tmp_path / "small.yaml",
+        {"simulation": {"enabled": False}, "throughput": {"enabled": False}, "evaluation": {"benchmarks": benches}},
+    )
     args = ("--cores", "2", "--directory", work, "--configfile", TINY, override)
     env_data_root = os.environ.get("BRORL_DATA_ROOT")
     os.environ["BRORL_DATA_ROOT"] = str(tmp_path / "no-data")  # offline: no local data files needed
@@ -519,8 +743,15 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
                 folder = work / f"results/eval/{arm}/step{step}"
                 samples = folder / f"{bench}.samples.parquet"
                 folder.mkdir(parents=True, exist_ok=True)
-                pd.DataFrame({"id": np.repeat(ids, 16), "sample_idx": np.tile(np.arange(16), len(ids)),
-                              "response": "synthetic", "n_tokens": 8, "finish_reason": "stop"}).to_parquet(samples)  # fmt: skip
+                pd.DataFrame(
+                    {
+                        "id": np.repeat(ids, 16),
+                        "sample_idx": np.tile(np.arange(16), len(ids)),
+                        "response": "synthetic",
+                        "n_tokens": 8,
+                        "finish_reason": "stop",
+                    }
+                ).to_parquet(samples)
                 shift = 0.2 if arm == "brorl_n16" else 0.0  # a known effect of the tiny "BroRL" arm
                 scores = write_scores(folder / f"{bench}.scores.parquet", ids, np.clip(p + shift, 0, 1), rng)
                 Path(f"{samples}.json").write_text("{}")  # the generation sidecar
@@ -532,9 +763,9 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         dry = snakemake("-n", *args, cwd=repo)
         jobs = job_counts(dry)
         assert {"generate_samples", "score_samples", "build_tiny_model"}.isdisjoint(jobs), jobs  # synthetic kept
-        assert {k: jobs[k] for k in ("collect_units", "test_significance", "make_tables", "plot_figures",
-                                     "write_summary")} == dict.fromkeys(("collect_units", "test_significance",
-                                                                         "make_tables", "plot_figures", "write_summary"), 1)  # fmt: skip
+        assert {
+            k: jobs[k] for k in ("collect_units", "test_significance", "make_tables", "plot_figures", "write_summary")
+        } == dict.fromkeys(("collect_units", "test_significance", "make_tables", "plot_figures", "write_summary"), 1)
         proc = snakemake(*args, cwd=repo)
         assert proc.returncode == 0, output_of(proc)[-8000:]
         results = work / "results"
@@ -551,8 +782,16 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         report = snakemake(*args, "--report", work / "report.html", cwd=repo)
         assert report.returncode == 0, output_of(report)[-6000:]
         html = (work / "report.html").read_text(errors="replace")
-        for needle in ("figure1.png", "figure4.png", "n_sweep.png", "table1.md", "table5.md", "significance.md",
-                       "SUMMARY.md", "eval_summary.md"):  # fmt: skip
+        for needle in (
+            "figure1.png",
+            "figure4.png",
+            "n_sweep.png",
+            "table1.md",
+            "table5.md",
+            "significance.md",
+            "SUMMARY.md",
+            "eval_summary.md",
+        ):
             assert needle in html, needle
     finally:
         if env_data_root is None:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from brorl.benchmarks import prepare as prep
 from brorl.benchmarks.records import RecordError, read_records, write_records
 from brorl.benchmarks.registry import MATH_SUFFIX, REGISTRY_DIR, RegistryError, load_entry, load_registry
@@ -38,8 +37,9 @@ def deepscaler(name: str) -> Path:
 
 
 def cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "brorl.benchmarks", *args], env=ENV, capture_output=True,
-                          text=True, timeout=300, **kw)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "brorl.benchmarks", *args], env=ENV, capture_output=True, text=True, timeout=300, **kw
+    )
 
 
 # --------------------------------------------------------------------------------------------------------- registry
@@ -48,11 +48,13 @@ def test_registry_has_one_valid_entry_per_config_benchmark():
     named = load_schema()["properties"]["evaluation"]["properties"]["benchmarks"]["default"]
     tiny = yaml.safe_load((ROOT / "workflow" / "presets" / "tiny.yaml").read_text())["evaluation"]["benchmarks"]
     assert set(named) | set(tiny) <= set(registry), sorted(set(named) | set(tiny) - set(registry))
-    for name, spec in registry.items():
+    for spec in registry.values():
         assert spec.n_samples == 16 and spec.scorer == spec.family
         if spec.family == "math":
             assert spec.render_prompt("What is 1+1?") == f"What is 1+1? {MATH_SUFFIX}"
-            assert spec.render_prompt("x").endswith("Let's think step by step and output the final answer within \\boxed{}.")
+            assert spec.render_prompt("x").endswith(
+                "Let's think step by step and output the final answer within \\boxed{}."
+            )
         elif spec.family == "code":
             assert spec.render_prompt("Sum two ints.").endswith("```python\nYour code\n```\nat the end.")
         else:
@@ -88,8 +90,15 @@ def test_entry_name_must_match_its_file(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------------- records
 def _rec(i=0, **kw):
-    rec = {"id": f"b/{i}", "benchmark": "b", "family": "math", "prompt": "p", "answer": "1", "scorer": "math",
-           "metadata": {}}  # fmt: skip
+    rec = {
+        "id": f"b/{i}",
+        "benchmark": "b",
+        "family": "math",
+        "prompt": "p",
+        "answer": "1",
+        "scorer": "math",
+        "metadata": {},
+    }
     rec.update(kw)
     return rec
 
@@ -108,8 +117,10 @@ def test_records_round_trip_and_are_versioned(tmp_path):
     [
         ("", "empty file"),
         (json.dumps(_rec()) + "\n{not json\n", ":2: malformed JSON"),
-        (json.dumps(_rec()) + "\n" + json.dumps({k: v for k, v in _rec(1).items() if k != "prompt"}) + "\n",
-         ":2: missing field 'prompt'"),
+        (
+            json.dumps(_rec()) + "\n" + json.dumps({k: v for k, v in _rec(1).items() if k != "prompt"}) + "\n",
+            ":2: missing field 'prompt'",
+        ),
         (json.dumps(_rec()) + "\n" + json.dumps(_rec()) + "\n", ":2: duplicate id"),
         (json.dumps(_rec(answer="")) + "\n", ":1: field 'answer'"),
         (json.dumps(_rec(family="code", scorer="code")) + "\n", ":1: field 'tests'"),
@@ -126,9 +137,14 @@ def test_bad_records_files_name_the_file_and_line(tmp_path, text, words):
 # ---------------------------------------------------------------------------------------------------------- prepare
 @pytest.mark.parametrize(
     "name, file, rows",
-    [("aime24", "aime.json", 30), ("amc", "amc.json", 83), ("math500", "math.json", 500),
-     ("minerva", "minerva.json", 272), ("olympiadbench", "olympiad_bench.json", 675)],
-)  # fmt: skip
+    [
+        ("aime24", "aime.json", 30),
+        ("amc", "amc.json", 83),
+        ("math500", "math.json", 500),
+        ("minerva", "minerva.json", 272),
+        ("olympiadbench", "olympiad_bench.json", 675),
+    ],
+)
 def test_prepare_real_deepscaler_files(tmp_path, name, file, rows):
     src = deepscaler(file)
     out = tmp_path / f"{name}.jsonl"
@@ -159,8 +175,10 @@ def test_hub_source_goes_through_the_same_path(tmp_path, monkeypatch):
     src = deepscaler("math.json")
     spec = load_registry()["math500"]
     entry = yaml.safe_load(spec.path.read_text())
-    entry["sources"] = [entry["sources"][1] | {"fields": {"id": "unique_id", "problem": "problem", "answer": "answer"},
-                                               "revision": None}]  # fmt: skip
+    entry["sources"] = [
+        entry["sources"][1]
+        | {"fields": {"id": "unique_id", "problem": "problem", "answer": "answer"}, "revision": None}
+    ]
     (tmp_path / "reg").mkdir()
     (tmp_path / "reg" / "math500.yaml").write_text(yaml.safe_dump(entry))
     hub_spec = load_registry(tmp_path / "reg")["math500"]
@@ -183,10 +201,17 @@ def test_code_files_normalize_tests_and_wrong_counts_fail(tmp_path):
     """DeepCoder's code sets (real, independently written): dict tests and {input, output} lists both normalize."""
     for file, rows in (("code_contests.json", 165), ("codeforces.json", 408)):
         src = deepscaler(file)
-        entry = {"name": "dc", "family": "code", "version": 1, "description": "DeepCoder test set",
-                 "sources": [{"kind": "local", "path": file, "fields": {"problem": "problem", "tests": "tests"}}],
-                 "prompt_template": "{problem}\n\nWrite Python code in a fenced ```python block.", "scorer": "code",
-                 "n_samples": 16, "expected_rows": rows}  # fmt: skip
+        entry = {
+            "name": "dc",
+            "family": "code",
+            "version": 1,
+            "description": "DeepCoder test set",
+            "sources": [{"kind": "local", "path": file, "fields": {"problem": "problem", "tests": "tests"}}],
+            "prompt_template": "{problem}\n\nWrite Python code in a fenced ```python block.",
+            "scorer": "code",
+            "n_samples": 16,
+            "expected_rows": rows,
+        }
         (tmp_path / "dc.yaml").write_text(yaml.safe_dump(entry))
         spec = load_entry(tmp_path / "dc.yaml")
         prep.prepare(spec, str(src), tmp_path / "dc.jsonl")
@@ -203,11 +228,25 @@ def test_prepare_reads_jsonl_and_parquet_and_filters(tmp_path):
     import pandas as pd
 
     rows = [{"q": f"Problem {i}?", "a": i, "src": "keep" if i % 2 else "drop", "meta": {"k": [i]}} for i in range(6)]
-    entry = {"name": "toy", "family": "math", "version": 1, "description": "toy",
-             "sources": [{"kind": "hub", "repo_id": "x/y", "filename": "t.parquet", "filter": {"src": "keep"},
-                          "fields": {"problem": "q", "answer": "a", "metadata": ["meta.k"]}}],
-             "prompt_template": "{problem} " + MATH_SUFFIX, "scorer": "math", "n_samples": 16,
-             "expected_rows": 3}  # fmt: skip
+    entry = {
+        "name": "toy",
+        "family": "math",
+        "version": 1,
+        "description": "toy",
+        "sources": [
+            {
+                "kind": "hub",
+                "repo_id": "x/y",
+                "filename": "t.parquet",
+                "filter": {"src": "keep"},
+                "fields": {"problem": "q", "answer": "a", "metadata": ["meta.k"]},
+            }
+        ],
+        "prompt_template": "{problem} " + MATH_SUFFIX,
+        "scorer": "math",
+        "n_samples": 16,
+        "expected_rows": 3,
+    }
     (tmp_path / "toy.yaml").write_text(yaml.safe_dump(entry))
     spec = load_entry(tmp_path / "toy.yaml")
     pd.DataFrame(rows).to_parquet(tmp_path / "t.parquet")
@@ -236,7 +275,7 @@ def rg_all():
 def test_every_task_of_the_eleven_categories_is_generated(rg_all):
     tasks = [t for _, facts in rg_all.values() for t in facts["tasks"]]
     assert len(tasks) == len(set(tasks)) == 104
-    for category, (records, facts) in rg_all.items():
+    for records, facts in rg_all.values():
         assert len(records) == 2 * len(facts["tasks"])
 
 
@@ -286,8 +325,19 @@ def test_regenerating_with_the_same_seed_gives_the_same_bytes(tmp_path, category
     outs = []
     for run in ("a", "b"):
         out = tmp_path / run / f"rg_{category}.jsonl"
-        proc = cli("generate-reasoning-gym", "--category", category, "--items-per-task", "3", "--seed", "5",
-                   "--version", "0.1.25", "--out", str(out))  # fmt: skip
+        proc = cli(
+            "generate-reasoning-gym",
+            "--category",
+            category,
+            "--items-per-task",
+            "3",
+            "--seed",
+            "5",
+            "--version",
+            "0.1.25",
+            "--out",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
@@ -321,8 +371,20 @@ def test_train_mix_of_the_tiny_preset_has_all_five_families_offline(tmp_path):
 
 
 def test_a_hub_train_source_without_a_mapping_fails_clearly(tmp_path):
-    spec = {"name": "m", "seed": 0, "sources": [{"name": "x", "family": "math", "dataset": "someone/unknown-set",
-                                                 "revision": "0" * 40, "split": "train", "items": 5}]}  # fmt: skip
+    spec = {
+        "name": "m",
+        "seed": 0,
+        "sources": [
+            {
+                "name": "x",
+                "family": "math",
+                "dataset": "someone/unknown-set",
+                "revision": "0" * 40,
+                "split": "train",
+                "items": 5,
+            }
+        ],
+    }
     with pytest.raises(prep.PrepareError, match="no field mapping for hub dataset 'someone/unknown-set'"):
         prepare_train_data(spec, tmp_path / "m.jsonl")
 
@@ -330,8 +392,14 @@ def test_a_hub_train_source_without_a_mapping_fails_clearly(tmp_path):
 def test_an_unpinned_train_source_is_refused_before_any_source_is_built(tmp_path, monkeypatch):
     monkeypatch.setattr(prep, "download_hub", lambda *a, **k: pytest.fail("downloaded an unpinned revision"))
     tiny = yaml.safe_load((ROOT / "workflow" / "presets" / "tiny.yaml").read_text())["train_data"]
-    late = {"name": "math_hub", "family": "math", "dataset": "agentica-org/DeepScaleR-Preview-Dataset",
-            "revision": "main", "split": "train", "items": 5}  # fmt: skip
+    late = {
+        "name": "math_hub",
+        "family": "math",
+        "dataset": "agentica-org/DeepScaleR-Preview-Dataset",
+        "revision": "main",
+        "split": "train",
+        "items": 5,
+    }
     spec = {"seed": 0, **tiny, "sources": [*tiny["sources"], late]}
     with pytest.raises(prep.PrepareError) as error:
         prepare_train_data(spec, tmp_path / "m.jsonl")
@@ -349,8 +417,7 @@ def test_prepare_data_dry_run(profile, tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     # --directory: outputs left in the checkout by an earlier run must not make the dry run empty
     cmd = [str(Path(sys.executable).parent / "snakemake"), "-n", "prepare_data", "--directory", str(tmp_path)]
-    proc = subprocess.run([*cmd, *profile],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run([*cmd, *profile], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     text = proc.stdout + proc.stderr
     assert "prepare_train_data" in text and "prepare_benchmark" in text
@@ -363,28 +430,64 @@ def test_the_paper_mix_prepares_all_five_families_from_local_copies_of_its_hub_f
     tests do): five families, counted in the manifest; SCP-116K's unpinned revision needs allow_unpinned."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from brorl.benchmarks import train as train_mix
     from brorl.config import load_yaml_config
 
-    files = {"agentica-org/DeepScaleR-Preview-Dataset": tmp_path / "deepscaler.json",
-             "PRIME-RL/Eurus-2-RL-Data": tmp_path / "train.parquet",
-             "EricLu/SCP-116K": tmp_path / "SCP_116K_in_open_source_format.jsonl",
-             "nvidia/Llama-Nemotron-Post-Training-Dataset": tmp_path / "instruction_following.jsonl"}  # fmt: skip
+    files = {
+        "agentica-org/DeepScaleR-Preview-Dataset": tmp_path / "deepscaler.json",
+        "PRIME-RL/Eurus-2-RL-Data": tmp_path / "train.parquet",
+        "EricLu/SCP-116K": tmp_path / "SCP_116K_in_open_source_format.jsonl",
+        "nvidia/Llama-Nemotron-Post-Training-Dataset": tmp_path / "instruction_following.jsonl",
+    }
     shutil.copy(deepscaler("aime.json"), files["agentica-org/DeepScaleR-Preview-Dataset"])  # problem, answer
     tests = json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})
-    pq.write_table(pa.Table.from_pylist([
-        {"prompt": [{"role": "user", "content": f"Add two numbers ({i})."}], "reward_model": {"ground_truth": tests},
-         "ability": "code", "data_source": "apps"} for i in range(6)] + [
-        {"prompt": [{"role": "user", "content": "2+2?"}], "reward_model": {"ground_truth": "4"}, "ability": "math",
-         "data_source": "numina"}]), files["PRIME-RL/Eurus-2-RL-Data"])  # fmt: skip
-    files["EricLu/SCP-116K"].write_text("".join(json.dumps(
-        {"domain": "Physics", "problem": f"A cart moves at {v} m/s for 2 s. How far does it go?",
-         "matched_solution": f"d = v t = \\boxed{{{2 * v}}} m"}) + "\n" for v in range(1, 7)))  # fmt: skip
-    files["nvidia/Llama-Nemotron-Post-Training-Dataset"].write_text("".join(json.dumps(
-        {"input": [{"role": "user", "content": f"Describe a harbour ({i}). Use no commas."}],
-         "args": {"instruction_id_list": ["punctuation:no_comma"], "instruction_kwargs": [{}]}}) + "\n"
-        for i in range(6)))  # fmt: skip
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "prompt": [{"role": "user", "content": f"Add two numbers ({i})."}],
+                    "reward_model": {"ground_truth": tests},
+                    "ability": "code",
+                    "data_source": "apps",
+                }
+                for i in range(6)
+            ]
+            + [
+                {
+                    "prompt": [{"role": "user", "content": "2+2?"}],
+                    "reward_model": {"ground_truth": "4"},
+                    "ability": "math",
+                    "data_source": "numina",
+                }
+            ]
+        ),
+        files["PRIME-RL/Eurus-2-RL-Data"],
+    )
+    files["EricLu/SCP-116K"].write_text(
+        "".join(
+            json.dumps(
+                {
+                    "domain": "Physics",
+                    "problem": f"A cart moves at {v} m/s for 2 s. How far does it go?",
+                    "matched_solution": f"d = v t = \\boxed{{{2 * v}}} m",
+                }
+            )
+            + "\n"
+            for v in range(1, 7)
+        )
+    )
+    files["nvidia/Llama-Nemotron-Post-Training-Dataset"].write_text(
+        "".join(
+            json.dumps(
+                {
+                    "input": [{"role": "user", "content": f"Describe a harbour ({i}). Use no commas."}],
+                    "args": {"instruction_id_list": ["punctuation:no_comma"], "instruction_kwargs": [{}]},
+                }
+            )
+            + "\n"
+            for i in range(6)
+        )
+    )
     monkeypatch.setattr(train_mix, "download_hub", lambda source, cache_dir=None: (files[source.repo_id], "e" * 40))
     spec = load_yaml_config(ROOT / "config.yaml")["train_data"]
     for src in spec["sources"]:
@@ -396,5 +499,9 @@ def test_the_paper_mix_prepares_all_five_families_from_local_copies_of_its_hub_f
     manifest = prepare_train_data(spec, tmp_path / "mix.jsonl", allow_unpinned=True)
     assert manifest["families"] == {"code": 5, "instruction_following": 5, "math": 5, "reasoning_gym": 5, "stem": 5}
     assert {s["name"]: s["resolved_revision"] for s in manifest["sources"] if s["dataset"] != "reasoning_gym"} == {
-        "math": "e" * 40, "code": "e" * 40, "stem": "e" * 40, "instruction_following": "e" * 40}  # fmt: skip
+        "math": "e" * 40,
+        "code": "e" * 40,
+        "stem": "e" * 40,
+        "instruction_following": "e" * 40,
+    }
     assert len(read_records(tmp_path / "mix.jsonl")) == 25

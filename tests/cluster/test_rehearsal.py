@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import BIN as ENGINE_BIN
 from helpers import CI_SITE, DRIVER, ROOT, TINY, copy_slurm_workflow, output_of, sacct, slurm_up, write_yaml
 
@@ -36,8 +35,10 @@ TARGETS = [f"results/train/{ARM}/train.json", f"results/eval/{ARM}/step4/synthet
 # built on this host first (no Slurm polling between these quick CPU jobs); the same config, so Slurm runs reuse them
 START = ["resources/models/tiny-qwen2-ctx992", "resources/train/tiny-mix.jsonl"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(),
-                                                   reason=WHY_NOT or f"no {DRIVER} (make slurm-env)")]  # fmt: skip
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(WHY_NOT is not None or not DRIVER.exists(), reason=WHY_NOT or f"no {DRIVER} (make slurm-env)"),
+]
 
 
 def _train_job(work: Path, segment: int) -> str | None:
@@ -97,23 +98,44 @@ class Workflow:
 
     def prepare(self) -> None:
         """The start model and the train mix, on this host (profiles/local)."""
-        proc = subprocess.run([str(ENGINE_BIN / "snakemake"), *START, "--profile", "profiles/local", *self.configs],
-                              cwd=self.repo, env=self.env(), capture_output=True, text=True, timeout=900)  # fmt: skip
+        proc = subprocess.run(
+            [str(ENGINE_BIN / "snakemake"), *START, "--profile", "profiles/local", *self.configs],
+            cwd=self.repo,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, output_of(proc)[-4000:]
 
     def env(self, extra: dict | None = None) -> dict:
-        return {**os.environ, **CI_SITE, "BRORL_DATA_ROOT": str(self.logs / "none"),
-                **(extra or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}  # fmt: skip
+        return {
+            **os.environ,
+            **CI_SITE,
+            "BRORL_DATA_ROOT": str(self.logs / "none"),
+            **(extra or {}),
+            "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]]),
+        }
 
     def start(self, name: str, targets: list[str], extra: dict | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")
-        return subprocess.Popen(["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
-                                cwd=self.repo, env=self.env(extra), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            ["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
+            cwd=self.repo,
+            env=self.env(extra),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def finish(self, name: str, targets: list[str]) -> str:
-        proc = subprocess.run(["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
-                              cwd=self.repo, env=self.env(), capture_output=True, text=True)  # fmt: skip
+        proc = subprocess.run(
+            ["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
+            cwd=self.repo,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+        )
         (self.logs / f"{name}.log").write_text(output_of(proc))
         assert proc.returncode == 0, output_of(proc)[-6000:] + self.train_log_tail()
         return output_of(proc)
@@ -136,8 +158,13 @@ class Workflow:
         except subprocess.TimeoutExpired:
             os.killpg(driver.pid, 9)
             driver.wait()
-        unlock = subprocess.run([str(DRIVER), "-m", "snakemake", "--unlock", *self.args], cwd=self.repo,
-                                env=self.env(), capture_output=True, text=True)  # fmt: skip
+        unlock = subprocess.run(
+            [str(DRIVER), "-m", "snakemake", "--unlock", *self.args],
+            cwd=self.repo,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+        )
         assert unlock.returncode == 0, output_of(unlock)[-3000:]
         return job
 
@@ -184,7 +211,7 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     segments = [json.loads((out / f"segment{i}.json").read_text()) for i in (0, 1)]
     # each segment: one killed launch, one that we stopped after its last step was saved (SIGTERM)
     for seg in segments:
-        assert [l["status"] for l in seg["launches"]] == ["killed", "stopped"], seg["launches"]
+        assert [run["status"] for run in seg["launches"]] == ["killed", "stopped"], seg["launches"]
     # segment 0's rerun resumed from OpenRLHF's full state of step 1: global step, optimizer, data-loader position
     resumed = (out / "run" / "openrlhf" / "logs" / "segment000-2" / "launcher.log").read_text()
     assert "'global_step': 1" in resumed and "'samples_yielded':" in resumed, resumed[-3000:]
@@ -199,7 +226,7 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert kl[3] < kl[2] / 2, kl  # measured: 6x and 76x below in two runs
     # every step's metrics came from OpenRLHF's events; wall time counts the killed launches and start-ups
     assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
-    assert records[-1]["wall_s"] >= sum(l["end"] - l["start"] for s in segments for l in s["launches"][:1])
+    assert records[-1]["wall_s"] >= sum(run["end"] - run["start"] for s in segments for run in s["launches"][:1])
     # the exports carry manifests, and evaluation read them
     for step in (1, 2, 3, 4):
         manifest = json.loads((out / f"step{step}" / "brorl_manifest.json").read_text())
@@ -209,6 +236,10 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     sidecar = json.loads((flow.work / f"results/eval/{ARM}/step4/synthetic_sums.samples.parquet.json").read_text())
     assert f"results/train/{ARM}/step4" in json.dumps(sidecar["model"]), sidecar["model"]
 
-    report = subprocess.run([str(ENGINE_BIN / "python"), "-m", "brorl.training", "report", "--out-dir", str(out)],
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")})  # fmt: skip
+    report = subprocess.run(
+        [str(ENGINE_BIN / "python"), "-m", "brorl.training", "report", "--out-dir", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
+    )
     print(f"\nrehearsal with two kills (after the start model was built): {elapsed:.0f} s\n{report.stdout}")

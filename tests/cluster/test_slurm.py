@@ -12,20 +12,29 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the engine environment
-from helpers import CI_SITE, DRIVER, ROOT, TINY, copy_slurm_workflow, copy_workflow, job_counts, output_of, sacct, slurm_up
+from helpers import (
+    CI_SITE,
+    DRIVER,
+    ROOT,
+    TINY,
+    copy_slurm_workflow,
+    job_counts,
+    output_of,
+    sacct,
+    slurm_up,
+)
 
 RAY_LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
 # The end-to-end subset: the full tiny preset (~60 jobs, training included) takes > 15 min through sbatch on 2
 # cores; data + the start checkpoint's evaluation of one benchmark exercises CPU jobs, a GPU job and local rules in
-# ~3 min. (The 2-node train_ppo jobs of the tiny preset also completed through this profile: docs/cluster.md#ci-against-a-real-slurm.)
+# ~3 min. (The 2-node train_ppo jobs of the tiny preset also completed through this profile:
+# docs/cluster.md#ci-against-a-real-slurm.)
 E2E_TARGET = "results/eval/base/step0/synthetic_math.summary.json"
 E2E_OVERRIDE = {
     "simulation": {"enabled": False},
@@ -40,8 +49,13 @@ def driver(*args, cwd: Path, timeout: int = 900, env: dict | None = None) -> sub
     """The driver's snakemake, engine environment first on PATH, killed hard on timeout (a failed status query
     can hang the plugin; SIGTERM alone may not end it)."""
     full = {**os.environ, **CI_SITE, **(env or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
-    return subprocess.run(["timeout", "-k", "15", str(timeout), str(DRIVER), "-m", "snakemake", *map(str, args)],
-                          cwd=cwd, env=full, capture_output=True, text=True)  # fmt: skip
+    return subprocess.run(
+        ["timeout", "-k", "15", str(timeout), str(DRIVER), "-m", "snakemake", *map(str, args)],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+    )
 
 
 # ----------------------------------------------------------------------------------------- without a cluster
@@ -49,10 +63,10 @@ def test_the_slurm_link_at_the_root_is_the_profile():
     assert (ROOT / "slurm").is_symlink() and (ROOT / "slurm").resolve() == (ROOT / "profiles" / "slurm").resolve()
 
 
-def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None,
-                  args: tuple = ()) -> tuple[dict, dict]:  # fmt: skip
+def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None, args: tuple = ()) -> tuple[dict, dict]:
     """`--profile slurm -n` with production settings (plus ``site``) and no Slurm command on PATH (nothing contacts
-    a cluster), a start checkpoint in place (download_base_model needs the hub): job counts, first resources per rule."""
+    a cluster), a start checkpoint in place (download_base_model needs the hub): job counts, first resources per
+    rule."""
     (tmp_path / "resources/models/Nemotron-Research-Reasoning-Qwen-1.5B").mkdir(parents=True)
     tools = tmp_path / "bin"
     tools.mkdir()
@@ -62,8 +76,14 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None,
     assert not any((tools / t).exists() for t in ("sbatch", "sacct", "squeue", "sinfo"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})
     env["PATH"] = os.pathsep.join([str(DRIVER.parent), str(tools)])
-    proc = subprocess.run([str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n", "--directory", str(tmp_path),
-                           *targets, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    proc = subprocess.run(
+        [str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n", "--directory", str(tmp_path), *targets, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     text = output_of(proc)
     assert proc.returncode == 0, text[-4000:]
     counts = job_counts(proc)
@@ -80,8 +100,12 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None,
 @needs_driver
 @pytest.mark.workflow
 def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
-    counts, resources = paper_dry_run(tmp_path, ["results/train/prorl_n16/train.json", "results/train/brorl_n512/train.json"],
-                                      {"BRORL_SLURM_TRAIN_NODES": "1"}, ("--configfile", "workflow/presets/one_node.yaml"))  # fmt: skip
+    counts, resources = paper_dry_run(
+        tmp_path,
+        ["results/train/prorl_n16/train.json", "results/train/brorl_n512/train.json"],
+        {"BRORL_SLURM_TRAIN_NODES": "1"},
+        ("--configfile", "workflow/presets/one_node.yaml"),
+    )
     train = resources["train_ppo"]
     assert (train["nodes"], train["tasks"], train["gres"]) == ("1", "1", "gpu:h100:8"), train
     assert counts["train_ppo"] >= 2 and counts["finish_training"] == 2
@@ -109,16 +133,31 @@ def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training
     # a minimal workflow with the training rule's name: the profile's recipe gives the multi-node sbatch resources
     (tmp_path / "Snakefile").write_text(
         'rule train_ppo:\n    output: "done"\n    log: "log"\n    shell: "touch {output} {log}"\n'
-    )  # fmt: skip
+    )
     (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
     clean = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
-    proc = subprocess.run([str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, env=clean)  # fmt: skip
+    proc = subprocess.run(
+        [str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean,
+    )
     text = output_of(proc)
     assert proc.returncode == 0, text[-3000:]
     res = re.search(r"resources: (.*)", text)[1]
-    for expected in ("nodes=8", "tasks=8", "mpi=srun", "tasks_per_gpu=0", "gres=gpu:h100:8", "slurm_partition=h100",
-                     "slurm_extra=--ntasks-per-node=1 --exclusive", "runtime=1680", "ray_emulated=0"):  # fmt: skip
+    for expected in (
+        "nodes=8",
+        "tasks=8",
+        "mpi=srun",
+        "tasks_per_gpu=0",
+        "gres=gpu:h100:8",
+        "slurm_partition=h100",
+        "slurm_extra=--ntasks-per-node=1 --exclusive",
+        "runtime=1680",
+        "ray_emulated=0",
+    ):
         assert expected in res, (expected, res)
 
 
@@ -135,8 +174,18 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
     work = tmp_path / "work"
     override = tmp_path / "e2e.yaml"
     override.write_text(yaml.safe_dump(E2E_OVERRIDE))
-    args = (E2E_TARGET, "--profile", "slurm", "--profile", "profiles/ci", "--directory", work, "--configfile", TINY,
-            override)  # fmt: skip
+    args = (
+        E2E_TARGET,
+        "--profile",
+        "slurm",
+        "--profile",
+        "profiles/ci",
+        "--directory",
+        work,
+        "--configfile",
+        TINY,
+        override,
+    )
     env = {"BRORL_DATA_ROOT": str(tmp_path / "no-data")}
     started = time.time()
 
@@ -154,7 +203,8 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
                     cancelled = job_id
             time.sleep(1)
         # snakemake-executor-plugin-slurm 2.8.0 reads a manual cancel as `CANCELLED by <uid>` from sacct and does
-        # not count it as failed: the driver waits forever. Users stop it and rerun (docs/cluster.md#what-the-slurm-side-does-to-a-failed-job); so does the test.
+        # not count it as failed: the driver waits forever. Users stop it and rerun
+        # (docs/cluster.md#what-the-slurm-side-does-to-a-failed-job); so does the test.
         try:
             run1.wait(timeout=180)
         except subprocess.TimeoutExpired:
@@ -178,7 +228,10 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
     # every non-local job went through sbatch, and sacct shows each COMPLETED (except the cancelled one)
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", text1 + text2)
     assert len(submitted) >= 4, submitted  # build_tiny_model, generate_samples x2 (one cancelled), score_samples, ...
-    states = {row[0]: row for row in sacct("-X", "-j", ",".join(submitted), "-o", "JobIDRaw,State,Partition,AllocTRES%80,Comment%80")}
+    states = {
+        row[0]: row
+        for row in sacct("-X", "-j", ",".join(submitted), "-o", "JobIDRaw,State,Partition,AllocTRES%80,Comment%80")
+    }
     for job_id in submitted:
         job_id_, state, partition, tres, comment = states[job_id]
         if job_id == cancelled:
@@ -221,10 +274,11 @@ def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
     (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
     (tmp_path / "ci").symlink_to(ROOT / "profiles" / "ci")
     # the whole 8-GPU nodes, as in production (the launcher gives Ray every GPU of the node)
-    proc = driver("--profile", "slurm", "--profile", "ci", cwd=tmp_path, timeout=600,
-                  env={"BRORL_SLURM_GPUS_PER_NODE": "8"})
+    proc = driver(
+        "--profile", "slurm", "--profile", "ci", cwd=tmp_path, timeout=600, env={"BRORL_SLURM_GPUS_PER_NODE": "8"}
+    )
     assert proc.returncode == 0, output_of(proc)[-4000:] + (tmp_path / "train_ppo.log").read_text()[-3000:]
     assert "RAY_NODES 2" in (tmp_path / "ray_nodes.txt").read_text()
     job_id = re.findall(r"has been submitted with SLURM jobid (\d+)", output_of(proc))[0]
-    (state, nodes, tres), = [r for r in sacct("-X", "-j", job_id, "-o", "State,NNodes,AllocTRES%80")]
+    ((state, nodes, tres),) = [r for r in sacct("-X", "-j", job_id, "-o", "State,NNodes,AllocTRES%80")]
     assert state == "COMPLETED" and nodes == "2" and "node=2" in tres, (state, nodes, tres)

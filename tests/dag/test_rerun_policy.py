@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from brorl.plan.estimate import STAGES
 from brorl.plan.profile import read_profile
 from helpers import TINY, copy_workflow, job_counts, output_of, snakemake
@@ -33,6 +32,8 @@ EVALUATION_RULES = {"generate_samples", "score_samples", "summarize_evaluation",
 def evaluation_and_analysis(jobs: dict[str, int]) -> bool:
     """Only evaluation rules and analysis rules (those of no other stage: tables, statistics, figures)."""
     return all(rule in EVALUATION_RULES or rule not in STAGES for rule in jobs)
+
+
 # A module of analysis/plotting code -> the rules an edit there must rerun (and nothing else may rerun).
 ANALYSIS_RULES = {"collect_units", "test_significance", "make_tables", "plot_figures", "write_summary"}
 ANALYSIS_CODE = {
@@ -112,7 +113,10 @@ def test_a_faked_run_is_up_to_date(faked):
 @pytest.mark.parametrize(
     "path, change",
     [
-        ("workflow/rules/evaluate.smk", lambda t: t.replace("--engine {params.engine:q}", "--engine  {params.engine:q}")),
+        (
+            "workflow/rules/evaluate.smk",
+            lambda t: t.replace("--engine {params.engine:q}", "--engine  {params.engine:q}"),
+        ),
         ("envs/eval.yaml", lambda t: t + "\n# a comment\n"),
         ("workflow/report/eval_summary.rst", lambda t: t + "\n"),
     ],

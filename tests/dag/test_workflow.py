@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-
 from brorl.config import load_yaml_config
-from helpers import BIN, CONFIG, ROOT, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
+from helpers import BIN, CONFIG, ROOT, TINY, job_counts, output_of, snakemake, write_yaml
 
 # A small simulation (seconds per job) that still exercises every simulation rule.
 SMALL_SIMULATION = {
@@ -148,6 +143,13 @@ def test_snakefmt_check_is_clean():
     assert proc.returncode == 0, output_of(proc)
 
 
+@pytest.mark.parametrize("command", [["format", "--check"], ["check"]], ids=["format", "lint"])
+def test_ruff_is_clean(command):
+    """The Python code is formatted and linted by ruff with the settings in pyproject.toml (`make lint`)."""
+    proc = subprocess.run([str(BIN / "ruff"), *command, "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, output_of(proc)
+
+
 @pytest.mark.parametrize("profile", [[], ["--profile", "profiles/local"]], ids=["paper", "tiny"])
 @pytest.mark.workflow
 def test_snakemake_lint_is_clean(profile):
@@ -162,9 +164,14 @@ def test_snakemake_lint_is_clean(profile):
 def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
     override = write_yaml(tmp_path / "small.yaml", SMALL_SIMULATION)
     # the simulation stage's final outputs only: the paper config's other stages need the hub and GPUs
-    targets = ["results/simulation/theory_checks.json", "results/figures/figure3.pdf",
-               "results/tables/simulation_claims.md", "results/tables/optimizer_sensitivity.md",
-               "results/tables/simulation_n_grid.md", "results/figures/simulation_n_grid.png"]  # fmt: skip
+    targets = [
+        "results/simulation/theory_checks.json",
+        "results/figures/figure3.pdf",
+        "results/tables/simulation_claims.md",
+        "results/tables/optimizer_sensitivity.md",
+        "results/tables/simulation_n_grid.md",
+        "results/figures/simulation_n_grid.png",
+    ]
     args = (*targets, "--cores", "2", "--directory", tmp_path, "--configfile", override)
     proc = snakemake(*args)
     assert proc.returncode == 0, output_of(proc)[-6000:]

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from brorl.benchmarks.records import write_records
 from brorl.benchmarks.synthetic import arithmetic
 from brorl.config import load_yaml_config
@@ -30,8 +29,13 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "brorl.evaluation", *map(str, args)], env=ENV, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "brorl.evaluation", *map(str, args)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------- pass@k
@@ -81,8 +85,15 @@ def _samples(items: list[dict], n: int) -> pd.DataFrame:
         for s in range(n):
             answer = item["answer"] if (i + s) % 2 == 0 else "-1"
             response = f"<think>sum</think> The answer is \\boxed{{{answer}}}."
-            rows.append({"id": item["id"], "sample_idx": s, "response": response, "n_tokens": 10 + s,
-                         "finish_reason": "length" if s == n - 1 else "stop"})  # fmt: skip
+            rows.append(
+                {
+                    "id": item["id"],
+                    "sample_idx": s,
+                    "response": response,
+                    "n_tokens": 10 + s,
+                    "finish_reason": "length" if s == n - 1 else "stop",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -110,8 +121,9 @@ def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
     samples = tmp_path / "s.samples.parquet"
     _samples(items[:3], 4).to_parquet(samples)  # the first 3 items, as generation's --max-items 3
     scores = tmp_path / "s.scores.parquet"
-    proc = cli("score", "--benchmark", bench, "--samples", samples, "--max-items", 3, "--n", 4, "--workers", 2,
-               "--out", scores)  # fmt: skip
+    proc = cli(
+        "score", "--benchmark", bench, "--samples", samples, "--max-items", 3, "--n", 4, "--workers", 2, "--out", scores
+    )
     assert proc.returncode == 0, proc.stderr
     df = pd.read_parquet(scores)
     assert list(df.columns) == ["id", "sample_idx", "score", "correct", "error"]
@@ -120,8 +132,25 @@ def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
     assert df["score"].tolist() == expected and df["correct"].tolist() == [e == 1.0 for e in expected]
 
     summary = tmp_path / "s.summary.json"
-    proc = cli("summarize", "--benchmark", bench, "--samples", samples, "--scores", scores, "--arm", "base",
-               "--step", 0, "--max-items", 3, "--n", 4, "--out", summary)  # fmt: skip
+    proc = cli(
+        "summarize",
+        "--benchmark",
+        bench,
+        "--samples",
+        samples,
+        "--scores",
+        scores,
+        "--arm",
+        "base",
+        "--step",
+        0,
+        "--max-items",
+        3,
+        "--n",
+        4,
+        "--out",
+        summary,
+    )
     assert proc.returncode == 0, proc.stderr
     s = json.loads(summary.read_text())
     assert s["pass_at_1"] == pytest.approx(df["score"].mean()) == pytest.approx(0.5)
@@ -165,9 +194,19 @@ def test_coverage_check_orders_rows_by_item_then_sample():
 
 
 def _summary(arm, step, bench, family, p1, n=16, tokens=10.0, trunc=0.0, errors=None):
-    return {"arm": arm, "step": step, "benchmark": bench, "family": family, "n_items": 10, "n_samples": n,
-            "pass_at_1": p1, "pass_at_k": {str(k): min(1.0, p1 * k) for k in ks_for(n)},
-            "mean_response_tokens": tokens, "truncation_rate": trunc, "scorer_errors": errors or {}}  # fmt: skip
+    return {
+        "arm": arm,
+        "step": step,
+        "benchmark": bench,
+        "family": family,
+        "n_items": 10,
+        "n_samples": n,
+        "pass_at_1": p1,
+        "pass_at_k": {str(k): min(1.0, p1 * k) for k in ks_for(n)},
+        "mean_response_tokens": tokens,
+        "truncation_rate": trunc,
+        "scorer_errors": errors or {},
+    }
 
 
 def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_path):
@@ -192,8 +231,11 @@ def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_
     assert avg.loc[("base", "Reasoning Gym avg"), "truncation_rate"] == pytest.approx(0.25)
     assert avg.loc[("prorl_n16", "Math avg"), "pass@1"] == pytest.approx(0.3)
     base = df[df.arm == "base"].benchmark.tolist()
-    assert base[:3] == ["aime24", "math500", "synthetic_math"] and base[-3:] == ["Math avg", "Code avg",
-                                                                                 "Reasoning Gym avg"]  # fmt: skip
+    assert base[:3] == ["aime24", "math500", "synthetic_math"] and base[-3:] == [
+        "Math avg",
+        "Code avg",
+        "Reasoning Gym avg",
+    ]
     with pytest.raises(EvaluationError, match="two summaries"):
         collect(summaries + [summaries[0]])
 
@@ -217,12 +259,21 @@ def expected_evaluation_counts(cfg: dict) -> dict[str, int]:
     rg = sum(b.startswith("rg_") for b in benches)
     arms = enabled_arms(cfg)
     points = 1 + sum(len(evaluation_steps(cfg, arm)) for arm in arms)
-    counts = {"build_tiny_model": 1, "warm_start_tiny_model": 1, "download_base_model": 1,
-              "extend_context": 2 if arms else 1, "prepare_train_data": int(bool(arms)),
-              "train_ppo": sum(len(arm_plan(cfg, arm).segments) for arm in arms), "export_checkpoint": points - 1,
-              "generate_samples": points * len(benches), "score_samples": points * len(benches),
-              "summarize_evaluation": points * len(benches), "collect_evaluation": 1,
-              "generate_reasoning_gym": rg, "prepare_benchmark": len(benches) - rg}  # fmt: skip
+    counts = {
+        "build_tiny_model": 1,
+        "warm_start_tiny_model": 1,
+        "download_base_model": 1,
+        "extend_context": 2 if arms else 1,
+        "prepare_train_data": int(bool(arms)),
+        "train_ppo": sum(len(arm_plan(cfg, arm).segments) for arm in arms),
+        "export_checkpoint": points - 1,
+        "generate_samples": points * len(benches),
+        "score_samples": points * len(benches),
+        "summarize_evaluation": points * len(benches),
+        "collect_evaluation": 1,
+        "generate_reasoning_gym": rg,
+        "prepare_benchmark": len(benches) - rg,
+    }
     return {k: v for k, v in counts.items() if v}
 
 
@@ -264,13 +315,21 @@ ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.mode
 def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_shards(tmp_path):
     repo = copy_workflow(tmp_path / "repo")
     untrained = [{**arm, "enabled": False} for arm in load_yaml_config(CONFIG, TINY)["arms"]]  # the start model only
-    override = write_yaml(tmp_path / "small.yaml", {
-        "simulation": {"enabled": False},
-        "throughput": {"enabled": False},
-        "arms": untrained,
-        "evaluation": {"benchmarks": ["synthetic_math", "rg_arithmetic"], "max_items": 3, "n_samples": 16,
-                       "max_tokens": 16, "shard_size": 1},
-    })  # fmt: skip
+    override = write_yaml(
+        tmp_path / "small.yaml",
+        {
+            "simulation": {"enabled": False},
+            "throughput": {"enabled": False},
+            "arms": untrained,
+            "evaluation": {
+                "benchmarks": ["synthetic_math", "rg_arithmetic"],
+                "max_items": 3,
+                "n_samples": 16,
+                "max_tokens": 16,
+                "shard_size": 1,
+            },
+        },
+    )
     env_data_root = os.environ.get("BRORL_DATA_ROOT")
     os.environ["BRORL_DATA_ROOT"] = str(tmp_path / "no-data")  # offline: no local data files needed
     try:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from brorl.benchmarks.records import write_records
 from brorl.generation import Completion, GenerationError, generate_samples
 from brorl.generation.generate import shard_path
@@ -41,15 +40,35 @@ def engine(tiny):
 @pytest.fixture(scope="session")
 def bench_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("bench") / "toy.jsonl"
-    records = [{"id": f"toy-{i}", "benchmark": "toy", "family": "math", "prompt": f"What is {i} + {i}?",
-                "answer": str(2 * i), "scorer": "math", "metadata": {}} for i in range(5)]  # fmt: skip
+    records = [
+        {
+            "id": f"toy-{i}",
+            "benchmark": "toy",
+            "family": "math",
+            "prompt": f"What is {i} + {i}?",
+            "answer": str(2 * i),
+            "scorer": "math",
+            "metadata": {},
+        }
+        for i in range(5)
+    ]
     write_records(path, records)
     return path
 
 
 def run(tiny, bench_file, out, engine, **kw):
-    args = dict(n=N, temperature=0.6, top_p=0.95, max_tokens=MAX_TOKENS, max_model_len=MAX_LEN, seed=7,
-                shard_size=2, engine_kind="embedded", progress=False, engine=engine)  # fmt: skip
+    args = dict(
+        n=N,
+        temperature=0.6,
+        top_p=0.95,
+        max_tokens=MAX_TOKENS,
+        max_model_len=MAX_LEN,
+        seed=7,
+        shard_size=2,
+        engine_kind="embedded",
+        progress=False,
+        engine=engine,
+    )
     return generate_samples(tiny, bench_file, out, **{**args, **kw})
 
 
@@ -77,7 +96,9 @@ def test_samples_rows_and_finish_reasons(tiny, bench_file, engine, tmp_path):
     df = pq.read_table(out).to_pandas()
     assert list(df.columns) == ["id", "sample_idx", "response", "n_tokens", "finish_reason"]
     assert df.groupby("id").size().to_dict() == {f"toy-{i}": N for i in range(5)}
-    assert df.sample_idx.tolist() == list(range(N)) * 5 and df.id.tolist() == [f"toy-{i}" for i in range(5) for _ in range(N)]
+    assert df.sample_idx.tolist() == list(range(N)) * 5 and df.id.tolist() == [
+        f"toy-{i}" for i in range(5) for _ in range(N)
+    ]
     assert set(df.finish_reason) <= {"stop", "length"}
     cut = df[df.finish_reason == "length"]
     assert len(cut) > 0 and (cut.n_tokens == MAX_TOKENS).all()  # a random model rarely says <|im_end|>
@@ -159,10 +180,37 @@ def test_cli_with_two_data_parallel_processes_matches_in_process(tiny, bench_fil
     """The CLI, run as two engine processes (the cluster's data-parallel split, here on CPU), gives the same
     samples as one in-process engine: each shard's samples depend only on (seed, shard index)."""
     out = tmp_path / "cli" / "toy.samples.parquet"
-    cmd = [sys.executable, "-m", "brorl.generation", "generate", "--model", str(tiny), "--benchmark", str(bench_file),
-           "--n", str(N), "--temperature", "0.6", "--top-p", "0.95", "--max-tokens", str(MAX_TOKENS),
-           "--max-model-len", str(MAX_LEN), "--seed", "7", "--shard-size", "2", "--engine", "embedded",
-           "--data-parallel-size", "2", "--no-progress", "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "brorl.generation",
+        "generate",
+        "--model",
+        str(tiny),
+        "--benchmark",
+        str(bench_file),
+        "--n",
+        str(N),
+        "--temperature",
+        "0.6",
+        "--top-p",
+        "0.95",
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--max-model-len",
+        str(MAX_LEN),
+        "--seed",
+        "7",
+        "--shard-size",
+        "2",
+        "--engine",
+        "embedded",
+        "--data-parallel-size",
+        "2",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"5 items x {N} samples" in proc.stdout
@@ -172,8 +220,20 @@ def test_cli_with_two_data_parallel_processes_matches_in_process(tiny, bench_fil
 
 
 def test_cli_errors_before_starting_an_engine(tiny, bench_file, tmp_path):
-    cmd = [sys.executable, "-m", "brorl.generation", "generate", "--model", str(tmp_path / "none"), "--benchmark",
-           str(bench_file), "--max-tokens", "8", "--out", str(tmp_path / "x.parquet")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "brorl.generation",
+        "generate",
+        "--model",
+        str(tmp_path / "none"),
+        "--benchmark",
+        str(bench_file),
+        "--max-tokens",
+        "8",
+        "--out",
+        str(tmp_path / "x.parquet"),
+    ]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "model folder does not exist" in proc.stderr
 

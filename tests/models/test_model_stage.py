@@ -16,14 +16,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import brorl.models.download as dl
+import pytest
 from brorl.config import load_yaml_config
 from brorl.models import (
-    MANIFEST_NAME, ContextError, ModelError, build_tiny_model, download_base_model, extend_context, is_pinned,
-    plan_extension, verify_model_dir,
-)  # fmt: skip
+    MANIFEST_NAME,
+    ContextError,
+    ModelError,
+    build_tiny_model,
+    download_base_model,
+    extend_context,
+    is_pinned,
+    plan_extension,
+    verify_model_dir,
+)
 from brorl.models.files import select_files
 from helpers import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
@@ -36,8 +42,9 @@ POSITIONS, BASE_CONTEXT = 256, 200  # a small tiny model: 256 positions, "traine
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """The tiny model as build_tiny_model writes it (with its own manifest), plus files a hub repo also carries."""
-    folder = build_tiny_model(tmp_path_factory.mktemp("build") / "tiny", max_position_embeddings=POSITIONS,
-                              context_length=BASE_CONTEXT)  # fmt: skip
+    folder = build_tiny_model(
+        tmp_path_factory.mktemp("build") / "tiny", max_position_embeddings=POSITIONS, context_length=BASE_CONTEXT
+    )
     return folder
 
 
@@ -72,12 +79,30 @@ def private_copy(model: Path, dest: Path) -> Path:
 
 # ------------------------------------------------------------------------------------------------------- files
 def test_file_filter_keeps_config_tokenizer_and_safetensors_only():
-    names = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json",
-             "merges.txt", "chat_template.jinja", "special_tokens_map.json", "model.safetensors.index.json",
-             "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "pytorch_model.bin",
-             "pytorch_model.bin.index.json", "consolidated.pth", "onnx/model.onnx", "onnx/model.safetensors",
-             "model.gguf", "tf_model.h5", "flax_model.msgpack", "README.md", ".gitattributes",
-             "figure.png"]  # fmt: skip
+    names = [
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.json",
+        "merges.txt",
+        "chat_template.jinja",
+        "special_tokens_map.json",
+        "model.safetensors.index.json",
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "pytorch_model.bin",
+        "pytorch_model.bin.index.json",
+        "consolidated.pth",
+        "onnx/model.onnx",
+        "onnx/model.safetensors",
+        "model.gguf",
+        "tf_model.h5",
+        "flax_model.msgpack",
+        "README.md",
+        ".gitattributes",
+        "figure.png",
+    ]
     kept, excluded = select_files(names)
     assert kept == sorted(names[:11])
     assert excluded == sorted(names[11:])
@@ -145,8 +170,12 @@ def test_hub_source_goes_through_the_same_path(built, tmp_path, monkeypatch, cap
     assert calls == [("brorl/tiny", "main", tmp_path / "cache")]
     assert "brorl/tiny@main is not pinned (allow_unpinned: true)" in capsys.readouterr().err
     src = manifest["source"]
-    assert (src["kind"], src["revision"], src["resolved_commit"], src["revision_pinned"]) == ("hub", "main", COMMIT,
-                                                                                               False)  # fmt: skip
+    assert (src["kind"], src["revision"], src["resolved_commit"], src["revision_pinned"]) == (
+        "hub",
+        "main",
+        COMMIT,
+        False,
+    )
     assert manifest["excluded_files"] == ["model.onnx", "onnx/decoder.onnx"]
     assert "hf_secret_value" not in (out / MANIFEST_NAME).read_text()  # the token is never recorded
     verify_model_dir(out)
@@ -157,11 +186,14 @@ def test_hub_source_goes_through_the_same_path(built, tmp_path, monkeypatch, cap
         download_base_model(tmp_path / "other", "brorl/tiny", "f" * 40)
 
 
-@pytest.mark.parametrize("damage, words", [
-    (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:-100]), "truncated"),
-    (lambda d: (d / "config.json").unlink(), "no config.json"),
-    (lambda d: (d / "tokenizer.json").unlink(), "missing tokenizer"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:-100]), "truncated"),
+        (lambda d: (d / "config.json").unlink(), "no config.json"),
+        (lambda d: (d / "tokenizer.json").unlink(), "missing tokenizer"),
+    ],
+)
 def test_a_partial_hub_download_is_refused_and_nothing_is_written(built, tmp_path, monkeypatch, damage, words):
     def fake_snapshot(repo_id, revision, cache_dir, retries=3):
         snap = hub_like(built, tmp_path / "cache")
@@ -193,15 +225,18 @@ def test_hub_snapshot_retries_then_fails_clearly(monkeypatch, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- verification
-@pytest.mark.parametrize("damage, words", [
-    (lambda d: _flip_byte(d / "model.safetensors", at=-1), "model.safetensors sha256 .* differs"),  # a weight
-    (lambda d: _edit(d / "tokenizer.json", "<|im_end|>", "<|im_END|>"), "tokenizer.json sha256 .* differs"),
-    (lambda d: (d / "chat_template.jinja").unlink(), "chat_template.jinja is listed in .* but missing"),
-    (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:-8]), "truncated"),
-    (lambda d: (d / "generation_config.json").write_text("{}"), "generation_config.json has 2 bytes"),
-    (lambda d: (d / MANIFEST_NAME).unlink(), f"missing {MANIFEST_NAME}: not a completed model stage output"),
-    (lambda d: (d / "pytorch_model.bin").write_bytes(b"x"), "not in brorl_manifest.json: pytorch_model.bin"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda d: _flip_byte(d / "model.safetensors", at=-1), "model.safetensors sha256 .* differs"),  # a weight
+        (lambda d: _edit(d / "tokenizer.json", "<|im_end|>", "<|im_END|>"), "tokenizer.json sha256 .* differs"),
+        (lambda d: (d / "chat_template.jinja").unlink(), "chat_template.jinja is listed in .* but missing"),
+        (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:-8]), "truncated"),
+        (lambda d: (d / "generation_config.json").write_text("{}"), "generation_config.json has 2 bytes"),
+        (lambda d: (d / MANIFEST_NAME).unlink(), f"missing {MANIFEST_NAME}: not a completed model stage output"),
+        (lambda d: (d / "pytorch_model.bin").write_bytes(b"x"), "not in brorl_manifest.json: pytorch_model.bin"),
+    ],
+)
 def test_verify_detects_every_kind_of_damage(base, tmp_path, damage, words):
     model = private_copy(base, tmp_path / "model")
     verify_model_dir(model)
@@ -222,13 +257,15 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 def test_verify_cli_says_ok_or_names_the_problem(base, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "brorl.models", "verify", str(base)], env=ENV, capture_output=True,
-                        text=True)  # fmt: skip
+    ok = subprocess.run(
+        [sys.executable, "-m", "brorl.models", "verify", str(base)], env=ENV, capture_output=True, text=True
+    )
     assert ok.returncode == 0 and "OK, 6 files" in ok.stdout, ok.stderr
     model = private_copy(base, tmp_path / "model")
     _flip_byte(model / "model.safetensors", at=-1)
-    bad = subprocess.run([sys.executable, "-m", "brorl.models", "verify", str(model)], env=ENV, capture_output=True,
-                         text=True)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "brorl.models", "verify", str(model)], env=ENV, capture_output=True, text=True
+    )
     assert bad.returncode == 2 and bad.stderr.startswith(f"error: {model}: model.safetensors sha256"), bad.stderr
 
 
@@ -243,7 +280,8 @@ def test_extension_within_positions_raises_limits_and_runs_at_the_target_length(
     assert json.loads((out / "generation_config.json").read_text())["max_length"] == POSITIONS
     ext, check = manifest["extension"], manifest["forward_check"]
     assert ext["method"] == "within_positions" and ext["changes"]["tokenizer_config.json"] == {
-        "model_max_length": [BASE_CONTEXT, POSITIONS]}  # fmt: skip
+        "model_max_length": [BASE_CONTEXT, POSITIONS]
+    }
     assert check["tokens"] == POSITIONS and check["max_position_id"] == POSITIONS - 1
     assert check["finite_logits"] is True and check["vocab_logits"] == 320 and check["forward_s"] > 0
     assert (out / "model.safetensors").stat().st_ino == (base / "model.safetensors").stat().st_ino  # hard link
@@ -262,13 +300,29 @@ def test_yarn_extends_beyond_the_positions_and_transformers_builds_it(base, tmp_
 
 
 def test_extension_refuses_lengths_the_architecture_cannot_reach(base, tmp_path):
-    with pytest.raises(ContextError, match=f"{2 * POSITIONS} tokens exceed max_position_embeddings = {POSITIONS} "
-                                           "and no RoPE scaling is allowed"):  # fmt: skip
+    with pytest.raises(
+        ContextError,
+        match=f"{2 * POSITIONS} tokens exceed max_position_embeddings = {POSITIONS} and no RoPE scaling is allowed",
+    ):
         extend_context(base, tmp_path / "ctx", 2 * POSITIONS)
     assert not (tmp_path / "ctx").exists()
-    proc = subprocess.run([sys.executable, "-m", "brorl.models", "extend-context", "--base", str(base), "--length",
-                           str(4 * POSITIONS), "--out", str(tmp_path / "ctx")], env=ENV, capture_output=True,
-                          text=True)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "brorl.models",
+            "extend-context",
+            "--base",
+            str(base),
+            "--length",
+            str(4 * POSITIONS),
+            "--out",
+            str(tmp_path / "ctx"),
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "cannot extend to 1024 tokens" in proc.stderr, proc.stderr
     unverified = private_copy(base, tmp_path / "nomanifest")
     (unverified / MANIFEST_NAME).unlink()
@@ -276,20 +330,38 @@ def test_extension_refuses_lengths_the_architecture_cannot_reach(base, tmp_path)
         extend_context(unverified, tmp_path / "ctx", POSITIONS)
 
 
-QWEN = {"model_type": "qwen2", "max_position_embeddings": 4096, "rope_theta": 10000.0, "rope_scaling": None,
-        "use_sliding_window": False, "sliding_window": 4096}  # fmt: skip
+QWEN = {
+    "model_type": "qwen2",
+    "max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": None,
+    "use_sliding_window": False,
+    "sliding_window": 4096,
+}
 
 
-@pytest.mark.parametrize("config, length, scaling, words", [
-    ({"model_type": "gpt2", "n_positions": 1024, "max_position_embeddings": 1024}, 2048, "yarn", "no RoPE settings"),
-    ({**QWEN, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}},
-     8192, "yarn", "already scaled"),
-    ({**QWEN, "rope_scaling": {"type": "ntk-by-parts", "factor": 2.0}}, 1024, None, "unknown RoPE type"),
-    ({**QWEN, "use_sliding_window": True}, 4096 + 1, "linear", r"sliding-window attention \(4096 tokens\)"),
-    ({**QWEN, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}, 1024, None, "disagrees"),
-    ({**QWEN, "max_position_embeddings": None}, 1024, None, "no valid max_position_embeddings"),
-    (QWEN, 8192, "ntk", "unknown RoPE scaling 'ntk'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "config, length, scaling, words",
+    [
+        (
+            {"model_type": "gpt2", "n_positions": 1024, "max_position_embeddings": 1024},
+            2048,
+            "yarn",
+            "no RoPE settings",
+        ),
+        (
+            {**QWEN, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}},
+            8192,
+            "yarn",
+            "already scaled",
+        ),
+        ({**QWEN, "rope_scaling": {"type": "ntk-by-parts", "factor": 2.0}}, 1024, None, "unknown RoPE type"),
+        ({**QWEN, "use_sliding_window": True}, 4096 + 1, "linear", r"sliding-window attention \(4096 tokens\)"),
+        ({**QWEN, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}, 1024, None, "disagrees"),
+        ({**QWEN, "max_position_embeddings": None}, 1024, None, "no valid max_position_embeddings"),
+        (QWEN, 8192, "ntk", "unknown RoPE scaling 'ntk'"),
+    ],
+)
 def test_plan_refuses_with_the_reason(config, length, scaling, words):
     with pytest.raises(ContextError, match=words):
         plan_extension(config, length, scaling)
@@ -341,8 +413,12 @@ def test_tiny_model_rules_run_for_real_then_are_up_to_date(tmp_path):
     args = ("--cores", "2", "--directory", tmp_path, "--configfile", TINY, override)
     proc = snakemake(*targets, *args, cwd=repo)
     assert proc.returncode == 0, output_of(proc)[-6000:]
-    assert job_counts(proc) == {"build_tiny_model": 1, "warm_start_tiny_model": 1, "download_base_model": 1,
-                                "extend_context": 2}
+    assert job_counts(proc) == {
+        "build_tiny_model": 1,
+        "warm_start_tiny_model": 1,
+        "download_base_model": 1,
+        "extend_context": 2,
+    }
     base = verify_model_dir(tmp_path / "resources/models/tiny-qwen2")
     assert base["source"]["manifest"]["build"]["context_length"] == ctx["prompt_max_len"] + ctx["base_max_len"]
     for target, length in zip(targets, lengths):

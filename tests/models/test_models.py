@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from brorl.models import MANIFEST_NAME, ModelError, build_tiny_model, check_model_dir, manifest_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,8 +76,11 @@ def test_check_accepts_the_tiny_model(tiny):
 def test_check_missing_folder_and_files(tiny, tmp_path):
     with pytest.raises(ModelError, match="does not exist"):
         check_model_dir(tmp_path / "nowhere")
-    for name, message in [("config.json", "missing config.json"), ("model.safetensors", "no weights"),
-                          ("tokenizer.json", "missing tokenizer")]:  # fmt: skip
+    for name, message in [
+        ("config.json", "missing config.json"),
+        ("model.safetensors", "no weights"),
+        ("tokenizer.json", "missing tokenizer"),
+    ]:
         model = copy(tiny, tmp_path / name)
         (model / name).unlink()
         with pytest.raises(ModelError, match=message) as e:
@@ -118,9 +120,11 @@ def test_check_other_architecture(tiny, tmp_path):
 
 
 def test_cli_check(tiny, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "brorl.models", "check", str(tiny)], env=ENV, capture_output=True,
-                        text=True)  # fmt: skip
+    ok = subprocess.run(
+        [sys.executable, "-m", "brorl.models", "check", str(tiny)], env=ENV, capture_output=True, text=True
+    )
     assert ok.returncode == 0 and "OK (Qwen2ForCausalLM" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "brorl.models", "check", str(tmp_path / "x")], env=ENV,
-                         capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "brorl.models", "check", str(tmp_path / "x")], env=ENV, capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "does not exist" in bad.stderr

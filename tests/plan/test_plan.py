@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from brorl.config import load_yaml_config
 from brorl.plan.cli import config_job_counts
 from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
@@ -44,8 +43,13 @@ def test_profile_resources_of_training_generation_and_scoring(monkeypatch):
 def test_rows_add_up_and_prefer_the_larger_of_dag_and_config_counts():
     res = {"generate_samples": Resources(1, 8, 96), "train_ppo": Resources(8, 64, 768)}
     est = Estimates(0.1, 0.0, 8, 0.5, {"generate_samples": 2.0, "plot_simulation": 0.5})
-    rows = plan_rows({"plot_simulation": 1, "generate_samples": 2, "all": 1}, {"generate_samples": 5},
-                     {"armA": (100, 10, 2)}, res, est)  # fmt: skip
+    rows = plan_rows(
+        {"plot_simulation": 1, "generate_samples": 2, "all": 1},
+        {"generate_samples": 5},
+        {"armA": (100, 10, 2)},
+        res,
+        est,
+    )
     by_name = {r.name: r for r in rows}
     assert set(by_name) == {"plot_simulation", "generate_samples", "train_ppo[armA]"}
     gen = by_name["generate_samples"]
@@ -82,8 +86,9 @@ def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
 @pytest.mark.workflow
 def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
     out = tmp_path / "plan.json"
-    proc = subprocess.run([sys.executable, "-m", "brorl.plan", "--json", str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "brorl.plan", "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
     for words in ("GPU-hours", "wall-clock on 8 GPU nodes", "train_ppo[brorl_n512]", "paper: about 56-174 h"):
@@ -111,12 +116,19 @@ def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
 def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused():
     preset = ["--configfile", "workflow/presets/one_node.yaml"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
-    wrong = subprocess.run([sys.executable, "-m", "brorl.plan", *preset], cwd=ROOT, capture_output=True, text=True,
-                           env=env, timeout=600)  # fmt: skip
+    wrong = subprocess.run(
+        [sys.executable, "-m", "brorl.plan", *preset], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600
+    )
     assert wrong.returncode != 0 and "asks 8 nodes per training job but training.cluster.nodes is 1" in wrong.stderr
     assert "BRORL_SLURM_TRAIN_NODES=1" in wrong.stderr and not wrong.stdout  # refused before the DAG is built
-    proc = subprocess.run([sys.executable, "-m", "brorl.plan", *preset], cwd=ROOT, capture_output=True, text=True,
-                          env={**env, "BRORL_SLURM_TRAIN_NODES": "1"}, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "brorl.plan", *preset],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**env, "BRORL_SLURM_TRAIN_NODES": "1"},
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "training per arm on 1 nodes: brorl_n512" in proc.stdout and "wall-clock on 1 GPU nodes" in proc.stdout
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from brorl.preflight import checks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,8 +20,22 @@ GPU_CHECKS = {"NVIDIA driver", "GPUs seen by torch", "vLLM platform", "flash-att
 def test_preflight_on_a_cpu_machine_fails_exactly_the_gpu_checks(tmp_path):
     out = tmp_path / "preflight.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
-    proc = subprocess.run([sys.executable, "-m", "brorl.preflight", "--configfile", str(ROOT / "workflow/presets/tiny.yaml"),
-                           "--no-slurm", "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "brorl.preflight",
+            "--configfile",
+            str(ROOT / "workflow/presets/tiny.yaml"),
+            "--no-slurm",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a failed check stops the workflow
     rows = json.loads(out.read_text())
     failed = {r["name"] for r in rows if not r["ok"]}

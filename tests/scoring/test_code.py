@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from brorl.scoring.code import extract_code, normalize_tests, score_code
 from brorl.scoring.sandbox import Limits, isolation_mode, run_sandboxed
 
@@ -243,12 +242,9 @@ def test_environment_secret_not_visible(monkeypatch):
 def test_writes_outside_sandbox_do_not_reach_host():
     host_tmp = Path("/tmp") / f"brorl-escape-{uuid.uuid4().hex}"
     in_repo = REPO / f"escape-{uuid.uuid4().hex}.txt"
-    code = (
-        "for p in (%r, %r):\n"
-        "    try:\n"
-        "        open(p, 'w').write('pwned')\n"
-        "    except OSError:\n"
-        "        pass\n" % (str(host_tmp), str(in_repo))
+    code = "for p in (%r, %r):\n    try:\n        open(p, 'w').write('pwned')\n    except OSError:\n        pass\n" % (
+        str(host_tmp),
+        str(in_repo),
     )
     item = {"tests": [{"input": "", "output": "nothing"}]}
     timed_score(code, item)
@@ -296,7 +292,9 @@ def test_concurrent_sandboxes():
     def work(code):
         results.append(score_code(ADD, fenced(code), time_limit_s=TL).correct)
 
-    threads = [threading.Thread(target=work, args=("a, b = map(int, input().split())\nprint(a + b)",)) for _ in range(4)]
+    threads = [
+        threading.Thread(target=work, args=("a, b = map(int, input().split())\nprint(a + b)",)) for _ in range(4)
+    ]
     threads.append(threading.Thread(target=work, args=("import os\nos.kill(-1, 9)",)))
     for t in threads:
         t.start()

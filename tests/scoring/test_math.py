@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from brorl.scoring.math import (
     deepscaler_equal,
     extract_final_answer,
@@ -109,8 +108,15 @@ def test_wrong_golds_rejected(items):
 
 
 def _item(answer, id_="t/0") -> dict:
-    return {"id": id_, "benchmark": "t", "family": "math", "prompt": "", "answer": answer, "scorer": "math",
-            "metadata": {}}
+    return {
+        "id": id_,
+        "benchmark": "t",
+        "family": "math",
+        "prompt": "",
+        "answer": answer,
+        "scorer": "math",
+        "metadata": {},
+    }
 
 
 def test_truncated_think_scores_zero():
@@ -217,9 +223,17 @@ def test_equivalences(pred, gold, ok):
 
 def test_deepscaler_equal_alone():
     # the fast grader must accept the common forms by itself (math-verify is the slower fallback)
-    for pred, gold in [("\\frac12", "0.5"), ("142.0", "142"), ("90^\\circ", "90"), ("x=3", "3"),
-                       ("4.5e33", "4.5 \\times 10^{33}"), ("1,000", "1000"), ("\\dfrac{3}{4}", "0.75"),
-                       ("2x+1", "1+2x"), ("(1, 2)", "(1,2)")]:
+    for pred, gold in [
+        ("\\frac12", "0.5"),
+        ("142.0", "142"),
+        ("90^\\circ", "90"),
+        ("x=3", "3"),
+        ("4.5e33", "4.5 \\times 10^{33}"),
+        ("1,000", "1000"),
+        ("\\dfrac{3}{4}", "0.75"),
+        ("2x+1", "1+2x"),
+        ("(1, 2)", "(1,2)"),
+    ]:
         assert deepscaler_equal(pred, gold), (pred, gold)
     for pred, gold in [("2", "3"), ("[2,5)", "(2,5]"), ("0.333", "\\frac13"), ("x", "y")]:
         assert not deepscaler_equal(pred, gold), (pred, gold)

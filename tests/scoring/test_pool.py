@@ -7,11 +7,10 @@ import textwrap
 import time
 
 import pytest
-
 from brorl import scoring
 from brorl.scoring import Score, score_batch
 
-FAKES = '''
+FAKES = """
 import os, time
 from brorl.scoring.result import Score
 
@@ -26,7 +25,7 @@ def behave(item, response):
     if response == "raise":
         raise RuntimeError("verifier bug")
     return Score(1.0, True)
-'''
+"""
 
 
 @pytest.fixture()

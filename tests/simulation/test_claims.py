@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-
 from brorl.provenance import provenance
 from brorl.simulation.claims import claims_table, sensitivity_table
 from brorl.tables import write_table
@@ -26,14 +25,31 @@ def _runs(finals: dict[int, tuple[float, float, float]], label: str = "main", se
         for seed in seeds:
             for step in range(3):
                 f = step / 2
-                rows.append({"step": step, "q_pos": Q0 + f * (q - Q0), "pct_improved": f * pct,
-                             "worst_drop": f * drop, "label": label, "n": n, "seed": seed, "vocab": 100,
-                             "correct": C, "path": f"{label}_{n}_{seed}.parquet", **settings})  # fmt: skip
+                rows.append(
+                    {
+                        "step": step,
+                        "q_pos": Q0 + f * (q - Q0),
+                        "pct_improved": f * pct,
+                        "worst_drop": f * drop,
+                        "label": label,
+                        "n": n,
+                        "seed": seed,
+                        "vocab": 100,
+                        "correct": C,
+                        "path": f"{label}_{n}_{seed}.parquet",
+                        **settings,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-GOOD = {4: (0.59, 20.0, -0.1 * P0), 8: (0.595, 30.0, -0.1 * P0), 16: (0.61, 40.0, -0.1 * P0),
-        512: (0.64, 99.0, -0.001 * P0), 51200: (0.65, 100.0, 0.0)}  # fmt: skip
+GOOD = {
+    4: (0.59, 20.0, -0.1 * P0),
+    8: (0.595, 30.0, -0.1 * P0),
+    16: (0.61, 40.0, -0.1 * P0),
+    512: (0.64, 99.0, -0.001 * P0),
+    51200: (0.65, 100.0, 0.0),
+}
 
 
 def _holds(table: pd.DataFrame, column: str = "holds") -> dict[str, str]:
@@ -42,15 +58,23 @@ def _holds(table: pd.DataFrame, column: str = "holds") -> dict[str, str]:
 
 def test_claims_read_at_the_figures_scale_and_whether_the_curves_fill_its_axes() -> None:
     """Drops below 5e-6 look like zero on Figure 3's worst-drop axis (0 to -1e-4); its panels span Q_pos 0.60-0.64."""
-    like_the_demo = {4: (0.6087, 13.7, -2.9e-6), 8: (0.6097, 26.2, -4.0e-6), 16: (0.6142, 38.7, -5.1e-6),
-                     512: (0.6408, 82.4, -3.6e-6), 51200: (0.6541, 100.0, 1.3e-6)}  # fmt: skip
+    like_the_demo = {
+        4: (0.6087, 13.7, -2.9e-6),
+        8: (0.6097, 26.2, -4.0e-6),
+        16: (0.6142, 38.7, -5.1e-6),
+        512: (0.6408, 82.4, -3.6e-6),
+        51200: (0.6541, 100.0, 1.3e-6),
+    }
     table = claims_table(_runs(like_the_demo, correct=10_000), 0.01, 99.9)
     assert _holds(table)["3"] == "no"  # strict: |drop| > 1% of a correct token's p_i(0)
     assert _holds(table, "holds (figure units)") == {"1": "info", "2": "no", "3": "yes", "4": "yes", "ref": "info"}
     axes = table.set_index("claim").loc["axes"]
     assert axes["holds (figure units)"] == "no" and "lowest worst drop -5.100e-6" in axes["measured"]
     fills = {4: (0.601, 10.0, -9e-5), 512: (0.63, 90.0, -1e-6), 51200: (0.64, 100.0, 0.0)}
-    assert claims_table(_runs(fills, correct=10_000), 0.01, 99.9).set_index("claim").loc["axes", "holds (figure units)"] == "yes"
+    assert (
+        claims_table(_runs(fills, correct=10_000), 0.01, 99.9).set_index("claim").loc["axes", "holds (figure units)"]
+        == "yes"
+    )
 
 
 def test_every_claim_holds() -> None:
@@ -92,10 +116,12 @@ def test_claims_use_the_main_family_and_the_final_step() -> None:
 
 
 def test_sensitivity_table_one_row_per_label() -> None:
-    runs = pd.concat([
-        _runs(GOOD),
-        _runs({4: GOOD[4], 512: (0.64, 80.0, -0.06 * P0)}, label="eps1e-6", seeds=(0,), eps=1e-6),
-    ])  # fmt: skip
+    runs = pd.concat(
+        [
+            _runs(GOOD),
+            _runs({4: GOOD[4], 512: (0.64, 80.0, -0.06 * P0)}, label="eps1e-6", seeds=(0,), eps=1e-6),
+        ]
+    )
     table = sensitivity_table(runs, 0.01, 99.9)
     assert list(table["label"]) == ["main", "eps1e-6"]
     row = table.set_index("label").loc["eps1e-6"]
@@ -144,16 +170,27 @@ def test_provenance_keys_and_json() -> None:
     json.dumps(record)
     assert {"git", "packages", "python", "machine", "timestamp_utc", "stage"} <= set(record)
     assert {"commit", "dirty"} <= set(record["git"])
-    for name in ("torch", "numpy", "pandas", "snakemake", "vllm", "openrlhf", "transformers", "math-verify",
-                 "reasoning-gym"):  # fmt: skip
+    for name in (
+        "torch",
+        "numpy",
+        "pandas",
+        "snakemake",
+        "vllm",
+        "openrlhf",
+        "transformers",
+        "math-verify",
+        "reasoning-gym",
+    ):
         assert name in record["packages"]
     assert record["packages"]["numpy"] == np.__version__
     assert record["machine"]["nproc"] >= 1 and record["timestamp_utc"].endswith("+00:00")
 
 
 def test_provenance_does_not_import_heavy_packages() -> None:
-    code = ("import sys, json, brorl.provenance as p; json.dumps(p.provenance()); "
-            "print([m for m in ('torch', 'numpy', 'pandas') if m in sys.modules])")  # fmt: skip
+    code = (
+        "import sys, json, brorl.provenance as p; json.dumps(p.provenance()); "
+        "print([m for m in ('torch', 'numpy', 'pandas') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -9,13 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scipy import stats
-
 from brorl.simulation import COLUMNS, OptimizerSpec, SimulationError, SimulationSpec, simulate
 from brorl.simulation.engine import _softmax
 from brorl.simulation.io import read_run
 from brorl.simulation.reference import simulate_reference, surrogate_loss
 from brorl.simulation.slots import Slots
+from scipy import stats
 
 SMALL = dict(vocab=3000, correct=300, steps=40)
 
@@ -40,13 +39,22 @@ def test_same_draws_give_the_autograd_trajectory(n: int, opt: OptimizerSpec) -> 
     np.testing.assert_allclose(fast["pct_improved"], ref["pct_improved"], rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("anchor_correct, freeze", [(True, False), (True, True), (False, True)],
-                         ids=["correct-anchor", "correct-frozen-anchor", "frozen-anchor"])
+@pytest.mark.parametrize(
+    "anchor_correct, freeze",
+    [(True, False), (True, True), (False, True)],
+    ids=["correct-anchor", "correct-frozen-anchor", "frozen-anchor"],
+)
 @pytest.mark.parametrize("n", [4, 4096])
 def test_the_anchor_settings_give_the_autograd_trajectory(n: int, anchor_correct: bool, freeze: bool) -> None:
     """A correct anchor counts as a correct token (Q_pos, % improved, worst drop); a frozen one never moves."""
-    spec = SimulationSpec(**SMALL, n=n, seed=3, optimizer=OptimizerSpec(weight_decay=0.01), anchor_correct=anchor_correct,
-                          freeze_anchor=freeze)  # fmt: skip
+    spec = SimulationSpec(
+        **SMALL,
+        n=n,
+        seed=3,
+        optimizer=OptimizerSpec(weight_decay=0.01),
+        anchor_correct=anchor_correct,
+        freeze_anchor=freeze,
+    )
     fast, ref = _replay(spec)
     np.testing.assert_allclose(fast["q_pos"], ref["q_pos"], rtol=1e-11, atol=0)
     np.testing.assert_allclose(fast["worst_drop"], ref["worst_drop"], rtol=1e-8, atol=1e-18)
@@ -178,8 +186,24 @@ def test_bad_parameters_are_named(kwargs: dict, message: str) -> None:
 
 def test_cli_run_writes_parquet(tmp_path) -> None:
     out = tmp_path / "N16_seed0.parquet"
-    cmd = [sys.executable, "-m", "brorl.simulation", "run", "--vocab", "2000", "--correct", "200", "--n", "16",
-           "--steps", "20", "--seed", "0", "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "brorl.simulation",
+        "run",
+        "--vocab",
+        "2000",
+        "--correct",
+        "200",
+        "--n",
+        "16",
+        "--steps",
+        "20",
+        "--seed",
+        "0",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert "Q_pos" in done.stdout
     df, meta = read_run(out)
@@ -210,10 +234,28 @@ def test_the_n_grid_table_says_whether_the_gain_is_monotonic_and_concave_in_log_
     def runs(gains: dict[int, float]) -> pd.DataFrame:
         rows = []
         for n, g in gains.items():
-            rows += [{"label": "main", "n": n, "seed": 0, "step": 0, "q_pos": 0.6, "pct_improved": 0.0,
-                      "worst_drop": 0.0, "correct": 10},
-                     {"label": "main", "n": n, "seed": 0, "step": 1, "q_pos": 0.6 + g, "pct_improved": 50.0,
-                      "worst_drop": -1e-6, "correct": 10}]  # fmt: skip
+            rows += [
+                {
+                    "label": "main",
+                    "n": n,
+                    "seed": 0,
+                    "step": 0,
+                    "q_pos": 0.6,
+                    "pct_improved": 0.0,
+                    "worst_drop": 0.0,
+                    "correct": 10,
+                },
+                {
+                    "label": "main",
+                    "n": n,
+                    "seed": 0,
+                    "step": 1,
+                    "q_pos": 0.6 + g,
+                    "pct_improved": 50.0,
+                    "worst_drop": -1e-6,
+                    "correct": 10,
+                },
+            ]
         return pd.DataFrame(rows)
 
     concave = n_grid_table(runs({4: 0.0, 8: 0.004, 16: 0.007, 64: 0.012}))

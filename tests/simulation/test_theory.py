@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from brorl.simulation import theory
 from brorl.simulation.spec import R_CORRECT, R_WRONG, SimulationSpec
 from brorl.simulation.theory_checks import _mc_stats, _Sampler, run_theory_checks

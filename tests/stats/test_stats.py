@@ -15,8 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
-
 from brorl.stats import (
     bootstrap_ci,
     grouped_paired_one_tailed,
@@ -25,6 +23,7 @@ from brorl.stats import (
     paired_bootstrap_ci,
     paired_one_tailed,
 )
+from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}

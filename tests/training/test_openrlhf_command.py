@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from brorl.config import validate_config
 from brorl.training.openrlhf.command import ClusterPaths, build_command, openrlhf_flags, run_layout
 from brorl.training.openrlhf.dataset import TrainDataError, openrlhf_rows
@@ -93,18 +92,22 @@ def _set(path: str, value):
         for key in parents:
             node = node[int(key)] if key.isdigit() else node[key]
         node[int(last) if last.isdigit() else last] = value
+
     return edit
 
 
-@pytest.mark.parametrize("edit, key, openrlhf_fails", [
-    (_set("arms.0.n", 1), "arms[0] (prorl_n16).n", True),  # reinforce_baseline asserts N > 1
-    (_set("training.dynamic_sampling.score_range", [1.0, 0.0]), "training.dynamic_sampling.score_range", True),
-    (_set("training.cluster.rollout_micro_batch_size", 8192), "arms[0] (prorl_n16).prompts_per_step", True),
-    (_set("training.cluster.vllm_engines", 32), "training.cluster.vllm_engines", False),  # asserted in train()
-    (_set("training.mini_batches_per_step", 256), "training.mini_batches_per_step", False),  # DeepSpeed
-    (_set("training.precision", "fp32"), "training.precision", True),  # --ds.param_dtype choices
-    (_set("training.lr_scheduler", "cosine"), "training.lr_scheduler", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "edit, key, openrlhf_fails",
+    [
+        (_set("arms.0.n", 1), "arms[0] (prorl_n16).n", True),  # reinforce_baseline asserts N > 1
+        (_set("training.dynamic_sampling.score_range", [1.0, 0.0]), "training.dynamic_sampling.score_range", True),
+        (_set("training.cluster.rollout_micro_batch_size", 8192), "arms[0] (prorl_n16).prompts_per_step", True),
+        (_set("training.cluster.vllm_engines", 32), "training.cluster.vllm_engines", False),  # asserted in train()
+        (_set("training.mini_batches_per_step", 256), "training.mini_batches_per_step", False),  # DeepSpeed
+        (_set("training.precision", "fp32"), "training.precision", True),  # --ds.param_dtype choices
+        (_set("training.lr_scheduler", "cosine"), "training.lr_scheduler", False),
+    ],
+)
 def test_validation_rejects_first_with_the_key(config, edit, key, openrlhf_fails):
     cfg = _broken(config, edit)
     cfg["training"]["cluster"]["dynamic_batch"] = False  # so that the rollout micro-batch counts (no effect else)
@@ -144,9 +147,25 @@ def test_reset_segments_point_the_reference_at_the_previous_export(config):
 
 def test_data_converter_keeps_the_record_as_label():
     records = [
-        {"id": "a", "benchmark": "b", "family": "math", "prompt": "1+1?", "answer": "2", "scorer": "math", "metadata": {}},
-        {"id": "b", "benchmark": "b", "family": "math", "prompt": "x" * 50, "answer": "3", "scorer": "math", "metadata": {}},
-    ]  # fmt: skip
+        {
+            "id": "a",
+            "benchmark": "b",
+            "family": "math",
+            "prompt": "1+1?",
+            "answer": "2",
+            "scorer": "math",
+            "metadata": {},
+        },
+        {
+            "id": "b",
+            "benchmark": "b",
+            "family": "math",
+            "prompt": "x" * 50,
+            "answer": "3",
+            "scorer": "math",
+            "metadata": {},
+        },
+    ]
     rows, too_long = openrlhf_rows(records, prompt_tokens=len, prompt_max_len=10)
     assert too_long == ["b"] and len(rows) == 1
     assert rows[0]["input"] == "1+1?" and json.loads(rows[0]["label"]) == records[0]
@@ -155,10 +174,19 @@ def test_data_converter_keeps_the_record_as_label():
 
 
 def _step(step, t, **over):
-    scalars = {"rollout/num_samples": 8192.0, "dynamic_filtering_pass_rate": 16 * 41.0, "rollout/reward_mean": 0.5,
-               "kl": 0.01, "entropy_loss": 0.3, "actor_lr": 2e-6, "timing/generation": 100.0,
-               "timing/make_experience": 10.0, "timing/ppo_train": 20.0, "timing/broadcast": 1.0,
-               "timing/step_total": 131.0}  # fmt: skip
+    scalars = {
+        "rollout/num_samples": 8192.0,
+        "dynamic_filtering_pass_rate": 16 * 41.0,
+        "rollout/reward_mean": 0.5,
+        "kl": 0.01,
+        "entropy_loss": 0.3,
+        "actor_lr": 2e-6,
+        "timing/generation": 100.0,
+        "timing/make_experience": 10.0,
+        "timing/ppo_train": 20.0,
+        "timing/broadcast": 1.0,
+        "timing/step_total": 131.0,
+    }
     scalars.update(over)
     return [(t, step, k, v) for k, v in scalars.items()]
 
@@ -174,8 +202,16 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
     assert logs[2].scalars["kl"] == 0.01 and logs[2].wall_time == 400.0
     calls = [_calls(150.0, [1.0], [1.0]), _calls(350.0, [0.25] * 8191 + [0.0], [0.0] * 8192)]  # 150: the killed job's
     launches = [Launch(8, 0.0, 300.0, "killed"), Launch(9, 300.0, 600.0, "stopped")]
-    records = to_records([logs[2], logs[3]], offset=200, segment=9, n=16, dynamic_sampling=True,
-                         wall_s_before=250.0, launches=launches, reward_calls=calls)  # fmt: skip
+    records = to_records(
+        [logs[2], logs[3]],
+        offset=200,
+        segment=9,
+        n=16,
+        dynamic_sampling=True,
+        wall_s_before=250.0,
+        launches=launches,
+        reward_calls=calls,
+    )
     first = records[0]
     assert first["step"] == 202 and first["segment"] == 9
     assert first["prompts"] == 512 and first["samples"] == 8192
@@ -193,13 +229,29 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
     generated = first["generated_samples"]
     errors = ["timeout after 5 s", "no answer"] + [None] * (generated - 2)
     calls = [_calls(350.0, [1.0] * (generated // 2) + [0.0] * (generated - generated // 2), [1.0] * generated, errors)]
-    record = to_records([logs[2]], offset=0, segment=0, n=16, dynamic_sampling=True, wall_s_before=0.0,
-                        launches=[Launch(0, 300.0, 900.0, "stopped")], reward_calls=calls)[0]  # fmt: skip
+    record = to_records(
+        [logs[2]],
+        offset=0,
+        segment=0,
+        n=16,
+        dynamic_sampling=True,
+        wall_s_before=0.0,
+        launches=[Launch(0, 300.0, 900.0, "stopped")],
+        reward_calls=calls,
+    )[0]
     assert record["reward_mean"] == pytest.approx((generated // 2) / generated) and record["score_mean"] == 1.0
     assert (record["reward_errors"], record["reward_timeouts"]) == (2, 1)
     # without dynamic sampling OpenRLHF's rollout stats cover every generated sample
-    record = to_records([logs[1]], offset=0, segment=0, n=16, dynamic_sampling=False, wall_s_before=0.0,
-                        launches=[Launch(0, 0.0, 900.0, "stopped")], reward_calls=None)[0]  # fmt: skip
+    record = to_records(
+        [logs[1]],
+        offset=0,
+        segment=0,
+        n=16,
+        dynamic_sampling=False,
+        wall_s_before=0.0,
+        launches=[Launch(0, 0.0, 900.0, "stopped")],
+        reward_calls=None,
+    )[0]
     assert record["generated_samples"] == 8192 and record["reward_mean"] == 0.5 and record["wall_s"] == 100.0
 
 
@@ -240,7 +292,7 @@ elif [[ -n ${FAKE_OWN_ADDRS:-} ]]; then echo "NodeName=$3 NodeAddr=$3.invalid CP
 else echo "NodeName=$3 NodeAddr=127.0.0.1 CPUTot=16"; fi
 """,
     "squeue": "#!/usr/bin/env bash\necho 'gpu[01-03]'\n",
-    "sinfo": "#!/usr/bin/env bash\nfor n in $FAKE_NODES; do echo \"$n 127.0.0.1\"; done\n",
+    "sinfo": '#!/usr/bin/env bash\nfor n in $FAKE_NODES; do echo "$n 127.0.0.1"; done\n',
     "scancel": "#!/usr/bin/env bash\nexit 0\n",
 }
 
@@ -252,12 +304,21 @@ def fake_slurm(tmp_path):
     for name, text in FAKES.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_DIR": str(tmp_path),
-           "FAKE_NODES": "gpu01 gpu02 gpu03", "SLURM_JOB_ID": "4242", "RAY_SLURM_SIGTERM_ONCE": "0",
-           "RAY_STOP_TIMEOUT": "5", "RAY_START_TIMEOUT": "20"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_DIR": str(tmp_path),
+        "FAKE_NODES": "gpu01 gpu02 gpu03",
+        "SLURM_JOB_ID": "4242",
+        "RAY_SLURM_SIGTERM_ONCE": "0",
+        "RAY_STOP_TIMEOUT": "5",
+        "RAY_START_TIMEOUT": "20",
+    }
     env.pop("SLURM_JOB_NODELIST", None)
     yield tmp_path, env
-    for line in [w for f in ("srun.pids", "orphans") if (tmp_path / f).exists() for w in (tmp_path / f).read_text().split()]:
+    for line in [
+        w for f in ("srun.pids", "orphans") if (tmp_path / f).exists() for w in (tmp_path / f).read_text().split()
+    ]:
         try:
             os.kill(int(line), signal.SIGKILL)  # only if the launcher left one behind (the test then fails)
         except ProcessLookupError:
@@ -318,10 +379,19 @@ def test_launcher_reports_a_node_that_fails_to_start(fake_slurm):
 
 def test_launcher_cancelled_mid_run_stops_everything(fake_slurm):
     tmp_path, env = fake_slurm
-    process = subprocess.Popen([str(LAUNCHER), "--logs", str(tmp_path / "logs"), "--", "sleep", "60"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [str(LAUNCHER), "--logs", str(tmp_path / "logs"), "--", "sleep", "60"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 30
-    while "node(s) up" not in (tmp_path / "logs" / "launcher.log").read_text() if (tmp_path / "logs" / "launcher.log").exists() else True:
+    while (
+        "node(s) up" not in (tmp_path / "logs" / "launcher.log").read_text()
+        if (tmp_path / "logs" / "launcher.log").exists()
+        else True
+    ):
         assert time.time() < deadline, "the fake cluster did not come up"
         time.sleep(0.2)
     process.send_signal(signal.SIGTERM)  # what scancel / a time limit does to the batch step
@@ -362,8 +432,10 @@ def test_launcher_single_host_runs_without_slurm(fake_slurm):
     tmp_path, env = fake_slurm
     env = {k: v for k, v in env.items() if k != "SLURM_JOB_ID"}
     logs = tmp_path / "logs"
-    result = _run(["--logs", str(logs), "--nodes", "2", "--single-host", "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"'],
-                  {**env, "RAY_NUM_CPUS": "8", "RAY_NUM_GPUS": "2"})  # fmt: skip
+    result = _run(
+        ["--logs", str(logs), "--nodes", "2", "--single-host", "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"'],
+        {**env, "RAY_NUM_CPUS": "8", "RAY_NUM_GPUS": "2"},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "addr=127.0.0.2:" in result.stdout and not (tmp_path / "srun.args").exists()
     assert "--num-cpus=8" in (logs / "ray-0-local0.log").read_text()

@@ -14,11 +14,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
-
-from brorl.training.openrlhf.checkpoint import (CheckpointStateError, hf_export_problem, keep_up_to,
-                                                 latest_global_step, prune_exports, repair, tag_problem)  # fmt: skip
+from brorl.training.openrlhf.checkpoint import (
+    CheckpointStateError,
+    hf_export_problem,
+    keep_up_to,
+    latest_global_step,
+    prune_exports,
+    repair,
+    tag_problem,
+)
 from brorl.training.openrlhf.dataset import passes_needed, shuffled_passes, write_openrlhf_dataset
+from safetensors.torch import save_file
 
 ROOT = Path(__file__).resolve().parents[2]
 RANKS = 2
@@ -135,12 +141,29 @@ def test_prompt_file_holds_seeded_shuffled_passes(tmp_path):
     assert (passes_needed(100, 30), passes_needed(10, 30), passes_needed(0, 30)) == (4, 1, 1)
     rows = [{"input": str(i), "label": "{}"} for i in range(10)]
     order = shuffled_passes(rows, 3, seed=1)
-    assert len(order) == 30 and all(sorted(r["input"] for r in order[i * 10:(i + 1) * 10]) == sorted(map(str, range(10))) for i in range(3))
+    assert len(order) == 30 and all(
+        sorted(r["input"] for r in order[i * 10 : (i + 1) * 10]) == sorted(map(str, range(10))) for i in range(3)
+    )
     assert order[:10] != order[10:20]  # each pass in its own order
     assert order == shuffled_passes(rows, 3, seed=1) and order != shuffled_passes(rows, 3, seed=2)
     mix = tmp_path / "mix.jsonl"
-    mix.write_text("".join(json.dumps({"id": f"m/{i}", "benchmark": "m", "family": "math", "prompt": f"{i}+1?",
-                                       "answer": str(i + 1), "scorer": "math", "metadata": {}}) + "\n" for i in range(7)))  # fmt: skip
+    mix.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"m/{i}",
+                    "benchmark": "m",
+                    "family": "math",
+                    "prompt": f"{i}+1?",
+                    "answer": str(i + 1),
+                    "scorer": "math",
+                    "metadata": {},
+                }
+            )
+            + "\n"
+            for i in range(7)
+        )
+    )
     summary = write_openrlhf_dataset(mix, tmp_path / "prompts.jsonl", prompts_needed=20, seed=5)
     assert (summary["passes"], summary["prompts"]) == (3, 21)
     assert len((tmp_path / "prompts.jsonl").read_text().splitlines()) == 21
@@ -197,9 +220,11 @@ def test_launch_is_stopped_once_the_last_step_is_saved_and_the_next_generates(tm
     paths = _paths(tmp_path)
     ckpt = tmp_path / "ckpt"
     (ckpt / "_actor").mkdir(parents=True)
-    body = (f'echo -n global_step2 > {ckpt}/_actor/latest; sleep 1\n'  # the save of the last step, then
-            f'echo "{{}}" >> {paths.reward_log_dir}/host-1.jsonl\n'  # the next step's first reward
-            'while :; do sleep 0.1; done\n')  # fmt: skip
+    body = (
+        f"echo -n global_step2 > {ckpt}/_actor/latest; sleep 1\n"  # the save of the last step, then
+        f'echo "{{}}" >> {paths.reward_log_dir}/host-1.jsonl\n'  # the next step's first reward
+        "while :; do sleep 0.1; done\n"
+    )
     launcher = _fake_launcher(tmp_path, body)
     done = tmp_path / "done"
     status = _launch([str(launcher)], {**os.environ, "DONE": str(done)}, paths, ckpt, 2, poll_s=0.1, watchdog_s=60)
@@ -213,17 +238,17 @@ def test_watchdog_stops_a_launch_that_makes_no_progress(tmp_path):
     launcher = _fake_launcher(tmp_path, "while :; do sleep 0.1; done\n")  # a placement group never placed
     done = tmp_path / "done"
     with pytest.raises(ClusterRunError, match="no progress for"):
-        _launch([str(launcher)], {**os.environ, "DONE": str(done)}, paths, tmp_path / "ckpt", 2, poll_s=0.1,
-                watchdog_s=1.0)  # fmt: skip
+        _launch(
+            [str(launcher)], {**os.environ, "DONE": str(done)}, paths, tmp_path / "ckpt", 2, poll_s=0.1, watchdog_s=1.0
+        )
     assert done.read_text().strip() == "terminated"  # stopped, not left running
 
 
 def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     import yaml
-
     from brorl.config import validate_config
-    from brorl.training.openrlhf.run import DEVICE_LAYER, JOB_HOOK, launch_env
     from brorl.training.openrlhf.command import run_layout
+    from brorl.training.openrlhf.run import DEVICE_LAYER, JOB_HOOK, launch_env
     from brorl.training.recipe import arm_plan
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -246,9 +271,13 @@ def test_reward_log_is_read_for_the_segments_window_only(tmp_path):
     old, new = tmp_path / "a-1.jsonl", tmp_path / "b-2.jsonl"
     old.write_text(json.dumps({"t": 10.0, "rewards": [1.0], "scores": [1.0]}) + "\n")
     os.utime(old, (20.0, 20.0))  # last written long before the segment began: not opened
-    new.write_text(json.dumps({"t": 50.0, "rewards": [0.0], "scores": [0.0]}) + "\n"
-                   + json.dumps({"t": 150.0, "rewards": [0.5], "scores": [0.0], "errors": ["timeout after 5 s"]})
-                   + "\n" + '{"t": 160.0, "rewa')  # a line torn by a kill  # fmt: skip
+    new.write_text(
+        json.dumps({"t": 50.0, "rewards": [0.0], "scores": [0.0]})
+        + "\n"
+        + json.dumps({"t": 150.0, "rewards": [0.5], "scores": [0.0], "errors": ["timeout after 5 s"]})
+        + "\n"
+        + '{"t": 160.0, "rewa'
+    )  # a line torn by a kill
     calls = read_reward_log(tmp_path, since=100.0)
     assert [(c.time, c.rewards, c.errors) for c in calls] == [(150.0, [0.5], ["timeout after 5 s"])]
     assert [c.errors for c in read_reward_log(tmp_path)] == [[None], [None], ["timeout after 5 s"]]

@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pytest
 import yaml
-
 from brorl.config import validate_config
 from brorl.training.embedded.advantages import keep_groups, reinforce_baseline
 from brorl.training.embedded.prompts import PromptStream, derived_seed
@@ -20,13 +19,12 @@ from brorl.training.recipe import (
     evaluation_steps,
     lr_at,
     plan_segments,
-    reset_steps,
     recipe_fingerprint,
+    reset_steps,
     saved_steps,
     scaled_lr,
 )
-
-from helpers import CONFIG, TINY
+from helpers import CONFIG
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +70,12 @@ def test_saved_steps_and_segments():
     assert saved_steps(10, 4, [3]) == (3, 4, 8, 10)
     segments = plan_segments(10, reset_steps(10, None, 4), max_steps=3)
     assert [(s.first_step, s.last_step, s.reset_reference) for s in segments] == [
-        (1, 3, False), (4, 4, False), (5, 7, True), (8, 8, False), (9, 10, True)]  # fmt: skip
+        (1, 3, False),
+        (4, 4, False),
+        (5, 7, True),
+        (8, 8, False),
+        (9, 10, True),
+    ]
     steps = [step for s in segments for step in s.steps]
     assert steps == list(range(1, 11))  # every step in exactly one segment
     assert [(s.first_step, s.last_step) for s in plan_segments(5, (), None)] == [(1, 5)]
@@ -184,7 +187,6 @@ def test_prompt_stream_resumes_exactly():
 @pytest.mark.workflow
 def test_paper_dry_run_has_one_train_job_per_segment_and_one_export_per_evaluated_step(tmp_path):
     from brorl.training.recipe import enabled_arms
-
     from helpers import job_counts, output_of, snakemake
 
     cfg = yaml.safe_load(CONFIG.read_text())

@@ -7,16 +7,20 @@ import json
 
 import pytest
 import torch
-
 from brorl.benchmarks.synthetic import sums
 from brorl.training.reward import parse_label, response_of, reward_func, score_rollouts
 
 ITEM = sums(1, seed=3)[0]  # "Compute a + b. ..." with its integer answer
 PROMPT = "<|im_start|>user\n" + ITEM["prompt"] + "<|im_end|>\n<|im_start|>assistant\n"
 CODE_ITEM = {
-    "id": "code/0", "benchmark": "apps", "family": "code", "prompt": "Read n, print n*2.", "scorer": "code",
-    "tests": {"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10\n"]}, "metadata": {},
-}  # fmt: skip
+    "id": "code/0",
+    "benchmark": "apps",
+    "family": "code",
+    "prompt": "Read n, print n*2.",
+    "scorer": "code",
+    "tests": {"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10\n"]},
+    "metadata": {},
+}
 
 
 def call(responses: list[str], labels: list) -> dict:
@@ -25,8 +29,13 @@ def call(responses: list[str], labels: list) -> dict:
 
 def test_right_wrong_truncated_empty():
     answer = ITEM["answer"]
-    responses = [f"\\boxed{{{answer}}}", f"<think>easy</think> \\boxed{{{answer}}}", "\\boxed{999}",
-                 f"<think>still thinking \\boxed{{{answer}}}", ""]  # fmt: skip
+    responses = [
+        f"\\boxed{{{answer}}}",
+        f"<think>easy</think> \\boxed{{{answer}}}",
+        "\\boxed{999}",
+        f"<think>still thinking \\boxed{{{answer}}}",
+        "",
+    ]
     out = call(responses, [json.dumps(ITEM)] * len(responses))
     assert out["rewards"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
     assert out["scores"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
@@ -44,8 +53,13 @@ def test_labels_as_dicts_and_bad_labels_never_raise():
 
 
 def test_hostile_responses_score_zero_without_raising():
-    hostile = ["\\boxed{" * 5000, "\x00\xff" * 1000, "}" * 10_000 + "\\boxed{}", "\\boxed{\\frac{1}{0}}",
-               "\\boxed{" + "9" * 5000 + "}"]  # fmt: skip
+    hostile = [
+        "\\boxed{" * 5000,
+        "\x00\xff" * 1000,
+        "}" * 10_000 + "\\boxed{}",
+        "\\boxed{\\frac{1}{0}}",
+        "\\boxed{" + "9" * 5000 + "}",
+    ]
     out = call(hostile, [ITEM] * len(hostile))
     assert out["rewards"].tolist() == [0.0] * len(hostile)
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import yaml
@@ -167,8 +168,7 @@ def _duplicates(items: list, label: str, what: str) -> list[str]:
             continue
         if value in seen:
             problems.append(
-                f"config key '{label}[{i}]{what}': duplicate {value!r} (also at {label}[{seen[value]}]); "
-                "must be unique"
+                f"config key '{label}[{i}]{what}': duplicate {value!r} (also at {label}[{seen[value]}]); must be unique"
             )
         else:
             seen[value] = i
@@ -214,7 +214,7 @@ def _check_arm(i: int, arm: dict, train: dict) -> list[str]:
     late = [s for s in arm["report_steps"] if s > arm["continued_steps"]]
     if late:
         problems.append(
-            f"config key 'arms[{i}].report_steps': {late} exceed(s) continued_steps " f"({arm['continued_steps']})"
+            f"config key 'arms[{i}].report_steps': {late} exceed(s) continued_steps ({arm['continued_steps']})"
         )
     # equal PPO mini-batches per step (paper) needs a whole number of samples per mini-batch
     samples, mb = arm["n"] * arm["prompts_per_step"], train["mini_batches_per_step"]

@@ -71,7 +71,9 @@ def format_outputs(results: Path) -> str:
     if runs:
         lines.append(f"\nSimulation runs: {runs} parquet file(s) under {results / 'simulation'}/")
     if "Reports" not in found:
-        lines.append(f"\nBrowsable report: snakemake --report {results / 'report.html'} (add the same --profile/--configfile)")
+        lines.append(
+            f"\nBrowsable report: snakemake --report {results / 'report.html'} (add the same --profile/--configfile)"
+        )
     return "\n".join(lines)
 
 

@@ -26,12 +26,15 @@ def how_to_pin(repo_id: str, revision: str | None, repo_type: str) -> str:
     kind = "model" if repo_type == "model" else "dataset"
     prefix = "" if repo_type == "model" else "datasets/"
     rev = revision or "main"
-    return (f"python -c \"from huggingface_hub import HfApi; print(HfApi().{kind}_info('{repo_id}', "
-            f"revision='{rev}').sha)\" (or the commit list at https://huggingface.co/{prefix}{repo_id}/commits/{rev})")
+    return (
+        f"python -c \"from huggingface_hub import HfApi; print(HfApi().{kind}_info('{repo_id}', "
+        f"revision='{rev}').sha)\" (or the commit list at https://huggingface.co/{prefix}{repo_id}/commits/{rev})"
+    )
 
 
-def require_pinned(repo_id: str, revision: str | None, *, repo_type: str, config_key: str,
-                   allow_unpinned: bool) -> str | None:  # fmt: skip
+def require_pinned(
+    repo_id: str, revision: str | None, *, repo_type: str, config_key: str, allow_unpinned: bool
+) -> str | None:
     """None for a pinned revision; a warning to print when unpinned but allowed; UnpinnedRevisionError otherwise."""
     if is_pinned(revision):
         return None
@@ -43,6 +46,8 @@ def require_pinned(repo_id: str, revision: str | None, *, repo_type: str, config
             f"{how_to_pin(repo_id, revision, repo_type)}. To download it unpinned anyway (the commit it resolves to "
             "is recorded in the manifest), set allow_unpinned: true in the config."
         )
-    return (f"WARNING: {repo_id}@{shown} is not pinned (allow_unpinned: true): the branch or tag can move, so a "
-            f"rerun may get other {'weights' if repo_type == 'model' else 'data'}. The commit it resolves to is "
-            f"recorded in the manifest; pin {config_key} to it for a paper run.")  # fmt: skip
+    return (
+        f"WARNING: {repo_id}@{shown} is not pinned (allow_unpinned: true): the branch or tag can move, so a "
+        f"rerun may get other {'weights' if repo_type == 'model' else 'data'}. The commit it resolves to is "
+        f"recorded in the manifest; pin {config_key} to it for a paper run."
+    )

@@ -12,15 +12,27 @@ import os
 import platform
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
 # Distributions whose versions decide the numbers of some stage (missing ones are reported as None).
 PACKAGES = (
-    "torch", "numpy", "pandas", "scipy", "pyarrow", "matplotlib", "seaborn", "snakemake",
-    "vllm", "openrlhf", "transformers", "math-verify", "reasoning-gym", "brorl-repro",
-)  # fmt: skip
+    "torch",
+    "numpy",
+    "pandas",
+    "scipy",
+    "pyarrow",
+    "matplotlib",
+    "seaborn",
+    "snakemake",
+    "vllm",
+    "openrlhf",
+    "transformers",
+    "math-verify",
+    "reasoning-gym",
+    "brorl-repro",
+)
 
 
 def sha256_file(path: Path | str) -> str:
@@ -35,9 +47,7 @@ def sha256_file(path: Path | str) -> str:
 def _git(args: list[str], cwd: Path) -> str | None:
     """Output of one git command run in ``cwd``, or None when git is absent or the command fails."""
     try:
-        out = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
-        )  # fmt: skip
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
@@ -103,10 +113,13 @@ def provenance(extra: dict | None = None) -> dict:
     record = {
         "git": git_state(),
         "packages": package_versions(),
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                   "executable": sys.executable},  # fmt: skip
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
         "machine": machine(),
-        "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if extra:
         record.update(extra)

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import math
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from numbers import Integral, Real
 from pathlib import Path
 
 import pandas as pd
 
 _LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}  # fmt: skip
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def format_value(x: object) -> str:
@@ -80,10 +88,12 @@ def _how_produced() -> str:
         git = git_state()
     except Exception:  # provenance must never stop a table from being written
         git = {"commit": None, "dirty": None}
-    commit = "no git checkout" if not git.get("commit") else (
-        f"commit {git['commit'][:12]}{' (uncommitted changes)' if git.get('dirty') else ''}"
+    commit = (
+        "no git checkout"
+        if not git.get("commit")
+        else (f"commit {git['commit'][:12]}{' (uncommitted changes)' if git.get('dirty') else ''}")
     )
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"Produced by `{command}` ({commit}, {when}); full-precision values are in the CSV."
 
 
@@ -122,9 +132,12 @@ def _latex(df: pd.DataFrame, title: str | None) -> str:
 
 
 def write_table(
-    df: pd.DataFrame, md_path: str | Path, csv_path: str | Path, tex_path: str | Path | None = None,
+    df: pd.DataFrame,
+    md_path: str | Path,
+    csv_path: str | Path,
+    tex_path: str | Path | None = None,
     title: str | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Write ``df`` as markdown (title heading, a line saying how it was produced, readable numbers), as CSV
     (raw values) and, when ``tex_path`` is given, as a LaTeX booktabs tabular. Parent folders are created."""
     outputs = [(Path(md_path), _markdown(df, title))]

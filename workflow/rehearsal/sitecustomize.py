@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 ENABLED = os.environ.get("BRORL_CPU_REHEARSAL") == "1"
 
@@ -96,8 +96,9 @@ def _patch_distributed_util(module) -> None:
     def stateless_init_process_group(master_address, master_port, rank, world_size, device):
         from vllm.distributed.utils import stateless_init_torch_distributed_process_group
 
-        group = stateless_init_torch_distributed_process_group(master_address, master_port, rank, world_size,
-                                                               backend="gloo")  # fmt: skip
+        group = stateless_init_torch_distributed_process_group(
+            master_address, master_port, rank, world_size, backend="gloo"
+        )
         return _GlooBroadcastGroup(group)
 
     module.stateless_init_process_group = stateless_init_process_group
@@ -149,7 +150,9 @@ def _load(name: str, path: str):
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the project's job-level hook (workflow/scripts/openrlhf_site), which the GPU path loads as `sitecustomize` and
 # this module shadows: loaded here, so the rehearsal gets the same seeding, and its import hook for the patches
-_hook = _load("brorl_openrlhf_site", os.path.join(os.path.dirname(HERE), "scripts", "openrlhf_site", "sitecustomize.py"))
+_hook = _load(
+    "brorl_openrlhf_site", os.path.join(os.path.dirname(HERE), "scripts", "openrlhf_site", "sitecustomize.py")
+)
 if ENABLED:
     for _name, _patch in PATCHES.items():
         _hook.after_import(_name, _patch)

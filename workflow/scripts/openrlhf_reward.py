@@ -43,8 +43,11 @@ def reward_func(queries: list[str], prompts: list[str], labels: list) -> dict:
     results, bad_labels = score_queries(queries, prompts, labels)
     timeouts = [s for s in results if is_timeout(s)]
     if timeouts:  # visible in the job log at once, not only in the step's metrics
-        print(f"openrlhf_reward: {len(timeouts)} of {len(results)} verifier call(s) hit their time limit: "
-              f"{timeouts[0].error}", file=sys.stderr)  # fmt: skip
+        print(
+            f"openrlhf_reward: {len(timeouts)} of {len(results)} verifier call(s) hit their time limit: "
+            f"{timeouts[0].error}",
+            file=sys.stderr,
+        )
     if _LOG_DIR:
         _log([s.score for s in results], [1.0 if s.correct else 0.0 for s in results], [s.error for s in results])
     return reward_result(results, bad_labels)

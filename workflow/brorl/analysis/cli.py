@@ -41,8 +41,10 @@ def _cmd_units(a: argparse.Namespace) -> None:
     units = load_units(a.scores, a.benchmarks, expected_samples=a.n)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     units.to_parquet(a.out, index=False)
-    print(f"{len(a.scores)} scores files -> {len(units)} instance units "
-          f"({units.groupby(['arm', 'step']).ngroups} checkpoints) -> {a.out}")  # fmt: skip
+    print(
+        f"{len(a.scores)} scores files -> {len(units)} instance units "
+        f"({units.groupby(['arm', 'step']).ngroups} checkpoints) -> {a.out}"
+    )
 
 
 def _cmd_significance(a: argparse.Namespace) -> None:
@@ -59,8 +61,13 @@ def _cmd_significance(a: argparse.Namespace) -> None:
     roles = cfg["comparison"]
     evaluated = {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in roles.values()}
     target = cfg["equal_time_hours"]
-    result = {"status": "ok", "alpha": cfg["alpha"], "alternative": cfg["alternative"],
-              "correction": cfg["correction"], "paper": paper["statistics"]}  # fmt: skip
+    result = {
+        "status": "ok",
+        "alpha": cfg["alpha"],
+        "alternative": cfg["alternative"],
+        "correction": cfg["correction"],
+        "paper": paper["statistics"],
+    }
     try:
         chosen = select_checkpoints(evaluated, hours, target)
     except SelectionError as err:
@@ -71,10 +78,16 @@ def _cmd_significance(a: argparse.Namespace) -> None:
             result[role] = {"arm": arm, "step": chosen[arm], "hours": hours.get(arm, {}).get(chosen[arm])}
         rule = "final checkpoints" if target is None else f"checkpoints nearest {target} training hours (wall_s)"
         result["selection"] = {"rule": rule, "equal_time_hours": target, "evaluated_steps": evaluated}
-        rows = compare_checkpoints(units, (roles["control"], chosen[roles["control"]]),
-                                   (roles["treatment"], chosen[roles["treatment"]]), alpha=cfg["alpha"],
-                                   alternative=cfg["alternative"], correction=cfg["correction"],
-                                   resamples=cfg["bootstrap"]["resamples"], seed=cfg["bootstrap"]["seed"])  # fmt: skip
+        rows = compare_checkpoints(
+            units,
+            (roles["control"], chosen[roles["control"]]),
+            (roles["treatment"], chosen[roles["treatment"]]),
+            alpha=cfg["alpha"],
+            alternative=cfg["alternative"],
+            correction=cfg["correction"],
+            resamples=cfg["bootstrap"]["resamples"],
+            seed=cfg["bootstrap"]["seed"],
+        )
         result.update(rows)
         result["versus_paper"] = paper_comparison(rows["pooled"], paper["statistics"])
     result["provenance"] = provenance()
@@ -83,20 +96,49 @@ def _cmd_significance(a: argparse.Namespace) -> None:
 
     import pandas as pd
 
-    cols = ["level", "group", "n", "delta", "ci_low", "ci_high", "t", "p", "p_holm", "p_adjusted", "effect_size",
-            "baseline_mean", "treatment_mean", "reject", "reject_holm"]  # fmt: skip
+    cols = [
+        "level",
+        "group",
+        "n",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "t",
+        "p",
+        "p_holm",
+        "p_adjusted",
+        "effect_size",
+        "baseline_mean",
+        "treatment_mean",
+        "reject",
+        "reject_holm",
+    ]
     if result["status"] == "ok":
         recs = [{"level": "pooled", **result["pooled"]}]
         recs += [{"level": lvl, **r} for lvl in ("family", "benchmark") for r in result[lvl]]
-        recs.append({"level": "paper", "group": "all (paper)", "delta": paper["statistics"]["delta"],
-                     "t": paper["statistics"]["t"], "p": paper["statistics"]["p"]})  # fmt: skip
+        recs.append(
+            {
+                "level": "paper",
+                "group": "all (paper)",
+                "delta": paper["statistics"]["delta"],
+                "t": paper["statistics"]["t"],
+                "p": paper["statistics"]["p"],
+            }
+        )
         table = pd.DataFrame(recs).reindex(columns=cols)
     else:
         table = pd.DataFrame([{"level": "pooled", "group": f"not run: {result['reason']}"}]).reindex(columns=cols)
     write_table(table, a.out_md, a.out_csv, a.out_tex, title="Paired one-tailed t-test, treatment vs control")
     pooled = result.get("pooled")
-    print(f"significance: {result['status']}" + (f", delta {pooled['delta']:.4g}, p {pooled['p']:.3g}, n {pooled['n']}"
-                                                 if pooled else f" ({result.get('reason')})") + f" -> {a.out_json}")  # fmt: skip
+    print(
+        f"significance: {result['status']}"
+        + (
+            f", delta {pooled['delta']:.4g}, p {pooled['p']:.3g}, n {pooled['n']}"
+            if pooled
+            else f" ({result.get('reason')})"
+        )
+        + f" -> {a.out_json}"
+    )
 
 
 def _cmd_tables(a: argparse.Namespace) -> None:
@@ -112,14 +154,24 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     spec, paper = _spec(a), load_paper()
     units = _read_units(a.units)
     _, hours = _hours(a, spec)
-    samples = pd.DataFrame([(arm, step, k) for arm, by in load_hours(a.metrics or [], samples_by_step).items()
-                            for step, k in by.items()], columns=["arm", "step", "samples_k"])  # fmt: skip
+    samples = pd.DataFrame(
+        [(arm, step, k) for arm, by in load_hours(a.metrics or [], samples_by_step).items() for step, k in by.items()],
+        columns=["arm", "step", "samples_k"],
+    )
     evaluated = set(map(tuple, units[["arm", "step"]].drop_duplicates().itertuples(index=False)))
-    rows = checkpoint_rows(paper, spec["arms"], spec["analysis"]["comparison"], spec["start_step"],
-                           {(str(x), int(y)) for x, y in evaluated}, spec["base_arm"])  # fmt: skip
+    rows = checkpoint_rows(
+        paper,
+        spec["arms"],
+        spec["analysis"]["comparison"],
+        spec["start_step"],
+        {(str(x), int(y)) for x, y in evaluated},
+        spec["base_arm"],
+    )
     fam, bench = family_pass1(units), benchmark_pass1(units)
     t1 = table1(paper, rows, fam, hours, spec["start_step"], reasoning_gym_averages(units), samples)
-    _write(write_table, t1, display(t1), a.out_dir / "table1", "Table 1: family pass@1 (%), reproduced beside the paper")
+    _write(
+        write_table, t1, display(t1), a.out_dir / "table1", "Table 1: family pass@1 (%), reproduced beside the paper"
+    )
     families = spec.get("benchmark_families", {})
     for number, family in zip((3, 4, 5), FAMILIES):
         configured = [b for b in spec["evaluation"]["benchmarks"] if families.get(b) == family]
@@ -156,10 +208,23 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
     classified.to_csv(a.patterns_csv, index=False)
     shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)
-    plot_figure4(tasks, rows, shares, len(classified), arms, labels, spec["base_arm"], spec["start_step"],
-                 a.figure4_png, a.figure4_pdf)  # fmt: skip
-    print(f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
-          + ", ".join(f"pattern {k} {100 * v:.0f}%" for k, v in shares.items()) + f", shown {rows}")  # fmt: skip
+    plot_figure4(
+        tasks,
+        rows,
+        shares,
+        len(classified),
+        arms,
+        labels,
+        spec["base_arm"],
+        spec["start_step"],
+        a.figure4_png,
+        a.figure4_pdf,
+    )
+    print(
+        f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
+        + ", ".join(f"pattern {k} {100 * v:.0f}%" for k, v in shares.items())
+        + f", shown {rows}"
+    )
     if a.sweep_png:
         enabled = {arm["name"]: arm for arm in spec["arms"]}
         sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
@@ -214,8 +279,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("figures", help="Figures 1 and 4 (and the N sweep) as PNG and PDF")
     common(f)
-    for name in ("figure1-png", "figure1-pdf", "families-png", "families-pdf", "figure4-png", "figure4-pdf",
-                 "patterns-csv"):  # fmt: skip
+    for name in (
+        "figure1-png",
+        "figure1-pdf",
+        "families-png",
+        "families-pdf",
+        "figure4-png",
+        "figure4-pdf",
+        "patterns-csv",
+    ):
         f.add_argument(f"--{name}", required=True, type=Path)
     f.add_argument("--sweep-png", type=Path, default=None)
     f.add_argument("--sweep-pdf", type=Path, default=None)

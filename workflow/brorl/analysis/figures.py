@@ -39,8 +39,16 @@ def _with_start(frame: pd.DataFrame, arms: Sequence[str], base_arm: str, start_s
     return pd.concat(parts, ignore_index=True) if parts else frame.iloc[:0]
 
 
-def plot_figure1(family: pd.DataFrame, arms: Sequence[str], labels: Mapping[str, str], base_arm: str,
-                 start_step: int, png: Path, pdf: Path, families: Sequence[str] = ("math",)) -> None:  # fmt: skip
+def plot_figure1(
+    family: pd.DataFrame,
+    arms: Sequence[str],
+    labels: Mapping[str, str],
+    base_arm: str,
+    start_step: int,
+    png: Path,
+    pdf: Path,
+    families: Sequence[str] = ("math",),
+) -> None:
     """One panel per family of ``families`` evaluated: pass@1 (%) against training hours, one line per arm with its
     bootstrap CI band (the paper's Figure 1 is Math only)."""
     data = _with_start(family, arms, base_arm, start_step)
@@ -65,8 +73,9 @@ def plot_figure1(family: pd.DataFrame, arms: Sequence[str], labels: Mapping[str,
     _save(fig, png, pdf)
 
 
-def figure4_rows(classified: pd.DataFrame, paper_patterns: Mapping[int, Sequence[str]],
-                 per_row: int = 3) -> dict[int, list[str]]:  # fmt: skip
+def figure4_rows(
+    classified: pd.DataFrame, paper_patterns: Mapping[int, Sequence[str]], per_row: int = 3
+) -> dict[int, list[str]]:
     """Tasks shown per pattern row: the paper's tasks of that pattern first (where evaluated), then the others of the
     pattern by the largest difference between the arms' changes."""
     rows = {}
@@ -79,16 +88,26 @@ def figure4_rows(classified: pd.DataFrame, paper_patterns: Mapping[int, Sequence
     return rows
 
 
-def plot_figure4(tasks: pd.DataFrame, rows: Mapping[int, Sequence[str]], shares: Mapping[int, float], n_tasks: int,
-                 arms: Sequence[str], labels: Mapping[str, str], base_arm: str, start_step: int, png: Path,
-                 pdf: Path) -> None:  # fmt: skip
+def plot_figure4(
+    tasks: pd.DataFrame,
+    rows: Mapping[int, Sequence[str]],
+    shares: Mapping[int, float],
+    n_tasks: int,
+    arms: Sequence[str],
+    labels: Mapping[str, str],
+    base_arm: str,
+    start_step: int,
+    png: Path,
+    pdf: Path,
+) -> None:
     """Per-task pass@1 (%) against training hours, one row per trajectory pattern (its share of the classified
     tasks in the row title), one line per arm."""
     data = _with_start(tasks, arms, base_arm, start_step)
     sns.set_theme(style="whitegrid", context="paper")
     cols = max(1, max((len(v) for v in rows.values()), default=1))
-    fig, axes = plt.subplots(len(PATTERNS), cols, figsize=(3.8 * cols, 2.9 * len(PATTERNS)), squeeze=False,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        len(PATTERNS), cols, figsize=(3.8 * cols, 2.9 * len(PATTERNS)), squeeze=False, layout="constrained"
+    )
     colours = dict(zip(arms, sns.color_palette("colorblind", len(arms))))
     for r, k in enumerate(PATTERNS):
         shown = list(rows.get(k, []))
@@ -103,13 +122,15 @@ def plot_figure4(tasks: pd.DataFrame, rows: Mapping[int, Sequence[str]], shares:
                 d = data[(data["arm"] == arm) & (data["task"] == shown[c])].sort_values("hours")
                 if not d.empty:
                     ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
-            ax.set_title(shown[c] if c else f"pattern {k} ({100 * shares.get(k, 0):.0f}% of {n_tasks}): {shown[c]}",
-                         loc="left")  # fmt: skip
+            ax.set_title(
+                shown[c] if c else f"pattern {k} ({100 * shares.get(k, 0):.0f}% of {n_tasks}): {shown[c]}", loc="left"
+            )
             ax.set_xlabel("training hours")
             ax.set_ylabel("pass@1 (%)")
     fig.suptitle("Per-task pass@1 by trajectory pattern (1 both improve, 2 only BroRL, 3 not BroRL)")
-    handles, names = next((ax.get_legend_handles_labels() for ax in axes.flat if ax.get_legend_handles_labels()[0]),
-                          ([], []))  # fmt: skip
+    handles, names = next(
+        (ax.get_legend_handles_labels() for ax in axes.flat if ax.get_legend_handles_labels()[0]), ([], [])
+    )
     if handles:
         fig.legend(handles, names, loc="outside lower center", ncol=len(names))
     _save(fig, png, pdf)

@@ -44,8 +44,9 @@ def item_table(benchmark_files: Iterable[Path | str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["benchmark", "id", "family", "task"])
 
 
-def load_units(scores_files: Iterable[Path | str], benchmark_files: Iterable[Path | str],
-               expected_samples: int | None = None) -> pd.DataFrame:  # fmt: skip
+def load_units(
+    scores_files: Iterable[Path | str], benchmark_files: Iterable[Path | str], expected_samples: int | None = None
+) -> pd.DataFrame:
     """Per-instance units of every (arm, step, benchmark) scores file: ``UNIT_COLUMNS``, score = mean over samples.
 
     Every scored id must be an item of its benchmark's records file (else AnalysisInputError naming the file);
@@ -65,14 +66,17 @@ def load_units(scores_files: Iterable[Path | str], benchmark_files: Iterable[Pat
         df["id"] = df["id"].astype(str)
         unknown = set(df["id"]) - set(items.loc[items["benchmark"] == bench, "id"])
         if unknown:
-            raise AnalysisInputError(f"{path}: {len(unknown)} id(s) not in the {bench} records, e.g. {sorted(unknown)[0]!r}")
+            raise AnalysisInputError(
+                f"{path}: {len(unknown)} id(s) not in the {bench} records, e.g. {sorted(unknown)[0]!r}"
+            )
         frames.append(df.assign(arm=arm, step=step, benchmark=bench))
     if not frames:
         raise AnalysisInputError("no scores files given")
     samples = pd.concat(frames, ignore_index=True)
     try:
-        units = instance_means(samples, keys=("arm", "step", "benchmark", "id"), expected_samples=expected_samples,
-                               carry=())  # fmt: skip
+        units = instance_means(
+            samples, keys=("arm", "step", "benchmark", "id"), expected_samples=expected_samples, carry=()
+        )
     except ValueError as err:
         raise AnalysisInputError(f"scores: {err}") from err
     units = units.merge(items, on=["benchmark", "id"], how="left", validate="many_to_one")

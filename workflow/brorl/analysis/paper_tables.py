@@ -44,16 +44,30 @@ def _is_num(x: object) -> bool:
 
 
 def checkpoint_rows(
-    paper: Mapping, arms: Sequence[Mapping], roles: Mapping[str, str], start_step: int,
-    evaluated: set[tuple[str, int]], base_arm: str = "base",
-) -> list[Checkpoint]:  # fmt: skip
+    paper: Mapping,
+    arms: Sequence[Mapping],
+    roles: Mapping[str, str],
+    start_step: int,
+    evaluated: set[tuple[str, int]],
+    base_arm: str = "base",
+) -> list[Checkpoint]:
     """The rows of Tables 1 and 3-5, in order: base, control arm, treatment arm, other enabled arms (by step)."""
     paper_rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in paper["table1"]}
     role_of = {name: role for role, name in roles.items()}
     enabled = {a["name"]: a for a in arms}
     base_row = next(r for r in paper["table1"] if r["role"] == "base")
-    rows = [Checkpoint(base_row["method"] + " (start)", base_arm, start_step, 0, NOT_APPLICABLE, NOT_APPLICABLE,
-                       checkpoint_key("base", base_row["continued_steps"]), (base_arm, start_step) in evaluated)]  # fmt: skip
+    rows = [
+        Checkpoint(
+            base_row["method"] + " (start)",
+            base_arm,
+            start_step,
+            0,
+            NOT_APPLICABLE,
+            NOT_APPLICABLE,
+            checkpoint_key("base", base_row["continued_steps"]),
+            (base_arm, start_step) in evaluated,
+        )
+    ]
     used = {rows[0].paper_key}
     order = [roles["control"], roles["treatment"], *[a["name"] for a in arms if a["name"] not in roles.values()]]
     for name in order:
@@ -64,17 +78,32 @@ def checkpoint_rows(
         for step in sorted(steps | paper_steps):
             key = checkpoint_key(role, step) if role and step in paper_steps else None
             if arm and step in steps:
-                rows.append(Checkpoint(arm.get("label") or name, name, step, step, arm["n"], arm["prompts_per_step"],
-                                       key, (name, step) in evaluated))  # fmt: skip
+                rows.append(
+                    Checkpoint(
+                        arm.get("label") or name,
+                        name,
+                        step,
+                        step,
+                        arm["n"],
+                        arm["prompts_per_step"],
+                        key,
+                        (name, step) in evaluated,
+                    )
+                )
             else:  # a paper checkpoint this configuration does not have
                 p = paper_rows[key]
-                rows.append(Checkpoint(p["method"], name if arm else None, None, step, p["n"], p["prompts_per_step"],
-                                       key, False))  # fmt: skip
+                rows.append(
+                    Checkpoint(
+                        p["method"], name if arm else None, None, step, p["n"], p["prompts_per_step"], key, False
+                    )
+                )
             if key:
                 used.add(key)
     for key, p in paper_rows.items():  # a role whose arm is not named in the config at all
         if key not in used:
-            rows.append(Checkpoint(p["method"], None, None, p["continued_steps"], p["n"], p["prompts_per_step"], key, False))
+            rows.append(
+                Checkpoint(p["method"], None, None, p["continued_steps"], p["n"], p["prompts_per_step"], key, False)
+            )
     return rows
 
 
@@ -118,9 +147,14 @@ def _percent(x: object) -> object:
 
 
 def table1(
-    paper: Mapping, rows: Sequence[Checkpoint], family: pd.DataFrame, hours: pd.DataFrame, start_step: int,
-    rg: pd.DataFrame | None = None, samples: pd.DataFrame | None = None,
-) -> pd.DataFrame:  # fmt: skip
+    paper: Mapping,
+    rows: Sequence[Checkpoint],
+    family: pd.DataFrame,
+    hours: pd.DataFrame,
+    start_step: int,
+    rg: pd.DataFrame | None = None,
+    samples: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Table 1: one row per checkpoint; generated samples, training hours and family pass@1 (%), each reproduced /
     paper / difference, with both Reasoning Gym averages (RG_CATEGORY, RG_TASK) and the item mean.
 
@@ -133,17 +167,24 @@ def table1(
     out = []
     for cp in rows:
         p = paper_rows.get(cp.paper_key, {})
-        row = {"method": cp.method, "arm": cp.arm or NOT_RUN, "paper row": _paper_label(cp, paper), "N": cp.n,
-               "prompts/step": cp.prompts, "continued steps": _steps_text(cp, start_step, paper)}  # fmt: skip
-        for label, frame, column, key in ((SAMPLES, samples, "samples_k", "samples_k"), ("time (h)", hours, "hours",
-                                                                                      "time_h")):  # fmt: skip
+        row = {
+            "method": cp.method,
+            "arm": cp.arm or NOT_RUN,
+            "paper row": _paper_label(cp, paper),
+            "N": cp.n,
+            "prompts/step": cp.prompts,
+            "continued steps": _steps_text(cp, start_step, paper),
+        }
+        for label, frame, column, key in (
+            (SAMPLES, samples, "samples_k", "samples_k"),
+            ("time (h)", hours, "hours", "time_h"),
+        ):
             if cp.continued == 0:
                 row[label], row[f"{label}, paper"], row[f"{label} diff"] = (NOT_APPLICABLE,) * 3
             else:
                 _triple(row, label, _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN, p.get(key))
         for fam in ("math", "code"):
-            _triple(row, FAMILY_LABELS[fam], _percent(_value(family, cp.arm, cp.step, "pass1", family=fam)),
-                    p.get(fam))  # fmt: skip
+            _triple(row, FAMILY_LABELS[fam], _percent(_value(family, cp.arm, cp.step, "pass1", family=fam)), p.get(fam))
         category = column_mean(paper, "reasoning_gym", cp.paper_key) if cp.paper_key else None
         _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category)
         _triple(row, RG_TASK, _percent(_value(rg, cp.arm, cp.step, "task_mean")), p.get("reasoning_gym"))
@@ -153,8 +194,12 @@ def table1(
 
 
 def benchmark_table(
-    paper: Mapping, family: str, rows: Sequence[Checkpoint], bench: pd.DataFrame, configured: Sequence[str] = (),
-) -> pd.DataFrame:  # fmt: skip
+    paper: Mapping,
+    family: str,
+    rows: Sequence[Checkpoint],
+    bench: pd.DataFrame,
+    configured: Sequence[str] = (),
+) -> pd.DataFrame:
     """Table 3, 4 or 5 (``family``): one row per (benchmark, checkpoint), pass@1 (%) reproduced / paper / diff.
 
     bench: arm, step, family, benchmark, pass1 (fraction). Benchmarks: the paper's, then those of this family that
@@ -169,10 +214,18 @@ def benchmark_table(
             repro = _value(bench, cp.arm, cp.step, "pass1", benchmark=name)
             repro = repro * 100.0 if _is_num(repro) else repro
             given = (cells.get(name) or {}).get(cp.paper_key) if cp.paper_key else None
-            out.append({"benchmark": name, "in paper": name in cells, "method": cp.method, "arm": cp.arm or NOT_RUN,
-                        "continued steps": f"+{cp.continued}", "pass@1": repro,
-                        "pass@1, paper": given if given is not None else NOT_GIVEN,
-                        "diff": _diff(repro, given)})  # fmt: skip
+            out.append(
+                {
+                    "benchmark": name,
+                    "in paper": name in cells,
+                    "method": cp.method,
+                    "arm": cp.arm or NOT_RUN,
+                    "continued steps": f"+{cp.continued}",
+                    "pass@1": repro,
+                    "pass@1, paper": given if given is not None else NOT_GIVEN,
+                    "diff": _diff(repro, given),
+                }
+            )
     return pd.DataFrame(out)
 
 

@@ -27,8 +27,15 @@ def pattern_of(control_change: float, treatment_change: float, margin: float = M
     return 3
 
 
-def classify_tasks(tasks: pd.DataFrame, control: str, treatment: str, base_arm: str, start_step: int,
-                   paper_patterns: dict[int, list[str]] | None = None, margin: float = MARGIN) -> pd.DataFrame:  # fmt: skip
+def classify_tasks(
+    tasks: pd.DataFrame,
+    control: str,
+    treatment: str,
+    base_arm: str,
+    start_step: int,
+    paper_patterns: dict[int, list[str]] | None = None,
+    margin: float = MARGIN,
+) -> pd.DataFrame:
     """task, start, control_final, treatment_final (pass@1 %), changes, pattern, ahead and the paper's pattern.
 
     tasks: arm, step, task, pass1 (fraction), as brorl.analysis.trajectories.task_pass1 gives. A task needs the start
@@ -42,11 +49,30 @@ def classify_tasks(tasks: pd.DataFrame, control: str, treatment: str, base_arm: 
         if start.empty or last[control].empty or last[treatment].empty:
             continue
         s, c, t = 100 * float(start.iloc[0]), 100 * float(last[control].iloc[-1]), 100 * float(last[treatment].iloc[-1])
-        rows.append({"task": task, "start": s, "control_final": c, "treatment_final": t, "control_change": c - s,
-                     "treatment_change": t - s, "pattern": pattern_of(c - s, t - s, margin), "ahead": t > c,
-                     "paper_pattern": paper_of.get(task)})  # fmt: skip
-    columns = ["task", "start", "control_final", "treatment_final", "control_change", "treatment_change", "pattern",
-               "ahead", "paper_pattern"]  # fmt: skip
+        rows.append(
+            {
+                "task": task,
+                "start": s,
+                "control_final": c,
+                "treatment_final": t,
+                "control_change": c - s,
+                "treatment_change": t - s,
+                "pattern": pattern_of(c - s, t - s, margin),
+                "ahead": t > c,
+                "paper_pattern": paper_of.get(task),
+            }
+        )
+    columns = [
+        "task",
+        "start",
+        "control_final",
+        "treatment_final",
+        "control_change",
+        "treatment_change",
+        "pattern",
+        "ahead",
+        "paper_pattern",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -47,10 +47,17 @@ def _clean(value):
 
 
 def compare_checkpoints(
-    units: pd.DataFrame, control: tuple[str, int], treatment: tuple[str, int], *, alpha: float = 0.05,
-    alternative: str = "greater", correction: str = "holm", resamples: int = 10_000, seed: int = 0,
+    units: pd.DataFrame,
+    control: tuple[str, int],
+    treatment: tuple[str, int],
+    *,
+    alpha: float = 0.05,
+    alternative: str = "greater",
+    correction: str = "holm",
+    resamples: int = 10_000,
+    seed: int = 0,
     level: float = 0.95,
-) -> dict:  # fmt: skip
+) -> dict:
     """Rows of the test of ``treatment`` (arm, step) against ``control`` (arm, step) over their common benchmarks.
 
     Returns {"pooled": row, "family": [rows], "benchmark": [rows], "benchmarks_compared": [...],
@@ -67,8 +74,10 @@ def compare_checkpoints(
             raise ValueError(f"no evaluated units for the {name} arm {arm!r} at step {step}")
     b_benches, t_benches = set(sides["control"]["benchmark"]), set(sides["treatment"]["benchmark"])
     common = sorted(b_benches & t_benches)
-    skipped = {b: f"evaluated for the {'control' if b in b_benches else 'treatment'} arm only"
-               for b in sorted(b_benches ^ t_benches)}  # fmt: skip
+    skipped = {
+        b: f"evaluated for the {'control' if b in b_benches else 'treatment'} arm only"
+        for b in sorted(b_benches ^ t_benches)
+    }
     if not common:
         raise ValueError("the two checkpoints share no evaluated benchmark")
     keep = ["benchmark", "id", "family", "score"]
@@ -85,19 +94,56 @@ def compare_checkpoints(
         p = np.array([_two_sided(x) for x in p1]) if alternative == "two-sided" else p1
         p_holm, p_adj = _adjust(p, "holm"), _adjust(p, correction)
         for r, pi, ph, pa in zip(level_rows, p, p_holm, p_adj):
-            mask = np.ones(len(merged), bool) if level_name == "pooled" else (merged[level_name] == r["group"]).to_numpy()
-            ci = paired_bootstrap_ci(merged["score_b"].to_numpy()[mask], merged["score_t"].to_numpy()[mask],
-                                     level=level, resamples=resamples, rng=next(rngs))  # fmt: skip
-            row = {k: r[k] for k in ("group", "n", "df", "baseline_mean", "treatment_mean", "delta", "sd_diff",
-                                     "se", "t", "effect_size", "note") if k in r}  # fmt: skip
+            mask = (
+                np.ones(len(merged), bool) if level_name == "pooled" else (merged[level_name] == r["group"]).to_numpy()
+            )
+            ci = paired_bootstrap_ci(
+                merged["score_b"].to_numpy()[mask],
+                merged["score_t"].to_numpy()[mask],
+                level=level,
+                resamples=resamples,
+                rng=next(rngs),
+            )
+            row = {
+                k: r[k]
+                for k in (
+                    "group",
+                    "n",
+                    "df",
+                    "baseline_mean",
+                    "treatment_mean",
+                    "delta",
+                    "sd_diff",
+                    "se",
+                    "t",
+                    "effect_size",
+                    "note",
+                )
+                if k in r
+            }
             if "family" in r:
                 row["family"] = r["family"]
-            row.update(p=pi, p_raw_one_tailed=r["p"], p_holm=ph, p_adjusted=pa, reject=bool(pi <= alpha),
-                       reject_holm=bool(ph <= alpha), reject_adjusted=bool(pa <= alpha), ci_low=ci.low,
-                       ci_high=ci.high, ci_level=level, ci_resamples=resamples)  # fmt: skip
+            row.update(
+                p=pi,
+                p_raw_one_tailed=r["p"],
+                p_holm=ph,
+                p_adjusted=pa,
+                reject=bool(pi <= alpha),
+                reject_holm=bool(ph <= alpha),
+                reject_adjusted=bool(pa <= alpha),
+                ci_low=ci.low,
+                ci_high=ci.high,
+                ci_level=level,
+                ci_resamples=resamples,
+            )
             out[level_name].append({k: _clean(v) for k, v in row.items()})
-    return {"pooled": out["pooled"][0], "family": out["family"], "benchmark": out["benchmark"],
-            "benchmarks_compared": common, "benchmarks_skipped": skipped}  # fmt: skip
+    return {
+        "pooled": out["pooled"][0],
+        "family": out["family"],
+        "benchmark": out["benchmark"],
+        "benchmarks_compared": common,
+        "benchmarks_skipped": skipped,
+    }
 
 
 def paper_comparison(pooled: Mapping, paper_stats: Mapping) -> dict:

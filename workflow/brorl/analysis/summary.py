@@ -37,18 +37,24 @@ def _cell(x: object, digits: int = 2, sign: str = "") -> str:
 
 def scale_text(spec: Mapping) -> str:
     """One paragraph: the scale this run has against the paper's."""
-    arms = ", ".join(f"{a['name']} (N={a['n']} x {a['prompts_per_step']} prompts, {a['continued_steps']} steps)"
-                     for a in spec["arms"])  # fmt: skip
+    arms = ", ".join(
+        f"{a['name']} (N={a['n']} x {a['prompts_per_step']} prompts, {a['continued_steps']} steps)"
+        for a in spec["arms"]
+    )
     if spec["engine"] == "embedded":
-        head = ("**Scale: tiny preset** (engine embedded: a tiny Qwen2 built offline on CPU, short responses, a few "
-                "problems per benchmark). Its numbers test the pipeline end to end; they are not evidence about BroRL.")  # fmt: skip
+        head = (
+            "**Scale: tiny preset** (engine embedded: a tiny Qwen2 built offline on CPU, short responses, a few "
+            "problems per benchmark). Its numbers test the pipeline end to end; they are not evidence about BroRL."
+        )
     else:
         head = "**Scale: the paper's** (engine cluster: the ProRLv2 1.5B checkpoint, OpenRLHF on GPUs)."
-    return (f"{head} Arms: {arms}. Benchmarks evaluated: {', '.join(spec['evaluation']['benchmarks'])} "
-            f"({spec['evaluation']['n_samples']} samples each; max items per benchmark: "
-            f"{spec['evaluation']['max_items']}). Paper: ProRL N=16 x 512 prompts (+535 steps) vs BroRL N=512 x 128 "
-            f"(+191 steps) on 64 H100; 21 benchmark columns (6 math, 4 code, 11 Reasoning Gym categories), "
-            "\">10,000\" problem instances.")  # fmt: skip
+    return (
+        f"{head} Arms: {arms}. Benchmarks evaluated: {', '.join(spec['evaluation']['benchmarks'])} "
+        f"({spec['evaluation']['n_samples']} samples each; max items per benchmark: "
+        f"{spec['evaluation']['max_items']}). Paper: ProRL N=16 x 512 prompts (+535 steps) vs BroRL N=512 x 128 "
+        f"(+191 steps) on 64 H100; 21 benchmark columns (6 math, 4 code, 11 Reasoning Gym categories), "
+        '">10,000" problem instances.'
+    )
 
 
 def _gains(table1: pd.DataFrame, arm: str) -> tuple[pd.Series | None, dict[str, float]]:
@@ -58,8 +64,11 @@ def _gains(table1: pd.DataFrame, arm: str) -> tuple[pd.Series | None, dict[str, 
     if rows.empty:
         return None, {}
     last = rows.iloc[-1]
-    return last, {c: _num(last[c]) - _num(base[c]) for c in CLAIM_COLUMNS
-                  if c in table1 and _num(last[c]) is not None and _num(base[c]) is not None}  # fmt: skip
+    return last, {
+        c: _num(last[c]) - _num(base[c])
+        for c in CLAIM_COLUMNS
+        if c in table1 and _num(last[c]) is not None and _num(base[c]) is not None
+    }
 
 
 def _verdict(gains: dict[str, dict[str, float]], rg_column: str) -> tuple[str, int, int]:
@@ -71,12 +80,16 @@ def _verdict(gains: dict[str, dict[str, float]], rg_column: str) -> tuple[str, i
 
 def _main_claim(table1: pd.DataFrame, spec: Mapping) -> list[str]:
     roles = spec["analysis"]["comparison"]
-    lines = ["## Main claim: larger N keeps improving where N = 16 stalls", "",
-             "Paper (Table 1): after the 3,000-step start, BroRL (N=512) gains +1.34 Math, +2.20 Code and +1.80 "
-             "Reasoning Gym points by +191 steps, while ProRL (N=16) gains +0.33 / +0.74 / +0.16 by +535 steps. "
-             "Those Reasoning Gym numbers are the paper's printed average, whose rule is unpublished; the mean of the "
-             "paper's own 11 category columns gives BroRL +1.32 and ProRL +0.47, and ProRL's +225 -> +535 change "
-             "becomes -0.02 instead of the printed -0.65.", ""]  # fmt: skip
+    lines = [
+        "## Main claim: larger N keeps improving where N = 16 stalls",
+        "",
+        "Paper (Table 1): after the 3,000-step start, BroRL (N=512) gains +1.34 Math, +2.20 Code and +1.80 "
+        "Reasoning Gym points by +191 steps, while ProRL (N=16) gains +0.33 / +0.74 / +0.16 by +535 steps. "
+        "Those Reasoning Gym numbers are the paper's printed average, whose rule is unpublished; the mean of the "
+        "paper's own 11 category columns gives BroRL +1.32 and ProRL +0.47, and ProRL's +225 -> +535 change "
+        "becomes -0.02 instead of the printed -0.65.",
+        "",
+    ]
     gains = {}
     for role in ("control", "treatment"):
         last, gains[role] = _gains(table1, roles[role])
@@ -85,21 +98,29 @@ def _main_claim(table1: pd.DataFrame, spec: Mapping) -> list[str]:
             del gains[role]
             continue
         text = ", ".join(f"{c} {g:+.2f}" for c, g in gains[role].items()) or "no family evaluated"
-        lines.append(f"- {role} arm `{roles[role]}` at {last['continued steps']}: change from the start: {text} points.")
+        lines.append(
+            f"- {role} arm `{roles[role]}` at {last['continued steps']}: change from the start: {text} points."
+        )
     if len(gains) == 2:
         by_category, by_task = _verdict(gains, RG_CATEGORY), _verdict(gains, RG_TASK)
-        lines.append(f"- Verdict here: the treatment gains more in {by_category[1]} of {by_category[2]} families with "
-                     f"the category mean of Reasoning Gym, {by_task[1]} of {by_task[2]} with the task mean: the claim "
-                     f"**{by_category[0]}** at this scale"
-                     + ("." if by_category[0] == by_task[0] else f" (**{by_task[0]}** with the task mean: the verdict "
-                        "depends on the Reasoning Gym average)."))  # fmt: skip
+        lines.append(
+            f"- Verdict here: the treatment gains more in {by_category[1]} of {by_category[2]} families with "
+            f"the category mean of Reasoning Gym, {by_task[1]} of {by_task[2]} with the task mean: the claim "
+            f"**{by_category[0]}** at this scale"
+            + (
+                "."
+                if by_category[0] == by_task[0]
+                else f" (**{by_task[0]}** with the task mean: the verdict depends on the Reasoning Gym average)."
+            )
+        )
     else:
         lines.append("- Verdict here: **not run** (both arms need evaluated report steps).")
     return lines + [""] + _earlier_claim(table1, roles)
 
 
-def first_beating(final: Mapping[str, float], candidates: list[tuple[str, float | None, Mapping]],
-                  columns: tuple[str, ...]) -> tuple[str, float | None] | None:  # fmt: skip
+def first_beating(
+    final: Mapping[str, float], candidates: list[tuple[str, float | None, Mapping]], columns: tuple[str, ...]
+) -> tuple[str, float | None] | None:
     """The first (label, hours) of ``candidates`` whose every column is above ``final``'s, or None."""
     for label, hours, values in candidates:
         if all(_num(values.get(c)) is not None and _num(values[c]) > _num(final[c]) for c in columns):
@@ -116,26 +137,40 @@ def _paper_earlier() -> str:
 
     def values(key: str) -> dict:
         r = rows[key]
-        return {"Math": r["math"], "Code": r["code"], RG_TASK: r["reasoning_gym"],
-                RG_CATEGORY: column_mean(paper, "reasoning_gym", key)}  # fmt: skip
+        return {
+            "Math": r["math"],
+            "Code": r["code"],
+            RG_TASK: r["reasoning_gym"],
+            RG_CATEGORY: column_mean(paper, "reasoning_gym", key),
+        }
 
     control = max((k for k in rows if k.startswith("control@")), key=lambda k: rows[k]["continued_steps"])
     treatment = sorted((k for k in rows if k.startswith("treatment@")), key=lambda k: rows[k]["continued_steps"])
     parts = []
     for rg_column, name in ((RG_TASK, "the printed average"), (RG_CATEGORY, "the category mean")):
-        hit = first_beating(values(control), [(k, rows[k]["time_h"], values(k)) for k in treatment],
-                            ("Math", "Code", rg_column))  # fmt: skip
-        parts.append(f"with {name}: " + (f"BroRL +{rows[hit[0]]['continued_steps']} ({hit[1]} h), "
-                                        f"{rows[control]['time_h'] - hit[1]:.1f} h before ProRL's "
-                                        f"+{rows[control]['continued_steps']} ({rows[control]['time_h']} h)"
-                                        if hit else "no BroRL row"))  # fmt: skip
+        hit = first_beating(
+            values(control), [(k, rows[k]["time_h"], values(k)) for k in treatment], ("Math", "Code", rg_column)
+        )
+        parts.append(
+            f"with {name}: "
+            + (
+                f"BroRL +{rows[hit[0]]['continued_steps']} ({hit[1]} h), "
+                f"{rows[control]['time_h'] - hit[1]:.1f} h before ProRL's "
+                f"+{rows[control]['continued_steps']} ({rows[control]['time_h']} h)"
+                if hit
+                else "no BroRL row"
+            )
+        )
     return "; ".join(parts)
 
 
 def _earlier_claim(table1: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
     """Section 4.2.3's "after 98.1 h BroRL beats ProRL's final checkpoint on all three families", computed."""
-    lines = ["Paper (Section 4.2.3): BroRL beats ProRL's final checkpoint on all three families early. From the "
-             f"paper's own cells: {_paper_earlier()}.", ""]  # fmt: skip
+    lines = [
+        "Paper (Section 4.2.3): BroRL beats ProRL's final checkpoint on all three families early. From the "
+        f"paper's own cells: {_paper_earlier()}.",
+        "",
+    ]
     evaluated = table1[table1["Math"].map(lambda x: _num(x) is not None)]
     control = evaluated[evaluated["arm"] == roles["control"]]
     treatment = evaluated[evaluated["arm"] == roles["treatment"]]
@@ -147,13 +182,17 @@ def _earlier_claim(table1: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
         columns = tuple(c for c in ("Math", "Code", rg_column) if _num(final.get(c)) is not None)
         hit = first_beating(final, candidates, columns)
         if hit is None:
-            lines.append(f"- Here ({rg_column}): no treatment checkpoint beats the control's final "
-                         f"({final['continued steps']}) on {', '.join(columns)}.")  # fmt: skip
+            lines.append(
+                f"- Here ({rg_column}): no treatment checkpoint beats the control's final "
+                f"({final['continued steps']}) on {', '.join(columns)}."
+            )
             continue
         saved = (_num(final["time (h)"]) or 0.0) - (hit[1] or 0.0)
-        lines.append(f"- Here ({rg_column}): the treatment's {hit[0]} checkpoint ({_f(hit[1], 3)} h) beats the "
-                     f"control's final {final['continued steps']} ({_f(final['time (h)'], 3)} h) on "
-                     f"{', '.join(columns)}: {abs(saved):.3f} h {'earlier' if saved >= 0 else 'later'}.")  # fmt: skip
+        lines.append(
+            f"- Here ({rg_column}): the treatment's {hit[0]} checkpoint ({_f(hit[1], 3)} h) beats the "
+            f"control's final {final['continued steps']} ({_f(final['time (h)'], 3)} h) on "
+            f"{', '.join(columns)}: {abs(saved):.3f} h {'earlier' if saved >= 0 else 'later'}."
+        )
     return lines + [""]
 
 
@@ -161,14 +200,21 @@ def _patterns(classified: pd.DataFrame | None) -> list[str]:
     """Figure 4's trajectory patterns: the share of classified tasks in each (the paper: most in 1 and 2)."""
     from .patterns import MARGIN, PATTERNS, pattern_shares
 
-    lines = ["### Figure 4 trajectory patterns", "",
-             f"Rule (ours; the paper gives none): each arm's change from the start to its last evaluated checkpoint, "
-             f"margin {MARGIN} point. The paper says most tasks fall into patterns 1 and 2.", ""]  # fmt: skip
+    lines = [
+        "### Figure 4 trajectory patterns",
+        "",
+        f"Rule (ours; the paper gives none): each arm's change from the start to its last evaluated checkpoint, "
+        f"margin {MARGIN} point. The paper says most tasks fall into patterns 1 and 2.",
+        "",
+    ]
     if classified is None or classified.empty:
         return lines + [f"{NOT_RUN}: no task has the start checkpoint and both arms evaluated.", ""]
     shares = pattern_shares(classified)
-    lines += [f"- pattern {k} ({PATTERNS[k]}): {int((classified['pattern'] == k).sum())} of {len(classified)} "
-              f"tasks ({100 * shares[k]:.0f}%)" for k in PATTERNS]  # fmt: skip
+    lines += [
+        f"- pattern {k} ({PATTERNS[k]}): {int((classified['pattern'] == k).sum())} of {len(classified)} "
+        f"tasks ({100 * shares[k]:.0f}%)"
+        for k in PATTERNS
+    ]
     known = classified.dropna(subset=["paper_pattern"])
     if len(known):
         same = int((known["pattern"] == known["paper_pattern"].astype(int)).sum())
@@ -180,26 +226,38 @@ def _simulation(claims: pd.DataFrame | None) -> list[str]:
     lines = ["## Section 4.1: token-level simulation (Figure 3)", ""]
     if claims is None:
         return lines + [f"{NOT_RUN}: the simulation stage is disabled in this configuration.", ""]
-    lines += ["Run at the paper's scale (d = 128,000, N up to 51,200, 1,000 steps) in every configuration.", "",
-              "| claim | paper | N | measured | holds here | note |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "Run at the paper's scale (d = 128,000, N up to 51,200, 1,000 steps) in every configuration.",
+        "",
+        "| claim | paper | N | measured | holds here | note |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in claims.itertuples(index=False):
-        cells = [str(getattr(r, c, "")).replace("|", "/") for c in ("statement", "paper", "N", "measured", "holds", "note")]
+        cells = [
+            str(getattr(r, c, "")).replace("|", "/") for c in ("statement", "paper", "N", "measured", "holds", "note")
+        ]
         lines.append("| " + " | ".join("" if c == "nan" else c for c in cells) + " |")
     return lines + [""]
 
 
 def _table1(table1: pd.DataFrame) -> list[str]:
-    lines = ["### Table 1 (family pass@1, %)", "",
-             "Reasoning Gym twice: the mean over its 11 categories beside the same mean of the paper's Table 5 "
-             "columns, and the mean over tasks beside the paper's printed average (rule unpublished).", "",
-             "| row | arm | steps | time h (paper) | Math (paper, diff) | Code (paper, diff) | RG category mean (paper "
-             "columns, diff) | RG task mean (paper printed, diff) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "### Table 1 (family pass@1, %)",
+        "",
+        "Reasoning Gym twice: the mean over its 11 categories beside the same mean of the paper's Table 5 "
+        "columns, and the mean over tasks beside the paper's printed average (rule unpublished).",
+        "",
+        "| row | arm | steps | time h (paper) | Math (paper, diff) | Code (paper, diff) | RG category mean (paper "
+        "columns, diff) | RG task mean (paper printed, diff) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in table1.to_dict("records"):
-        cells = [f"{_cell(r[c])} ({_cell(r[c + ', paper'])}, {_cell(r[c + ' diff'], sign='+')})"
-                 for c in ("Math", "Code", RG_CATEGORY, RG_TASK)]
+        cells = [
+            f"{_cell(r[c])} ({_cell(r[c + ', paper'])}, {_cell(r[c + ' diff'], sign='+')})"
+            for c in ("Math", "Code", RG_CATEGORY, RG_TASK)
+        ]
         time = f"{_cell(r['time (h)'], 3)} ({_cell(r['time (h), paper'], 1)})"
-        lines.append(f"| {r['method']} | {r['arm']} | {r['continued steps']} | {time} | "
-                     + " | ".join(cells) + " |")  # fmt: skip
+        lines.append(f"| {r['method']} | {r['arm']} | {r['continued steps']} | {time} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
@@ -209,35 +267,52 @@ def _benchmarks(tables: Mapping[str, pd.DataFrame]) -> list[str]:
         given = t[t["pass@1, paper"].map(lambda x: _num(x) is not None)]
         both = given[given["pass@1"].map(lambda x: _num(x) is not None)]
         diffs = both["diff"].map(_num).dropna()
-        text = (f"mean |diff| {diffs.abs().mean():.2f} points, largest {diffs.abs().max():.2f}" if len(diffs)
-                else "none of them was reproduced in this configuration")  # fmt: skip
-        lines.append(f"- {FAMILY_LABELS[fam]}: the paper gives {len(given)} cells; {len(both)} have a reproduced "
-                     f"value here ({text}); {int((t['pass@1'] == NOT_RUN).sum())} rows are not run.")  # fmt: skip
+        text = (
+            f"mean |diff| {diffs.abs().mean():.2f} points, largest {diffs.abs().max():.2f}"
+            if len(diffs)
+            else "none of them was reproduced in this configuration"
+        )
+        lines.append(
+            f"- {FAMILY_LABELS[fam]}: the paper gives {len(given)} cells; {len(both)} have a reproduced "
+            f"value here ({text}); {int((t['pass@1'] == NOT_RUN).sum())} rows are not run."
+        )
     return lines + [""]
 
 
 def _statistics(sig: Mapping) -> list[str]:
     paper = sig["paper"]
-    lines = ["### Statistics (paired one-tailed t-test over problem instances)", "",
-             f"Paper: delta {paper['delta']}, t {paper['t']}, p {paper['p']} over {paper['n_text']} at ~"
-             f"{paper['equal_time_hours']} h of equal training time, no correction.", ""]  # fmt: skip
+    lines = [
+        "### Statistics (paired one-tailed t-test over problem instances)",
+        "",
+        f"Paper: delta {paper['delta']}, t {paper['t']}, p {paper['p']} over {paper['n_text']} at ~"
+        f"{paper['equal_time_hours']} h of equal training time, no correction.",
+        "",
+    ]
     if sig.get("status") != "ok":
         return lines + [f"Here: **not run**: {sig.get('reason')}", ""]
     p = sig["pooled"]
     sel = sig["selection"]
-    lines.append(f"Here: {sig['treatment']['arm']} step {sig['treatment']['step']} vs {sig['control']['arm']} step "
-                 f"{sig['control']['step']} ({sel['rule']}): delta {p['delta']:.4f} (95% bootstrap CI "
-                 f"{p['ci_low']:.4f} .. {p['ci_high']:.4f}), t {_f(p['t'])}, p {p['p']:.3g} over n = {p['n']} "
-                 f"instances; effect size d_z {_f(p['effect_size'], 3)}. Significant at alpha {sig['alpha']}: "
-                 f"**{'yes' if p['reject'] else 'no'}**. Benchmarks significant: "
-                 f"{sum(r['reject'] for r in sig['benchmark'])} of {len(sig['benchmark'])} raw, "
-                 f"{sum(r['reject_holm'] for r in sig['benchmark'])} after Holm.")  # fmt: skip
+    lines.append(
+        f"Here: {sig['treatment']['arm']} step {sig['treatment']['step']} vs {sig['control']['arm']} step "
+        f"{sig['control']['step']} ({sel['rule']}): delta {p['delta']:.4f} (95% bootstrap CI "
+        f"{p['ci_low']:.4f} .. {p['ci_high']:.4f}), t {_f(p['t'])}, p {p['p']:.3g} over n = {p['n']} "
+        f"instances; effect size d_z {_f(p['effect_size'], 3)}. Significant at alpha {sig['alpha']}: "
+        f"**{'yes' if p['reject'] else 'no'}**. Benchmarks significant: "
+        f"{sum(r['reject'] for r in sig['benchmark'])} of {len(sig['benchmark'])} raw, "
+        f"{sum(r['reject_holm'] for r in sig['benchmark'])} after Holm."
+    )
     return lines + [""]
 
 
-def render_summary(spec: Mapping, table1: pd.DataFrame, tables: Mapping[str, pd.DataFrame], sig: Mapping,
-                   claims: pd.DataFrame | None, table2_md: str | None,
-                   patterns: pd.DataFrame | None = None) -> str:  # fmt: skip
+def render_summary(
+    spec: Mapping,
+    table1: pd.DataFrame,
+    tables: Mapping[str, pd.DataFrame],
+    sig: Mapping,
+    claims: pd.DataFrame | None,
+    table2_md: str | None,
+    patterns: pd.DataFrame | None = None,
+) -> str:
     """The SUMMARY.md text."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
     lines += _main_claim(table1, spec)
@@ -245,13 +320,21 @@ def render_summary(spec: Mapping, table1: pd.DataFrame, tables: Mapping[str, pd.
     lines += ["## Section 4.2: results to regenerate", ""]
     lines += _table1(table1)
     lines += ["### Table 2 (throughput and dynamic-sampling pass rate)", ""]
-    lines += [table2_md.strip() if table2_md else
-              f"{NOT_RUN}: the throughput stage has not produced its Table 2 in this configuration (paper: pass rate "
-              "41% vs 62%, 36.5 vs 72.4 samples/s, x1.98).", ""]  # fmt: skip
+    lines += [
+        table2_md.strip()
+        if table2_md
+        else f"{NOT_RUN}: the throughput stage has not produced its Table 2 in this configuration (paper: pass rate "
+        "41% vs 62%, 36.5 vs 72.4 samples/s, x1.98).",
+        "",
+    ]
     lines += _benchmarks(tables)
     lines += _statistics(sig)
     lines += _patterns(patterns)
-    lines += ["Figures: Figure 1 (Math pass@1 vs training hours; every family in figure1_families), Figure 3 "
-              "(simulation), Figure 4 (per-task pass@1 vs training hours by trajectory pattern) and, with two or more sweep arms, the N-sweep figure are in results/figures/ and in "
-              "the HTML report (`snakemake --report`).", ""]  # fmt: skip
+    lines += [
+        "Figures: Figure 1 (Math pass@1 vs training hours; every family in figure1_families), Figure 3 "
+        "(simulation), Figure 4 (per-task pass@1 vs training hours by trajectory pattern) and, with two or more "
+        "sweep arms, the N-sweep figure are in results/figures/ and in "
+        "the HTML report (`snakemake --report`).",
+        "",
+    ]
     return "\n".join(lines)

@@ -33,9 +33,14 @@ def family_pass1(units: pd.DataFrame, *, resamples: int = 0, seed: int = 0, leve
     alpha = (1.0 - level) / 2.0
     for rng, ((arm, step, family), g) in zip(rngs, groups):
         by_bench = [grp["score"].to_numpy(dtype=float) for _, grp in g.groupby("benchmark", sort=True)]
-        row = {"arm": arm, "step": int(step), "family": family, "n_benchmarks": len(by_bench),
-               "benchmarks": ",".join(sorted(g["benchmark"].unique())),
-               "pass1": float(np.mean([v.mean() for v in by_bench]))}  # fmt: skip
+        row = {
+            "arm": arm,
+            "step": int(step),
+            "family": family,
+            "n_benchmarks": len(by_bench),
+            "benchmarks": ",".join(sorted(g["benchmark"].unique())),
+            "pass1": float(np.mean([v.mean() for v in by_bench])),
+        }
         if resamples:
             dist = np.mean([bootstrap_distribution(v, np.mean, resamples, rng=rng) for v in by_bench], axis=0)
             row["ci_low"], row["ci_high"] = (float(x) for x in np.quantile(dist, [alpha, 1.0 - alpha]))
@@ -53,11 +58,17 @@ def reasoning_gym_averages(units: pd.DataFrame) -> pd.DataFrame:
     rg = units[units["family"] == "reasoning_gym"]
     rows = []
     for (arm, step), g in rg.groupby(["arm", "step"], sort=True):
-        rows.append({"arm": arm, "step": int(step),
-                     "category_mean": float(g.groupby("benchmark")["score"].mean().mean()),
-                     "task_mean": float(g.groupby("task")["score"].mean().mean()),
-                     "item_mean": float(g["score"].mean()), "n_tasks": int(g["task"].nunique()),
-                     "n_items": int(len(g))})  # fmt: skip
+        rows.append(
+            {
+                "arm": arm,
+                "step": int(step),
+                "category_mean": float(g.groupby("benchmark")["score"].mean().mean()),
+                "task_mean": float(g.groupby("task")["score"].mean().mean()),
+                "item_mean": float(g["score"].mean()),
+                "n_tasks": int(g["task"].nunique()),
+                "n_items": int(len(g)),
+            }
+        )
     columns = ["arm", "step", "category_mean", "task_mean", "item_mean", "n_tasks", "n_items"]
     return pd.DataFrame(rows, columns=columns)
 

@@ -20,21 +20,19 @@ def _cmd_list(a: argparse.Namespace) -> None:
 
 def _cmd_prepare(a: argparse.Namespace) -> None:
     from .prepare import prepare
-    from .registry import load_registry
 
     spec = _spec(a.registry, a.name)
-    manifest = prepare(spec, a.source, a.out, cache_dir=a.cache_dir, retries=a.retries,
-                       allow_unpinned=a.allow_unpinned)
+    manifest = prepare(spec, a.source, a.out, cache_dir=a.cache_dir, retries=a.retries, allow_unpinned=a.allow_unpinned)
     origin = manifest["source"].get("file") or manifest["source"].get("generator")
     print(f"{a.name}: {manifest['rows']} records from {origin} -> {a.out}")
 
 
 def _cmd_generate_rg(a: argparse.Namespace) -> None:
+    from ..provenance import provenance
+    from ..scoring.reasoning_gym import audit
     from .prepare import manifest_path, sha256_file
     from .records import RECORD_VERSION, write_records
     from .rg import generate_category
-    from ..provenance import provenance
-    from ..scoring.reasoning_gym import audit
 
     spec = _spec(a.registry, f"rg_{a.category}")
     records, facts = generate_category(a.category, a.items_per_task, a.seed, spec)
@@ -42,14 +40,25 @@ def _cmd_generate_rg(a: argparse.Namespace) -> None:
         sys.exit(f"reasoning-gym {facts['reasoning_gym_version']} is installed but the config pins {a.version}")
     scorer_audit = audit(records)  # the scoring side scores the golds: imports run scoring -> benchmarks
     write_records(a.out, records)
-    manifest = {"benchmark": spec.name, "family": spec.family, "scorer": spec.scorer, "n_samples": spec.n_samples,
-                "registry_version": spec.version, "record_version": RECORD_VERSION, "rows": len(records), **facts,
-                "scorer_audit": scorer_audit, "output_sha256": sha256_file(a.out),
-                "provenance": provenance()}  # fmt: skip
+    manifest = {
+        "benchmark": spec.name,
+        "family": spec.family,
+        "scorer": spec.scorer,
+        "n_samples": spec.n_samples,
+        "registry_version": spec.version,
+        "record_version": RECORD_VERSION,
+        "rows": len(records),
+        **facts,
+        "scorer_audit": scorer_audit,
+        "output_sha256": sha256_file(a.out),
+        "provenance": provenance(),
+    }
     manifest_path(a.out).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     unsound = scorer_audit["unsound"]
-    print(f"{spec.name}: {len(records)} records of {len(facts['tasks'])} tasks -> {a.out}; unsound scorers: "
-          f"{', '.join(unsound) or 'none'}")  # fmt: skip
+    print(
+        f"{spec.name}: {len(records)} records of {len(facts['tasks'])} tasks -> {a.out}; unsound scorers: "
+        f"{', '.join(unsound) or 'none'}"
+    )
 
 
 def _cmd_prepare_train(a: argparse.Namespace) -> None:
@@ -80,13 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("prepare", help="a local file or hub dataset -> normalized JSONL + manifest")
     q.add_argument("--name", required=True, help="benchmark name (registry entry)")
-    q.add_argument("--source", required=True,
-                   help="'hub' (download at the pinned revision), 'local' (the registry's local file), "
-                        "'synthetic' (generated offline), or a file path")
+    q.add_argument(
+        "--source",
+        required=True,
+        help="'hub' (download at the pinned revision), 'local' (the registry's local file), "
+        "'synthetic' (generated offline), or a file path",
+    )
     q.add_argument("--out", required=True, type=Path, help="resources/benchmarks/NAME.jsonl")
     q.add_argument("--cache-dir", default=None, help="hub download cache (default: the hub's own)")
     q.add_argument("--retries", type=int, default=3, help="download attempts")
-    q.add_argument("--allow-unpinned", action="store_true", help="download a branch or tag that is not a commit hash (config allow_unpinned)")
+    q.add_argument(
+        "--allow-unpinned",
+        action="store_true",
+        help="download a branch or tag that is not a commit hash (config allow_unpinned)",
+    )
     q.set_defaults(func=_cmd_prepare)
 
     g = sub.add_parser("generate-reasoning-gym", help="freeze one Reasoning Gym category (run with PYTHONHASHSEED=0)")
@@ -101,7 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--spec", required=True, help="the train_data config section as JSON")
     t.add_argument("--out", required=True, type=Path, help="resources/train/NAME.jsonl")
     t.add_argument("--cache-dir", default=None)
-    t.add_argument("--allow-unpinned", action="store_true", help="download a branch or tag that is not a commit hash (config allow_unpinned)")
+    t.add_argument(
+        "--allow-unpinned",
+        action="store_true",
+        help="download a branch or tag that is not a commit hash (config allow_unpinned)",
+    )
     t.set_defaults(func=_cmd_prepare_train)
     return p
 

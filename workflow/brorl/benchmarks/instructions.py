@@ -9,7 +9,7 @@ checker rejects is dropped and counted by reason and line (never silently).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .records import new_record
 
@@ -39,12 +39,17 @@ def row_problems(row: dict) -> tuple[list[str], list[dict], str | None]:
     kwargs = [clean_kwargs(k) for k in kwargs]
     problems = instruction_problems(ids, kwargs)
     if problems:
-        return [], [], ("unknown instruction id" if problems[0].startswith("unknown") else "arguments a checker rejects")
+        return (
+            [],
+            [],
+            ("unknown instruction id" if problems[0].startswith("unknown") else "arguments a checker rejects"),
+        )
     return ids, kwargs, None
 
 
-def instruction_records(rows: Iterable[tuple[int, dict]], source_name: str,
-                        origin: str) -> tuple[list[dict], dict[str, list[int]]]:  # fmt: skip
+def instruction_records(
+    rows: Iterable[tuple[int, dict]], source_name: str, origin: str
+) -> tuple[list[dict], dict[str, list[int]]]:
     """Train records of the (line, row) pairs that the IFEval checkers can grade, and the dropped lines by reason."""
     from ..scoring.instructions import check_ready
 

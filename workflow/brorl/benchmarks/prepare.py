@@ -219,8 +219,9 @@ def download_hub(source: Source, cache_dir: Path | str | None = None, retries: i
 def check_pinned(repo_id: str, revision: str | None, config_key: str, allow_unpinned: bool) -> None:
     """Refuse (PrepareError) a hub dataset whose revision is not a commit hash unless allowed; warn when allowed."""
     try:
-        warning = require_pinned(repo_id, revision, repo_type="dataset", config_key=config_key,
-                                 allow_unpinned=allow_unpinned)  # fmt: skip
+        warning = require_pinned(
+            repo_id, revision, repo_type="dataset", config_key=config_key, allow_unpinned=allow_unpinned
+        )
     except UnpinnedRevisionError as e:
         raise PrepareError(str(e)) from e
     if warning:
@@ -266,10 +267,16 @@ def prepare_from_file(
         )
     write_records(out, records)
     source_info = {
-        "kind": source.kind, "path": source.path, "repo_id": source.repo_id, "filename": source.filename,
-        "split": source.split, "revision": source.revision, "license": source.license, **(origin or {}),
+        "kind": source.kind,
+        "path": source.path,
+        "repo_id": source.repo_id,
+        "filename": source.filename,
+        "split": source.split,
+        "revision": source.revision,
+        "license": source.license,
+        **(origin or {}),
         "file": str(path),
-    }  # fmt: skip
+    }
     return _write_manifest(spec, source_info, records, out, input_sha256=sha256_file(path))
 
 
@@ -288,8 +295,13 @@ def prepare_synthetic(spec: BenchmarkSpec, out: Path | str) -> dict:
         rec["prompt"] = spec.render_prompt(rec["metadata"]["problem"])
         rec["metadata"]["registry_version"] = spec.version
     write_records(out, records)
-    source_info = {"kind": "synthetic", "generator": f"{source.generator}@{VERSION}", "seed": source.seed,
-                   "license": source.license, "requested": "synthetic"}  # fmt: skip
+    source_info = {
+        "kind": "synthetic",
+        "generator": f"{source.generator}@{VERSION}",
+        "seed": source.seed,
+        "license": source.license,
+        "requested": "synthetic",
+    }
     return _write_manifest(spec, source_info, records, out)
 
 
@@ -314,8 +326,14 @@ def _write_manifest(spec: BenchmarkSpec, source_info: dict, records: list, out: 
     return manifest
 
 
-def prepare(spec: BenchmarkSpec, source_arg: str, out: Path | str, cache_dir=None, retries: int = 3,
-            allow_unpinned: bool = False) -> dict:  # fmt: skip
+def prepare(
+    spec: BenchmarkSpec,
+    source_arg: str,
+    out: Path | str,
+    cache_dir=None,
+    retries: int = 3,
+    allow_unpinned: bool = False,
+) -> dict:
     """``--source`` (hub | local | synthetic | a file path) -> records at ``out`` and a manifest beside it; a hub
     source must be pinned to a commit (check_pinned) unless ``allow_unpinned``."""
     if source_arg == "synthetic":

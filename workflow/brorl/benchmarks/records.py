@@ -21,8 +21,8 @@ raises RecordError naming the file and the line number.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 RECORD_VERSION = 1
 FAMILIES = ("math", "code", "reasoning_gym", "stem", "instruction_following")
@@ -84,8 +84,15 @@ def _instructions_problems(meta: dict) -> list[str]:
 
 def new_record(benchmark: str, key, family: str, prompt: str, metadata: dict, **fields) -> dict:
     """A record scored by its family's verifier, with id ``<benchmark>/<key>`` (answer/tests in ``fields``)."""
-    return {"id": f"{benchmark}/{key}", "benchmark": benchmark, "family": family, "prompt": prompt, "scorer": family,
-            "metadata": metadata, **fields}  # fmt: skip
+    return {
+        "id": f"{benchmark}/{key}",
+        "benchmark": benchmark,
+        "family": family,
+        "prompt": prompt,
+        "scorer": family,
+        "metadata": metadata,
+        **fields,
+    }
 
 
 def _tests_problems(tests) -> list[str]:

@@ -104,8 +104,12 @@ def _semantic_problems(entry: dict, stem: str) -> list[str]:
             problems.append("key 'sources': a synthetic benchmark has exactly one source of kind synthetic")
         if entry["expected_rows"] is None:
             problems.append("key 'expected_rows': a synthetic benchmark needs its item count")
-    need = {"local": ("path", "fields"), "hub": ("repo_id", "filename", "fields"), "reasoning_gym": (),
-            "synthetic": ("generator", "seed")}  # fmt: skip
+    need = {
+        "local": ("path", "fields"),
+        "hub": ("repo_id", "filename", "fields"),
+        "reasoning_gym": (),
+        "synthetic": ("generator", "seed"),
+    }
     target = {"math": "answer", "code": "tests"}.get(entry["family"])
     for i, src in enumerate(entry["sources"]):
         for key in need[src["kind"]]:

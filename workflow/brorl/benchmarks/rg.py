@@ -17,13 +17,25 @@ import os
 import sys
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from importlib import metadata as importlib_metadata
 
-# tasks whose items differ between processes even with PYTHONHASHSEED=0 (reasoning-gym 0.1.25; docs/design.md#reasoning-gym-sets-are-frozen-not-regenerated)
+# tasks whose items differ between processes even with PYTHONHASHSEED=0 (reasoning-gym 0.1.25;
+# docs/design.md#reasoning-gym-sets-are-frozen-not-regenerated)
 NONDETERMINISTIC_TASKS = ("codeio", "list_functions")
-CATEGORIES = ("algebra", "algorithmic", "arc", "arithmetic", "code", "cognition", "games", "geometry", "graphs",
-              "induction", "logic")  # fmt: skip
+CATEGORIES = (
+    "algebra",
+    "algorithmic",
+    "arc",
+    "arithmetic",
+    "code",
+    "cognition",
+    "games",
+    "geometry",
+    "graphs",
+    "induction",
+    "logic",
+)
 
 
 # ------------------------------------------------------------------------------------------------------- json codec
@@ -82,7 +94,7 @@ def decode(obj):
         if set(obj) == {"__items__"}:
             return {_hashable(decode(k)): decode(v) for k, v in obj["__items__"]}
         if len(obj) == 1:
-            (tag, value), = obj.items()
+            ((tag, value),) = obj.items()
             if tag in _DECODERS:
                 return _DECODERS[tag](value)
         return {k: decode(v) for k, v in obj.items()}
@@ -106,7 +118,7 @@ def category_tasks(category: str) -> list[str]:
     return tasks
 
 
-@lru_cache(maxsize=None)
+@cache
 def dataset(task: str, size: int, seed: int):
     """The library dataset an item came from (cached: scoring calls its score_answer with the frozen entry)."""
     import reasoning_gym

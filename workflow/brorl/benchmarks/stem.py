@@ -10,7 +10,7 @@ part is applied. A row without a checkable answer is dropped and counted by reas
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..scoring.math import last_boxed
 from .records import new_record
@@ -38,8 +38,9 @@ def reference_answer(row: dict) -> tuple[str | None, str]:
     return None, "no boxed answer in the matched solution or in an agreeing model solution"
 
 
-def stem_records(rows: Iterable[tuple[int, dict]], source_name: str,
-                 origin: str) -> tuple[list[dict], dict[str, list[int]]]:  # fmt: skip
+def stem_records(
+    rows: Iterable[tuple[int, dict]], source_name: str, origin: str
+) -> tuple[list[dict], dict[str, list[int]]]:
     """Train records of the (line, row) pairs with a checkable answer, and the dropped lines by reason."""
     records, dropped = [], {}
     for line, row in rows:
@@ -51,7 +52,12 @@ def stem_records(rows: Iterable[tuple[int, dict]], source_name: str,
         if answer is None:
             dropped.setdefault(where, []).append(line)
             continue
-        meta = {"line": line, "file": origin, "domain": row.get("domain"), "answer_from": where,
-                "problem": problem.strip()}  # fmt: skip
+        meta = {
+            "line": line,
+            "file": origin,
+            "domain": row.get("domain"),
+            "answer_from": where,
+            "problem": problem.strip(),
+        }
         records.append(new_record(source_name, line, "stem", f"{problem.strip()} {MATH_SUFFIX}", meta, answer=answer))
     return records, dropped

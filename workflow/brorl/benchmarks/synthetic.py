@@ -33,8 +33,12 @@ def arithmetic(items: int, seed: int, benchmark: str = "arithmetic") -> list[dic
                 "prompt": f"{problem} {MATH_SUFFIX}",
                 "answer": str(value),
                 "scorer": "math",
-                "metadata": {"generator": f"synthetic:arithmetic@{VERSION}", "seed": seed, "index": i,
-                             "problem": problem},  # fmt: skip
+                "metadata": {
+                    "generator": f"synthetic:arithmetic@{VERSION}",
+                    "seed": seed,
+                    "index": i,
+                    "problem": problem,
+                },
             }
         )
     return records
@@ -74,10 +78,12 @@ INSTRUCTIONS = (
     ("change_case:english_lowercase", {}, "Your entire response must be in lowercase letters, no capitals."),
     ("punctuation:no_comma", {}, "Do not use any commas in your response."),
     ("detectable_format:title", {}, "Give your answer a title wrapped in double angular brackets, like <<title>>."),
-    ("length_constraints:number_words", {"relation": "less than", "num_words": 40},
-     "Answer in less than 40 words."),
-    ("startend:end_checker", {"end_phrase": "Is there anything else I can help with?"},
-     "Finish your response with the exact phrase 'Is there anything else I can help with?'."),
+    ("length_constraints:number_words", {"relation": "less than", "num_words": 40}, "Answer in less than 40 words."),
+    (
+        "startend:end_checker",
+        {"end_phrase": "Is there anything else I can help with?"},
+        "Finish your response with the exact phrase 'Is there anything else I can help with?'.",
+    ),
 )
 TOPICS = ("the sea", "a red bicycle", "autumn leaves", "a quiet library", "the moon", "fresh bread")
 
@@ -100,14 +106,20 @@ def stem(items: int, seed: int, benchmark: str = "stem") -> list[dict]:
 def code(items: int, seed: int, benchmark: str = "code") -> list[dict]:
     """Read two integers from standard input and print one combination of them; three tests each."""
     rng = random.Random(f"synthetic:code:{VERSION}:{seed}")
-    ops = (("sum", lambda a, b: a + b), ("product", lambda a, b: a * b), ("larger", max), ("difference a - b",
-           lambda a, b: a - b))  # fmt: skip
+    ops = (
+        ("sum", lambda a, b: a + b),
+        ("product", lambda a, b: a * b),
+        ("larger", max),
+        ("difference a - b", lambda a, b: a - b),
+    )
     records = []
     for i in range(items):
         name, fn = ops[rng.randrange(len(ops))]
         pairs = [(rng.randint(-20, 20), rng.randint(-20, 20)) for _ in range(3)]
-        problem = (f"Read two integers a and b (one line, separated by a space) from standard input and print their "
-                   f"{name}. Put your Python program in a ```python code block.")  # fmt: skip
+        problem = (
+            f"Read two integers a and b (one line, separated by a space) from standard input and print their "
+            f"{name}. Put your Python program in a ```python code block."
+        )
         tests = {"inputs": [f"{a} {b}\n" for a, b in pairs], "outputs": [f"{fn(a, b)}\n" for a, b in pairs]}
         meta = {"generator": f"synthetic:code@{VERSION}", "seed": seed, "index": i, "problem": problem}
         records.append(new_record(benchmark, i, "code", problem, meta, tests=tests))
@@ -121,8 +133,14 @@ def instructions(items: int, seed: int, benchmark: str = "instructions") -> list
     for i in range(items):
         chosen = rng.sample(INSTRUCTIONS, rng.randint(1, 2))
         problem = f"Write two sentences about {rng.choice(TOPICS)}. " + " ".join(c[2] for c in chosen)
-        meta = {"generator": f"synthetic:instructions@{VERSION}", "seed": seed, "index": i, "problem": problem,
-                "instruction_id_list": [c[0] for c in chosen], "kwargs": [dict(c[1]) for c in chosen]}  # fmt: skip
+        meta = {
+            "generator": f"synthetic:instructions@{VERSION}",
+            "seed": seed,
+            "index": i,
+            "problem": problem,
+            "instruction_id_list": [c[0] for c in chosen],
+            "kwargs": [dict(c[1]) for c in chosen],
+        }
         records.append(new_record(benchmark, i, "instruction_following", problem, meta))
     return records
 

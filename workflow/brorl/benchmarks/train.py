@@ -13,8 +13,8 @@ import json
 import random
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .prepare import PrepareError, check_pinned, download_hub, load_rows, manifest_path, normalize_rows, sha256_file
 from .records import RECORD_VERSION, write_records
@@ -71,9 +71,11 @@ def _built_records(builder: str, path: Path, name: str) -> tuple[list[dict], dic
     records, dropped = build(iter_jsonl(path), name, str(path))
     summary = {reason: {"count": len(lines), "lines": lines[:MAX_LINES_SHOWN]} for reason, lines in dropped.items()}
     for reason, facts in summary.items():
-        print(f"train source {name}: dropped {facts['count']} rows of {path}: {reason} (lines "
-              f"{', '.join(map(str, facts['lines']))}{', ...' if facts['count'] > MAX_LINES_SHOWN else ''})",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"train source {name}: dropped {facts['count']} rows of {path}: {reason} (lines "
+            f"{', '.join(map(str, facts['lines']))}{', ...' if facts['count'] > MAX_LINES_SHOWN else ''})",
+            file=sys.stderr,
+        )
     return records, summary
 
 
@@ -85,8 +87,10 @@ def _rg_records(src: dict, seed: int) -> list[dict]:
     categories = src.get("categories") or CATEGORIES
     unknown = sorted(set(categories) - set(CATEGORIES))
     if unknown:
-        raise PrepareError(f"train_data source {src['name']!r}: unknown Reasoning Gym categories {unknown} "
-                           f"(known: {', '.join(CATEGORIES)})")  # fmt: skip
+        raise PrepareError(
+            f"train_data source {src['name']!r}: unknown Reasoning Gym categories {unknown} "
+            f"(known: {', '.join(CATEGORIES)})"
+        )
     tasks = [t for c in categories for t in category_tasks(c)]
     per_task = -(-src["items"] // len(tasks))
     records = []
@@ -108,30 +112,46 @@ def check_sources(train_data: dict, allow_unpinned: bool) -> None:
     for src in train_data["sources"]:
         generator = src["dataset"].split(":", 1)[1] if src["dataset"].startswith("synthetic:") else None
         if generator is not None and generator not in GENERATORS:
-            raise PrepareError(f"train_data source {src['name']!r}: unknown generator {src['dataset']!r} "
-                               f"(known: {', '.join('synthetic:' + g for g in GENERATORS)})")  # fmt: skip
+            raise PrepareError(
+                f"train_data source {src['name']!r}: unknown generator {src['dataset']!r} "
+                f"(known: {', '.join('synthetic:' + g for g in GENERATORS)})"
+            )
     for src in filter(is_hub, train_data["sources"]):
         if src["dataset"] not in HUB_FIELDS:
             raise PrepareError(
                 f"train_data source {src['name']!r}: no field mapping for hub dataset {src['dataset']!r} "
                 f"(known: {', '.join(HUB_FIELDS)}); add one to brorl.benchmarks.train.HUB_FIELDS"
             )
-        check_pinned(src["dataset"], src.get("revision"), f"train_data.sources[{src['name']}].revision",
-                     allow_unpinned)  # fmt: skip
+        check_pinned(src["dataset"], src.get("revision"), f"train_data.sources[{src['name']}].revision", allow_unpinned)
 
 
 def _hub_records(src: dict, cache_dir=None) -> tuple[list[dict], dict]:
     layout = HUB_FIELDS[src["dataset"]]
-    source = Source(kind="hub", repo_id=src["dataset"], revision=src.get("revision"), filename=layout["filename"],
-                    split=src.get("split"), fields=layout.get("fields", {}), filter=layout.get("filter", {}))  # fmt: skip
+    source = Source(
+        kind="hub",
+        repo_id=src["dataset"],
+        revision=src.get("revision"),
+        filename=layout["filename"],
+        split=src.get("split"),
+        fields=layout.get("fields", {}),
+        filter=layout.get("filter", {}),
+    )
     path, commit = download_hub(source, cache_dir=cache_dir)
     facts = {"resolved_revision": commit, "input_sha256": sha256_file(path)}
     if "builder" in layout:
         records, facts["dropped"] = _built_records(layout["builder"], Path(path), src["name"])
         return records, facts
-    spec = BenchmarkSpec(name=src["name"], family=src["family"], version=1, description="", sources=(source,),
-                         prompt_template=layout["template"], scorer=src["family"], n_samples=1,
-                         expected_rows=None)  # fmt: skip
+    spec = BenchmarkSpec(
+        name=src["name"],
+        family=src["family"],
+        version=1,
+        description="",
+        sources=(source,),
+        prompt_template=layout["template"],
+        scorer=src["family"],
+        n_samples=1,
+        expected_rows=None,
+    )
     return normalize_rows(spec, source, load_rows(path), str(path)), facts
 
 
@@ -152,13 +172,18 @@ def build_mix(train_data: dict, cache_dir=None, allow_unpinned: bool = False) ->
             records, extra = _hub_records(src, cache_dir)
         for rec in records:
             if rec["family"] != src["family"]:
-                raise PrepareError(f"train_data source {src['name']!r} is family {src['family']!r}, but "
-                                   f"{src['dataset']} gives {rec['family']!r} records")  # fmt: skip
+                raise PrepareError(
+                    f"train_data source {src['name']!r} is family {src['family']!r}, but "
+                    f"{src['dataset']} gives {rec['family']!r} records"
+                )
             rec["metadata"]["source"] = src["name"]
         random.Random(f"{seed}:{src['name']}").shuffle(records)
         if src["items"] and len(records) < src["items"]:
-            print(f"WARNING: train source {src['name']}: {len(records)} usable items, fewer than the {src['items']} "
-                  "asked for; all are used", file=sys.stderr)  # fmt: skip
+            print(
+                f"WARNING: train source {src['name']}: {len(records)} usable items, fewer than the {src['items']} "
+                "asked for; all are used",
+                file=sys.stderr,
+            )
         records = records[: src["items"]]
         mix += records
         facts.append({**src, "rows": len(records), **extra})

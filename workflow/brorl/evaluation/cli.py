@@ -18,10 +18,13 @@ def _cmd_score(a: argparse.Namespace) -> None:
 
     items = load_items(a.benchmark, a.max_items)
     samples = read_table(a.samples, SAMPLE_COLUMNS, "samples")
-    print(f"scoring {len(samples)} samples of {len(items)} items of {a.benchmark} with {a.workers} workers",
-          file=sys.stderr)  # fmt: skip
-    scores = score_samples(items, samples, workers=a.workers, timeout_s=a.timeout_s, progress=True, n=a.n,
-                           where=str(a.samples))  # fmt: skip
+    print(
+        f"scoring {len(samples)} samples of {len(items)} items of {a.benchmark} with {a.workers} workers",
+        file=sys.stderr,
+    )
+    scores = score_samples(
+        items, samples, workers=a.workers, timeout_s=a.timeout_s, progress=True, n=a.n, where=str(a.samples)
+    )
     write_scores(scores, a.out)
     errors = int(scores["error"].notna().sum())
     print(f"{len(scores)} samples scored: mean score {scores['score'].mean():.4f}, {errors} scorer error(s) -> {a.out}")
@@ -36,8 +39,10 @@ def _cmd_summarize(a: argparse.Namespace) -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(record, indent=2) + "\n")
     ks = ", ".join(f"pass@{k} {v:.4f}" for k, v in record["pass_at_k"].items())
-    print(f"{a.arm} step {a.step} {record['benchmark']}: {record['n_items']} items x {record['n_samples']} samples, "
-          f"{ks}, truncated {record['truncation_rate']:.1%} -> {a.out}")  # fmt: skip
+    print(
+        f"{a.arm} step {a.step} {record['benchmark']}: {record['n_items']} items x {record['n_samples']} samples, "
+        f"{ks}, truncated {record['truncation_rate']:.1%} -> {a.out}"
+    )
 
 
 def _cmd_collect(a: argparse.Namespace) -> None:

@@ -87,9 +87,14 @@ def check_coverage(items: list[dict], df: pd.DataFrame, where: str, n: int | Non
 
 
 def score_samples(
-    items: list[dict], samples: pd.DataFrame, workers: int = 2, timeout_s: float | None = None,
-    progress: bool = True, n: int | None = None, where: str = "samples",
-) -> pd.DataFrame:  # fmt: skip
+    items: list[dict],
+    samples: pd.DataFrame,
+    workers: int = 2,
+    timeout_s: float | None = None,
+    progress: bool = True,
+    n: int | None = None,
+    where: str = "samples",
+) -> pd.DataFrame:
     """One score row per sample, in item order then sample_idx (coverage checked first)."""
     from ..scoring import score_batch
 

@@ -29,9 +29,13 @@ def error_reason(error: str) -> str:
 
 
 def summarize(
-    items: list[dict], samples: pd.DataFrame, scores: pd.DataFrame, ks=DEFAULT_KS, n: int | None = None,
+    items: list[dict],
+    samples: pd.DataFrame,
+    scores: pd.DataFrame,
+    ks=DEFAULT_KS,
+    n: int | None = None,
     where: str = "scores",
-) -> dict:  # fmt: skip
+) -> dict:
     """The protocol's numbers for one benchmark from its samples and scores (both covering every item x sample)."""
     samples, n = check_coverage(items, samples, f"{where} (samples)", n)
     scores, _ = check_coverage(items, scores, f"{where} (scores)", n)
@@ -57,9 +61,15 @@ def summarize(
 
 
 def summary_record(
-    items: list[dict], samples_path: Path | str, scores_path: Path | str, benchmark_path: Path | str,
-    arm: str, step: int, n: int | None = None, max_items: int | None = None,
-) -> dict:  # fmt: skip
+    items: list[dict],
+    samples_path: Path | str,
+    scores_path: Path | str,
+    benchmark_path: Path | str,
+    arm: str,
+    step: int,
+    n: int | None = None,
+    max_items: int | None = None,
+) -> dict:
     """``summarize`` from files, with the arm, step, input checksums, generation sidecar and provenance."""
     from ..provenance import provenance
     from .score import read_table
@@ -74,8 +84,15 @@ def summary_record(
         "samples": {"path": str(samples_path), "sha256": sha256_file(samples_path)},
         "scores": {"path": str(scores_path), "sha256": sha256_file(scores_path)},
     }
-    return {"arm": arm, "step": int(step), **body, "max_items": max_items, "inputs": inputs,
-            "generation": generation, "provenance": provenance()}  # fmt: skip
+    return {
+        "arm": arm,
+        "step": int(step),
+        **body,
+        "max_items": max_items,
+        "inputs": inputs,
+        "generation": generation,
+        "provenance": provenance(),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------- collect
@@ -89,8 +106,15 @@ def collect(summaries: list[dict], ks=DEFAULT_KS) -> pd.DataFrame:
     for s in summaries:
         if not isinstance(s.get("benchmark"), str) or not isinstance(s.get("family"), str):
             raise EvaluationError(f"summary of {s.get('arm')}/{s.get('step')} mixes benchmarks or families")
-        row = {"arm": s["arm"], "step": int(s["step"]), "benchmark": s["benchmark"], "family": s["family"],
-               "n_benchmarks": 1, "n_items": s["n_items"], "n_samples": s["n_samples"]}  # fmt: skip
+        row = {
+            "arm": s["arm"],
+            "step": int(s["step"]),
+            "benchmark": s["benchmark"],
+            "family": s["family"],
+            "n_benchmarks": 1,
+            "n_items": s["n_items"],
+            "n_samples": s["n_samples"],
+        }
         for k, c in zip(ks, cols):
             row[c] = s["pass_at_k"].get(str(k), np.nan)
         row["pass@1"] = s["pass_at_1"]
@@ -111,9 +135,17 @@ def collect(summaries: list[dict], ks=DEFAULT_KS) -> pd.DataFrame:
     averages = []
     for (arm, step, family), group in df.groupby(["arm", "step", "family"], sort=False):
         label = FAMILY_LABELS.get(family, family)
-        avg = {"arm": arm, "step": step, "benchmark": f"{label} avg", "family": family,
-               "n_benchmarks": len(group), "n_items": int(group["n_items"].sum()),
-               "n_samples": int(group["n_samples"].min()), "_fam": group["_fam"].iloc[0], "_avg": 1}  # fmt: skip
+        avg = {
+            "arm": arm,
+            "step": step,
+            "benchmark": f"{label} avg",
+            "family": family,
+            "n_benchmarks": len(group),
+            "n_items": int(group["n_items"].sum()),
+            "n_samples": int(group["n_samples"].min()),
+            "_fam": group["_fam"].iloc[0],
+            "_avg": 1,
+        }
         for c in [*cols, "mean_response_tokens", "truncation_rate"]:
             avg[c] = float(group[c].mean())  # NaN where a benchmark lacks that k
         avg["scorer_errors"] = int(group["scorer_errors"].sum())

@@ -28,8 +28,16 @@ def _stats(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def bench_layouts(engine, prompts: list[str], layouts: list[str], max_tokens: int, repeats: int,
-                  temperature: float = 1.0, top_p: float = 1.0, seed: int = 0) -> list[dict]:  # fmt: skip
+def bench_layouts(
+    engine,
+    prompts: list[str],
+    layouts: list[str],
+    max_tokens: int,
+    repeats: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+) -> list[dict]:
     """Time each layout on ``engine`` (one warm-up, then ``repeats`` timed calls; brorl.generation.measure);
     prompts are taken from ``prompts`` in order (cycled when too few)."""
     from .measure import timed_runs
@@ -38,15 +46,24 @@ def bench_layouts(engine, prompts: list[str], layouts: list[str], max_tokens: in
     for layout in layouts:
         p, n = parse_layout(layout)
         batch = [prompts[i % len(prompts)] for i in range(p)]
-        runs = timed_runs(engine, batch, n, max_tokens, temperature=temperature, top_p=top_p, seed=seed,
-                          warmup=1, repeats=repeats)  # fmt: skip
+        runs = timed_runs(
+            engine, batch, n, max_tokens, temperature=temperature, top_p=top_p, seed=seed, warmup=1, repeats=repeats
+        )
         walls = [r["wall_s"] for r in runs]
         samples = p * n
         prompt_tokens = sum(len(ids) for ids in engine.prompt_token_ids(batch))
-        results.append({
-            "layout": layout, "prompts": p, "n": n, "samples": samples, "max_tokens": max_tokens,
-            "prompt_tokens": prompt_tokens, "prompt_tokens_without_prefix_sharing": prompt_tokens * n,
-            "wall_s": walls, "samples_per_s": _stats([samples / w for w in walls]),
-            "output_tokens_per_s": _stats([r["output_tokens"] / r["wall_s"] for r in runs]),
-        })  # fmt: skip
+        results.append(
+            {
+                "layout": layout,
+                "prompts": p,
+                "n": n,
+                "samples": samples,
+                "max_tokens": max_tokens,
+                "prompt_tokens": prompt_tokens,
+                "prompt_tokens_without_prefix_sharing": prompt_tokens * n,
+                "wall_s": walls,
+                "samples_per_s": _stats([samples / w for w in walls]),
+                "output_tokens_per_s": _stats([r["output_tokens"] / r["wall_s"] for r in runs]),
+            }
+        )
     return results

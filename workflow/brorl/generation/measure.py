@@ -9,14 +9,25 @@ which also clears the prefix cache: sharing inside a call (what is measured) sta
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 Counters = Callable[[], dict[str, float]]
 """Reads monotone counters (e.g. vLLM's prefix-cache queries/hits); each run records their change."""
 
 
-def timed_runs(engine, prompts: list[str], n: int, max_tokens: int, *, temperature: float, top_p: float,
-               seed: int, warmup: int, repeats: int, counters: Counters | None = None) -> list[dict]:  # fmt: skip
+def timed_runs(
+    engine,
+    prompts: list[str],
+    n: int,
+    max_tokens: int,
+    *,
+    temperature: float,
+    top_p: float,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    counters: Counters | None = None,
+) -> list[dict]:
     """``warmup`` untimed then ``repeats`` timed calls of ``engine.generate(prompts, n, ...)``.
 
     Returns one record per timed call: ``wall_s``, ``output_tokens`` and ``counters`` (the change of each counter
@@ -38,8 +49,11 @@ def timed_runs(engine, prompts: list[str], n: int, max_tokens: int, *, temperatu
         after = counters() if counters else {}
         tokens = sum(c.n_tokens for comps in out for c in comps)
         if tokens != expected:
-            raise RuntimeError(f"{len(prompts)}x{n}: {tokens} output tokens, expected {expected} "
-                               f"({max_tokens} per sample with ignore_eos)")  # fmt: skip
-        runs.append({"wall_s": wall, "output_tokens": tokens,
-                     "counters": {k: after[k] - before.get(k, 0) for k in after}})  # fmt: skip
+            raise RuntimeError(
+                f"{len(prompts)}x{n}: {tokens} output tokens, expected {expected} "
+                f"({max_tokens} per sample with ignore_eos)"
+            )
+        runs.append(
+            {"wall_s": wall, "output_tokens": tokens, "counters": {k: after[k] - before.get(k, 0) for k in after}}
+        )
     return runs

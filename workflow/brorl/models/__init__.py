@@ -14,7 +14,18 @@ from .tiny import build_tiny_model
 from .verify import verify_model_dir
 
 __all__ = [
-    "MANIFEST_NAME", "ContextError", "ModelError", "build_tiny_model", "check_model_dir", "download_base_model",
-    "extend_context", "file_sha256", "is_pinned", "manifest_hash", "plan_extension", "stage_model",
-    "verify_model_dir", "write_manifest",
-]  # fmt: skip
+    "MANIFEST_NAME",
+    "ContextError",
+    "ModelError",
+    "build_tiny_model",
+    "check_model_dir",
+    "download_base_model",
+    "extend_context",
+    "file_sha256",
+    "is_pinned",
+    "manifest_hash",
+    "plan_extension",
+    "stage_model",
+    "verify_model_dir",
+    "write_manifest",
+]

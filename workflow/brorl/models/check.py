@@ -62,8 +62,9 @@ def _weight_files(folder: Path) -> list[str]:
             return shards
     found = [name for name in SINGLE_WEIGHTS if (folder / name).is_file()]
     if not found:
-        raise ModelError(f"{folder}: no weights (expected model.safetensors, a *.index.json with shards, or "
-                         "pytorch_model.bin)")  # fmt: skip
+        raise ModelError(
+            f"{folder}: no weights (expected model.safetensors, a *.index.json with shards, or pytorch_model.bin)"
+        )
     return found[:1]
 
 
@@ -106,8 +107,9 @@ def check_model_dir(path: Path | str, architectures: tuple[str, ...] = ("Qwen2Fo
         if name.endswith(".safetensors"):
             _check_safetensors(folder, name)
     if not any(all((folder / f).is_file() for f in group) for group in TOKENIZER_FILES):
-        raise ModelError(f"{folder}: missing tokenizer (expected tokenizer.json, tokenizer.model or "
-                         "vocab.json + merges.txt)")  # fmt: skip
+        raise ModelError(
+            f"{folder}: missing tokenizer (expected tokenizer.json, tokenizer.model or vocab.json + merges.txt)"
+        )
     if (folder / "tokenizer.json").is_file():
         _read_json(folder, "tokenizer.json")
     archs = config.get("architectures") or []
@@ -127,12 +129,15 @@ def _verify_manifest(folder: Path, manifest: dict) -> None:
         if not target.is_file():
             raise ModelError(f"{folder}: {name} is listed in {MANIFEST_NAME} but missing")
         if target.stat().st_size != entry.get("bytes", target.stat().st_size):
-            raise ModelError(f"{folder}: {name} has {target.stat().st_size} bytes, {MANIFEST_NAME} says "
-                             f"{entry['bytes']}")  # fmt: skip
+            raise ModelError(
+                f"{folder}: {name} has {target.stat().st_size} bytes, {MANIFEST_NAME} says {entry['bytes']}"
+            )
         digest = file_sha256(target)
         if digest != entry.get("sha256"):
-            raise ModelError(f"{folder}: {name} sha256 {digest[:12]}... differs from {MANIFEST_NAME} "
-                             f"({str(entry.get('sha256'))[:12]}...): the file was changed or corrupted")  # fmt: skip
+            raise ModelError(
+                f"{folder}: {name} sha256 {digest[:12]}... differs from {MANIFEST_NAME} "
+                f"({str(entry.get('sha256'))[:12]}...): the file was changed or corrupted"
+            )
 
 
 def manifest_files(folder: Path) -> dict[str, dict]:
@@ -151,9 +156,22 @@ def write_manifest(folder: Path | str, extra: dict | None = None) -> dict:
 
     folder = Path(folder)
     config = _read_json(folder, "config.json")
-    keys = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-            "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "rope_theta",
-            "tie_word_embeddings", "torch_dtype", "dtype", "eos_token_id", "pad_token_id")  # fmt: skip
+    keys = (
+        "model_type",
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "max_position_embeddings",
+        "rope_theta",
+        "tie_word_embeddings",
+        "torch_dtype",
+        "dtype",
+        "eos_token_id",
+        "pad_token_id",
+    )
     manifest = {
         "format": MANIFEST_FORMAT,
         "files": manifest_files(folder),

@@ -42,9 +42,12 @@ class ExtensionPlan:
     config_updates: dict = field(default_factory=dict)
 
     def record(self) -> dict:
-        return {"target_length": self.target_length, "method": self.method,
-                "max_position_embeddings": [self.positions_before, self.positions_after],
-                "rope": {"before": self.rope_before, "after": self.rope_after}}  # fmt: skip
+        return {
+            "target_length": self.target_length,
+            "method": self.method,
+            "max_position_embeddings": [self.positions_before, self.positions_after],
+            "rope": {"before": self.rope_before, "after": self.rope_after},
+        }
 
 
 def _rope_type(d: dict) -> str | None:
@@ -62,8 +65,10 @@ def rope_settings(config: dict) -> dict:
     if params and all(isinstance(v, dict) for v in params.values()):
         raise ContextError(f"per-layer-type RoPE ({', '.join(params)}) is not supported by extend_context")
     if params is None and legacy is None and theta_top is None:
-        raise ContextError("config.json has no RoPE settings (rope_theta / rope_parameters / rope_scaling): the "
-                           "positions are learned or unknown, so they cannot be extended")  # fmt: skip
+        raise ContextError(
+            "config.json has no RoPE settings (rope_theta / rope_parameters / rope_scaling): the "
+            "positions are learned or unknown, so they cannot be extended"
+        )
     params, legacy = params or {}, legacy or {}
     theta_params = params.get("rope_theta")
     if theta_params is not None and theta_top is not None and float(theta_params) != float(theta_top):
@@ -80,8 +85,9 @@ def rope_settings(config: dict) -> dict:
     scaling = {k: v for k, v in {**params, **legacy}.items() if k not in ("rope_type", "type", "rope_theta")}
     for key in set(params) & set(legacy) - {"rope_type", "type", "rope_theta"}:
         if params[key] != legacy[key]:
-            raise ContextError(f"rope_parameters.{key} = {params[key]} disagrees with rope_scaling.{key} = "
-                               f"{legacy[key]}")  # fmt: skip
+            raise ContextError(
+                f"rope_parameters.{key} = {params[key]} disagrees with rope_scaling.{key} = {legacy[key]}"
+            )
     return {"rope_type": kind, "rope_theta": float(theta), **scaling}
 
 
@@ -106,19 +112,27 @@ def plan_extension(config: dict, target: int, rope_scaling: str | None = None) -
     if target <= positions:
         return ExtensionPlan(target, positions, positions, rope, rope, "within_positions")
     if rope_scaling is None:
-        raise ContextError(f"{target} tokens exceed max_position_embeddings = {positions} and no RoPE scaling is "
-                           "allowed (context.rope_scaling is null; set it to linear or yarn to extend)")  # fmt: skip
+        raise ContextError(
+            f"{target} tokens exceed max_position_embeddings = {positions} and no RoPE scaling is "
+            "allowed (context.rope_scaling is null; set it to linear or yarn to extend)"
+        )
     if rope["rope_type"] != "default":
-        raise ContextError(f"{target} tokens exceed max_position_embeddings = {positions} and the RoPE is already "
-                           f"scaled ({rope}); stacking a second {rope_scaling} scaling is not supported")  # fmt: skip
+        raise ContextError(
+            f"{target} tokens exceed max_position_embeddings = {positions} and the RoPE is already "
+            f"scaled ({rope}); stacking a second {rope_scaling} scaling is not supported"
+        )
     factor = target / positions
     after = {"rope_type": rope_scaling, "factor": factor, "rope_theta": rope["rope_theta"]}
     if rope_scaling == "yarn":
         after["original_max_position_embeddings"] = positions
     legacy = {k: v for k, v in after.items() if k != "rope_theta"}  # transformers 4.x / vLLM spelling
     params = {**(config.get("rope_parameters") or {}), **after}  # transformers 5.x spelling, other keys kept
-    updates = {"max_position_embeddings": target, "rope_scaling": legacy, "rope_parameters": params,
-               "rope_theta": rope["rope_theta"]}  # fmt: skip
+    updates = {
+        "max_position_embeddings": target,
+        "rope_scaling": legacy,
+        "rope_parameters": params,
+        "rope_theta": rope["rope_theta"],
+    }
     return ExtensionPlan(target, positions, target, rope, after, rope_scaling, updates)
 
 

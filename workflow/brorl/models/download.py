@@ -36,9 +36,15 @@ def hub_snapshot(repo_id: str, revision: str, cache_dir: Path | str | None, retr
     last: Exception | None = None
     for attempt in range(1, retries + 1):
         try:
-            path = Path(snapshot_download(repo_id=repo_id, revision=revision, cache_dir=cache_dir,
-                                          allow_patterns=list(ALLOW_PATTERNS),
-                                          token=os.environ.get("HF_TOKEN") or None))  # fmt: skip
+            path = Path(
+                snapshot_download(
+                    repo_id=repo_id,
+                    revision=revision,
+                    cache_dir=cache_dir,
+                    allow_patterns=list(ALLOW_PATTERNS),
+                    token=os.environ.get("HF_TOKEN") or None,
+                )
+            )
             return path, path.name  # the cache keeps a snapshot as .../snapshots/<commit>/
         except Exception as e:  # network errors differ by huggingface_hub version; retry them all
             last = e
@@ -90,12 +96,15 @@ def stage_model(source: Path | str, out: Path | str, origin: dict, link: bool = 
             check_model_dir(tmp, architectures=())  # missing shard, truncated weights, corrupt JSON: never used
         except ModelError as e:
             raise ModelError(f"{source}: incomplete or corrupt model ({e}); nothing was written to {out}") from e
-        manifest = write_manifest(tmp, {
-            "stage": "download_base_model",
-            "source": source_info,
-            "excluded_files": excluded,
-            "materialized": "+".join(sorted(methods)),
-        })  # fmt: skip
+        manifest = write_manifest(
+            tmp,
+            {
+                "stage": "download_base_model",
+                "source": source_info,
+                "excluded_files": excluded,
+                "materialized": "+".join(sorted(methods)),
+            },
+        )
         replace_folder(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone after the rename; a failed attempt leaves nothing behind
@@ -103,17 +112,24 @@ def stage_model(source: Path | str, out: Path | str, origin: dict, link: bool = 
 
 
 def download_base_model(
-    out: Path | str, repo_id: str, revision: str, local_path: Path | str | None = None,
-    cache_dir: Path | str | None = None, retries: int = 3, link: bool = True, allow_unpinned: bool = False,
-) -> dict:  # fmt: skip
+    out: Path | str,
+    repo_id: str,
+    revision: str,
+    local_path: Path | str | None = None,
+    cache_dir: Path | str | None = None,
+    retries: int = 3,
+    link: bool = True,
+    allow_unpinned: bool = False,
+) -> dict:
     """The start checkpoint at ``out``: from ``local_path`` when given, else ``repo_id``@``revision`` from the hub
     (refused unless ``revision`` is a commit hash or ``allow_unpinned``: brorl.pins)."""
     if local_path is not None:
         origin = {"kind": "local", "repo_id": repo_id, "revision": revision, "resolved_commit": None}
         return stage_model(local_path, out, origin, link=link)
     try:
-        warning = require_pinned(repo_id, revision, repo_type="model", config_key="base_model.revision",
-                                 allow_unpinned=allow_unpinned)  # fmt: skip
+        warning = require_pinned(
+            repo_id, revision, repo_type="model", config_key="base_model.revision", allow_unpinned=allow_unpinned
+        )
     except UnpinnedRevisionError as e:
         raise ModelError(str(e)) from e
     if warning:
@@ -121,8 +137,13 @@ def download_base_model(
     folder, commit = hub_snapshot(repo_id, revision, cache_dir, retries)
     if is_pinned(revision) and commit != revision:
         raise ModelError(f"{repo_id}@{revision}: the hub returned commit {commit}, not the pinned one")
-    origin = {"kind": "hub", "repo_id": repo_id, "revision": revision, "resolved_commit": commit,
-              "revision_pinned": warning is None}  # fmt: skip
+    origin = {
+        "kind": "hub",
+        "repo_id": repo_id,
+        "revision": revision,
+        "resolved_commit": commit,
+        "revision_pinned": warning is None,
+    }
     return stage_model(folder, out, origin, link=link)
 
 
@@ -131,9 +152,11 @@ def manifest_summary(manifest: dict) -> str:
     files = manifest["files"]
     src = manifest.get("source", {})
     where = src.get("resolved_commit") or src.get("path")
-    return (f"{len(files)} files, {sum(f['bytes'] for f in files.values()) / 2**20:.1f} MiB, "
-            f"from {src.get('kind')} {src.get('repo_id')} ({where})"
-            + (f", excluded {len(manifest['excluded_files'])}" if manifest.get("excluded_files") else ""))  # fmt: skip
+    return (
+        f"{len(files)} files, {sum(f['bytes'] for f in files.values()) / 2**20:.1f} MiB, "
+        f"from {src.get('kind')} {src.get('repo_id')} ({where})"
+        + (f", excluded {len(manifest['excluded_files'])}" if manifest.get("excluded_files") else "")
+    )
 
 
 __all__ = ["download_base_model", "hub_snapshot", "is_pinned", "stage_model", "manifest_summary"]

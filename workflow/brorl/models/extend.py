@@ -120,9 +120,13 @@ def write_extended_files(base: Path, tmp: Path, files: list[str], plan: Extensio
 
 
 def extend_context(
-    base: Path | str, out: Path | str, length: int, rope_scaling: str | None = None, link: bool = True,
+    base: Path | str,
+    out: Path | str,
+    length: int,
+    rope_scaling: str | None = None,
+    link: bool = True,
     threads: int | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Write ``out`` from the verified ``base`` for ``length`` tokens, prove it with a forward pass, return the
     manifest. ContextError (a ModelError) when the architecture cannot reach ``length``."""
     base, out = Path(base), Path(out)
@@ -131,8 +135,11 @@ def extend_context(
         plan = plan_extension(_read(base / "config.json"), length, rope_scaling)
     except ContextError as e:
         raise ContextError(f"{base}: cannot extend to {length} tokens: {e}") from e
-    print(f"{base}: {plan.method} -> {length} tokens (positions {plan.positions_before} -> {plan.positions_after}, "
-          f"rope {plan.rope_after})", file=sys.stderr)  # fmt: skip
+    print(
+        f"{base}: {plan.method} -> {length} tokens (positions {plan.positions_before} -> {plan.positions_after}, "
+        f"rope {plan.rope_after})",
+        file=sys.stderr,
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = partial_folder(out)
     try:
@@ -140,14 +147,21 @@ def extend_context(
         check = forward_check(tmp, length, threads=threads)
         if plan.method != "within_positions" and check["rope_type_loaded"] not in (None, plan.method):
             raise ContextError(f"{out}: transformers built RoPE {check['rope_type_loaded']!r}, not {plan.method!r}")
-        manifest = write_manifest(tmp, {
-            "stage": "extend_context",
-            "source": {"kind": "base_model", "path": str(base), "manifest_hash": manifest_hash(base),
-                       "repo_id": base_manifest.get("source", {}).get("repo_id"),
-                       "resolved_commit": base_manifest.get("source", {}).get("resolved_commit")},
-            "extension": {**plan.record(), **written},
-            "forward_check": check,
-        })  # fmt: skip
+        manifest = write_manifest(
+            tmp,
+            {
+                "stage": "extend_context",
+                "source": {
+                    "kind": "base_model",
+                    "path": str(base),
+                    "manifest_hash": manifest_hash(base),
+                    "repo_id": base_manifest.get("source", {}).get("repo_id"),
+                    "resolved_commit": base_manifest.get("source", {}).get("resolved_commit"),
+                },
+                "extension": {**plan.record(), **written},
+                "forward_check": check,
+            },
+        )
         replace_folder(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone after the rename; a failed attempt leaves nothing behind

@@ -8,7 +8,8 @@ Tokenizer: byte-level BPE with the 256 byte symbols and NO merges (token id = by
 text round-trips), plus ``<|endoftext|>`` (256, pad), ``<|im_start|>`` (257) and ``<|im_end|>`` (258, eos).
 Embedding rows are padded to 320, as Qwen pads its vocabulary.
 
-Two portability patches (docs/design.md#the-tiny-model) so transformers 4.x readers load the folder too: tokenizer_config.json
+Two portability patches (docs/design.md#the-tiny-model) so transformers 4.x readers load the folder too:
+tokenizer_config.json
 gets ``tokenizer_class: PreTrainedTokenizerFast`` and the chat template inline; config.json gets ``rope_theta``
 and ``torch_dtype``.
 
@@ -64,9 +65,13 @@ def build_tokenizer(max_length: int):
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left",
-        model_max_length=max_length, chat_template=CHAT_TEMPLATE,
-    )  # fmt: skip
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
+        model_max_length=max_length,
+        chat_template=CHAT_TEMPLATE,
+    )
     assert fast.convert_tokens_to_ids(list(SPECIAL_TOKENS)) == [PAD_ID, IM_START_ID, EOS_ID]
     return fast
 
@@ -82,12 +87,20 @@ def _write_model(folder: Path, sizes: dict, tie: bool, seed: int, context_length
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
-        vocab_size=VOCAB_SIZE, hidden_size=sizes["hidden_size"], intermediate_size=sizes["intermediate_size"],
-        num_hidden_layers=sizes["num_layers"], num_attention_heads=sizes["num_heads"],
-        num_key_value_heads=sizes["num_kv_heads"], max_position_embeddings=sizes["max_position_embeddings"],
-        rope_theta=ROPE_THETA, tie_word_embeddings=tie, bos_token_id=None, eos_token_id=EOS_ID,
-        pad_token_id=PAD_ID, use_sliding_window=False,
-    )  # fmt: skip
+        vocab_size=VOCAB_SIZE,
+        hidden_size=sizes["hidden_size"],
+        intermediate_size=sizes["intermediate_size"],
+        num_hidden_layers=sizes["num_layers"],
+        num_attention_heads=sizes["num_heads"],
+        num_key_value_heads=sizes["num_kv_heads"],
+        max_position_embeddings=sizes["max_position_embeddings"],
+        rope_theta=ROPE_THETA,
+        tie_word_embeddings=tie,
+        bos_token_id=None,
+        eos_token_id=EOS_ID,
+        pad_token_id=PAD_ID,
+        use_sliding_window=False,
+    )
     torch.manual_seed(seed)
     with torch.device("cpu"):
         model = Qwen2ForCausalLM(config).to(torch.float32).eval()
@@ -95,17 +108,25 @@ def _write_model(folder: Path, sizes: dict, tie: bool, seed: int, context_length
     model.save_pretrained(folder)
     build_tokenizer(context_length).save_pretrained(folder)
     # portability patches: readable by transformers 4.x as well as 5.x
-    _patch_json(folder / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast",
-                                                    "chat_template": CHAT_TEMPLATE})  # fmt: skip
+    _patch_json(
+        folder / "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHAT_TEMPLATE}
+    )
     _patch_json(folder / "config.json", {"rope_theta": ROPE_THETA, "torch_dtype": "float32"})
     return sum(p.numel() for p in model.parameters())
 
 
 def build_tiny_model(
-    out_dir: Path | str, hidden_size: int = 128, intermediate_size: int = 512, num_layers: int = 4,
-    num_heads: int = 4, num_kv_heads: int = 2, max_position_embeddings: int = 1024,
-    tie_word_embeddings: bool = False, seed: int = 0, context_length: int | None = None,
-) -> Path:  # fmt: skip
+    out_dir: Path | str,
+    hidden_size: int = 128,
+    intermediate_size: int = 512,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    max_position_embeddings: int = 1024,
+    tie_word_embeddings: bool = False,
+    seed: int = 0,
+    context_length: int | None = None,
+) -> Path:
     """Build the tiny Qwen2 folder at ``out_dir`` (replacing it) and return its path.
 
     ``context_length`` is the context the model is declared to have been trained with (the tokenizer's
@@ -115,24 +136,44 @@ def build_tiny_model(
     Written to a temporary folder beside ``out_dir`` and renamed into place, so a killed build never leaves a
     folder that looks complete. The folder carries ``brorl_manifest.json`` (sha256 of every file).
     """
-    sizes = dict(hidden_size=hidden_size, intermediate_size=intermediate_size, num_layers=num_layers,
-                 num_heads=num_heads, num_kv_heads=num_kv_heads, max_position_embeddings=max_position_embeddings)
+    sizes = dict(
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        max_position_embeddings=max_position_embeddings,
+    )
     if any(int(v) < 1 for v in sizes.values()) or hidden_size % num_heads or num_heads % num_kv_heads:
-        raise ValueError(f"tiny model sizes are inconsistent: {sizes} (need positive sizes, hidden_size divisible by "
-                         "num_heads, num_heads divisible by num_kv_heads)")  # fmt: skip
+        raise ValueError(
+            f"tiny model sizes are inconsistent: {sizes} (need positive sizes, hidden_size divisible by "
+            "num_heads, num_heads divisible by num_kv_heads)"
+        )
     context_length = max_position_embeddings if context_length is None else int(context_length)
     if not 1 <= context_length <= max_position_embeddings:
-        raise ValueError(f"tiny model context_length {context_length} must be between 1 and max_position_embeddings "
-                         f"= {max_position_embeddings}")  # fmt: skip
+        raise ValueError(
+            f"tiny model context_length {context_length} must be between 1 and max_position_embeddings "
+            f"= {max_position_embeddings}"
+        )
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         n_params = _write_model(tmp, sizes, tie_word_embeddings, seed, context_length)
-        write_manifest(tmp, {"builder": "brorl.models.tiny.build_tiny_model",
-                             "build": {**sizes, "tie_word_embeddings": tie_word_embeddings, "seed": seed,
-                                       "vocab_size": VOCAB_SIZE, "context_length": context_length},
-                             "n_parameters": n_params})  # fmt: skip
+        write_manifest(
+            tmp,
+            {
+                "builder": "brorl.models.tiny.build_tiny_model",
+                "build": {
+                    **sizes,
+                    "tie_word_embeddings": tie_word_embeddings,
+                    "seed": seed,
+                    "vocab_size": VOCAB_SIZE,
+                    "context_length": context_length,
+                },
+                "n_parameters": n_params,
+            },
+        )
         replace_folder(tmp, out)
     finally:
         if tmp.exists():

@@ -26,8 +26,10 @@ def verify_model_dir(path: Path | str, architectures: tuple[str, ...] = ()) -> d
     """
     folder = Path(path)
     if folder.is_dir() and not (folder / MANIFEST_NAME).is_file():
-        raise ModelError(f"{folder}: missing {MANIFEST_NAME}: not a completed model stage output (an interrupted "
-                         "download or copy?); rerun the rule that writes it")  # fmt: skip
+        raise ModelError(
+            f"{folder}: missing {MANIFEST_NAME}: not a completed model stage output (an interrupted "
+            "download or copy?); rerun the rule that writes it"
+        )
     check_model_dir(folder, architectures)  # structure, JSON files, safetensors lengths, sizes and sha256
     manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
     listed = set(manifest["files"])
@@ -35,6 +37,8 @@ def verify_model_dir(path: Path | str, architectures: tuple[str, ...] = ()) -> d
     present -= {MANIFEST_NAME, *FOREIGN_MARKERS}
     unlisted = sorted(present - listed)
     if unlisted:
-        raise ModelError(f"{folder}: file(s) not in {MANIFEST_NAME}: {', '.join(unlisted)} (model folders are written "
-                         "once; something added files after the manifest)")  # fmt: skip
+        raise ModelError(
+            f"{folder}: file(s) not in {MANIFEST_NAME}: {', '.join(unlisted)} (model folders are written "
+            "once; something added files after the manifest)"
+        )
     return manifest

@@ -32,8 +32,21 @@ class DagError(RuntimeError):
 def dag_job_counts(configfiles: list[Path], snakefile: Path = ROOT / "Snakefile") -> dict[str, int]:
     """Jobs per rule of the default target, from a dry run in an empty directory (every job, as on day one)."""
     with tempfile.TemporaryDirectory(prefix="brorl-plan-") as workdir:
-        cmd = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--snakefile", str(snakefile),
-               "--directory", workdir, "--workflow-profile", "none", "--cores", "1"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--forceall",
+            "--snakefile",
+            str(snakefile),
+            "--directory",
+            workdir,
+            "--workflow-profile",
+            "none",
+            "--cores",
+            "1",
+        ]
         if configfiles:
             cmd += ["--configfile", *map(str, configfiles)]
         proc = subprocess.run(cmd, cwd=snakefile.parent, capture_output=True, text=True, timeout=600)
@@ -51,7 +64,6 @@ def dag_job_counts(configfiles: list[Path], snakefile: Path = ROOT / "Snakefile"
 def config_job_counts(config: dict) -> tuple[dict[str, int], dict[str, tuple[int, int, int]]]:
     """Jobs the config implies for stages that grow the DAG later, and (samples/step, steps, segments) per arm."""
     from ..training.recipe import arm_plan, enabled_arms
-
     from .estimate import evaluation_checkpoints
 
     plans = {name: arm_plan(config, name) for name in enabled_arms(config)}
@@ -112,8 +124,10 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
     lines.append("")
     train = rule_resources(profile, "train_ppo")
     per_arm = ", ".join(f"{r.name[10:-1]} {_fmt(r.hours)} h" for r in rows if r.name.startswith("train_ppo["))
-    lines.append(f"training per arm on {train.get('nodes', 1)} nodes: {per_arm or 'no enabled arms'} "
-                 "(paper: about 56-174 h per arm on 64 H100)")  # fmt: skip
+    lines.append(
+        f"training per arm on {train.get('nodes', 1)} nodes: {per_arm or 'no enabled arms'} "
+        "(paper: about 56-174 h per arm on 64 H100)"
+    )
     lines.append(
         f"wall-clock on {gpu_nodes} GPU nodes: {_fmt(wall['total'])} h = {_fmt(wall['total'] / 24)} days "
         f"(training {_fmt(wall['training'])} h with {int(wall['concurrent_arms'])} arm(s) at a time, "
@@ -122,9 +136,10 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
     missing = [r.name for r in rows if r.jobs > r.dag_jobs]
     if missing:
         lines.append(
-            "counted from the config, not (yet) in the DAG: " + ", ".join(missing)
+            "counted from the config, not (yet) in the DAG: "
+            + ", ".join(missing)
             + " -- the rules or their targets do not exist yet"
-        )  # fmt: skip
+        )
     return "\n".join(lines)
 
 
@@ -134,9 +149,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
     asked, nodes = job_resources(profile, "train_ppo").nodes, config["training"]["cluster"]["nodes"]
     if asked != nodes:  # the launcher would refuse every training job of the run: say so before anything else
-        raise SystemExit(f"error: the slurm profile asks {asked} nodes per training job but training.cluster.nodes "
-                         f"is {nodes}: set BRORL_SLURM_TRAIN_NODES={nodes} (or train_nodes in "
-                         f"{Path(a.profile) / 'config.yaml'})")  # fmt: skip
+        raise SystemExit(
+            f"error: the slurm profile asks {asked} nodes per training job but training.cluster.nodes "
+            f"is {nodes}: set BRORL_SLURM_TRAIN_NODES={nodes} (or train_nodes in "
+            f"{Path(a.profile) / 'config.yaml'})"
+        )
     dag = dag_job_counts(list(a.configfile))
     planned, arms = config_job_counts(config)
     rules = {*dag, *planned, "train_ppo"}
@@ -147,31 +164,56 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
     print(render(rows, wall, gpu_nodes, profile, arms))
     disk = disk_per_arm(config, estimates)
-    print("disk for training per arm (peak; results/train/<arm>/run): " + ", ".join(
-        f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
-        f"{d['full_states_gb']:,.0f} GB)" for arm, d in disk.items()))  # fmt: skip
+    print(
+        "disk for training per arm (peak; results/train/<arm>/run): "
+        + ", ".join(
+            f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
+            f"{d['full_states_gb']:,.0f} GB)"
+            for arm, d in disk.items()
+        )
+    )
     if a.json:
         record = {
-            "rows": [{"stage": r.stage, "name": r.name, "jobs": r.jobs, "dag_jobs": r.dag_jobs,
-                      "nodes": r.resources.nodes, "gpus": r.resources.gpus, "cpus": r.resources.cpus,
-                      "hours": r.hours, "gpu_hours": r.gpu_hours, "cpu_hours": r.cpu_hours} for r in rows],
+            "rows": [
+                {
+                    "stage": r.stage,
+                    "name": r.name,
+                    "jobs": r.jobs,
+                    "dag_jobs": r.dag_jobs,
+                    "nodes": r.resources.nodes,
+                    "gpus": r.resources.gpus,
+                    "cpus": r.resources.cpus,
+                    "hours": r.hours,
+                    "gpu_hours": r.gpu_hours,
+                    "cpu_hours": r.cpu_hours,
+                }
+                for r in rows
+            ],
             "totals": totals(rows),
             "wall_clock_hours": wall,
             "gpu_nodes": gpu_nodes,
             "training_disk_gb": disk,
-        }  # fmt: skip
+        }
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(record, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m brorl.plan", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--configfile", nargs="*", type=Path, default=[],
-                        help="config files merged over config.yaml (like snakemake --configfile)")  # fmt: skip
+    parser.add_argument(
+        "--configfile",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="config files merged over config.yaml (like snakemake --configfile)",
+    )
     parser.add_argument("--profile", type=Path, default=ROOT / "profiles" / "slurm", help="the SLURM profile folder")
-    parser.add_argument("--estimates", type=Path, default=None, help="hours per job (default: <profile>/estimates.yaml)")
-    parser.add_argument("--gpu-nodes", type=int, default=None,
-                        help="GPU nodes available at once (default: one training job's nodes)")  # fmt: skip
+    parser.add_argument(
+        "--estimates", type=Path, default=None, help="hours per job (default: <profile>/estimates.yaml)"
+    )
+    parser.add_argument(
+        "--gpu-nodes", type=int, default=None, help="GPU nodes available at once (default: one training job's nodes)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the plan as JSON here")
     parser.set_defaults(func=_cmd_plan)
     args = parser.parse_args(argv)

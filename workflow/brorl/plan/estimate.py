@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 # Which stage a rule belongs to (rules not listed are "analysis").
 STAGES: dict[str, str] = {
@@ -142,8 +143,17 @@ def plan_rows(
     for rule in rules:
         jobs = max(dag_counts.get(rule, 0), config_counts.get(rule, 0))
         hours = est.hours_of(rule)
-        rows.append(CostRow(STAGES.get(rule, "analysis"), rule, dag_counts.get(rule, 0), jobs,
-                            resources.get(rule, Resources()), jobs * hours, hours))  # fmt: skip
+        rows.append(
+            CostRow(
+                STAGES.get(rule, "analysis"),
+                rule,
+                dag_counts.get(rule, 0),
+                jobs,
+                resources.get(rule, Resources()),
+                jobs * hours,
+                hours,
+            )
+        )
     train_res = resources.get("train_ppo", Resources())
     dag_training = dag_counts.get("train_ppo", 0)
     for arm, (samples, steps, segments) in arms.items():

@@ -7,8 +7,9 @@ with yte like Snakemake does, and each resource is evaluated for the first attem
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

@@ -24,10 +24,19 @@ def run_checks(need_gb: float, download_pending: bool, profile: dict | None, res
     """Every check on this machine, in table order."""
     from . import checks
 
-    rows = [checks.driver_check(), checks.torch_gpus_check(), checks.vllm_check(), checks.flash_attn_check(),
-            checks.fused_adam_check(), checks.disk_check(results, need_gb), checks.sandbox_check(),
-            checks.instructions_check(), checks.bubblewrap_check(), checks.ray_check(),
-            checks.hub_token_check(download_pending)]  # fmt: skip
+    rows = [
+        checks.driver_check(),
+        checks.torch_gpus_check(),
+        checks.vllm_check(),
+        checks.flash_attn_check(),
+        checks.fused_adam_check(),
+        checks.disk_check(results, need_gb),
+        checks.sandbox_check(),
+        checks.instructions_check(),
+        checks.bubblewrap_check(),
+        checks.ray_check(),
+        checks.hub_token_check(download_pending),
+    ]
     if profile is not None:
         site = profile.get("__variables__", {})
         rows.append(checks.slurm_check(str(site.get("gpu_partition", "h100")), str(site.get("account", ""))))
@@ -56,7 +65,9 @@ def render(rows: list) -> str:
         if not r.ok and r.fix:
             lines.append(f"{'':<{width}}          fix: {r.fix}")
     failed = [r.name for r in rows if not r.ok]
-    lines.append(f"{len(rows) - len(failed)} of {len(rows)} checks pass" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    lines.append(
+        f"{len(rows) - len(failed)} of {len(rows)} checks pass" + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return "\n".join(lines)
 
 

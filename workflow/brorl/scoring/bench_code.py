@@ -48,8 +48,13 @@ def measure(mode: str | None, n: int, repeats: int) -> dict:
             os.environ.pop("BRORL_SANDBOX", None)
         else:
             os.environ["BRORL_SANDBOX"] = old
-    return {"isolation": isolation, "programs_per_s": rates, "median": statistics.median(rates),
-            "min": min(rates), "max": max(rates)}
+    return {
+        "isolation": isolation,
+        "programs_per_s": rates,
+        "median": statistics.median(rates),
+        "min": min(rates),
+        "max": max(rates),
+    }
 
 
 def main(argv=None) -> int:

@@ -33,8 +33,17 @@ def load_items(folder: Path) -> list[dict]:
     items = []
     for name in MATH_FILES:
         for k, row in enumerate(json.loads((folder / f"{name}.json").read_text())):
-            items.append({"id": f"{name}/{k}", "benchmark": name, "family": "math", "prompt": row["problem"],
-                          "answer": row["answer"], "scorer": "math", "metadata": {}})
+            items.append(
+                {
+                    "id": f"{name}/{k}",
+                    "benchmark": name,
+                    "family": "math",
+                    "prompt": row["problem"],
+                    "answer": row["answer"],
+                    "scorer": "math",
+                    "metadata": {},
+                }
+            )
     return items
 
 
@@ -105,8 +114,13 @@ def _time(fn, pairs, repeats: int) -> dict:
         rates.append(len(pairs) / (time.perf_counter() - start))
         correct = sum(got)
     med = statistics.median(rates)
-    return {"items_per_s": med, "runs": rates, "spread": (max(rates) - min(rates)) / med if med else None,
-            "accepted": correct, "n": len(pairs)}
+    return {
+        "items_per_s": med,
+        "runs": rates,
+        "spread": (max(rates) - min(rates)) / med if med else None,
+        "accepted": correct,
+        "n": len(pairs),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -132,16 +146,25 @@ def main(argv: list[str] | None = None) -> dict:
     }
     a, b, c = (results[k]["items_per_s"] for k in ("a_bare_math_verify", "b_score_math", "c_score_batch"))
     report = {
-        "data": str(folder), "items": len(items), "pairs": len(pairs), "repeats": args.repeats,
-        "workers": args.workers, "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
-        "platform": platform.platform(), "results": results,
-        "ratio_b_over_a": b / a, "ratio_c_over_b": c / b,
+        "data": str(folder),
+        "items": len(items),
+        "pairs": len(pairs),
+        "repeats": args.repeats,
+        "workers": args.workers,
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "results": results,
+        "ratio_b_over_a": b / a,
+        "ratio_c_over_b": c / b,
         "targets": {"ratio_b_over_a": 0.8, "ratio_c_over_b": 1.8},
         "meets_targets": {"ratio_b_over_a": b / a >= 0.8, "ratio_c_over_b": c / b >= 1.8},
     }
     for key, r in results.items():
-        print(f"{key:20s} {r['items_per_s']:9.1f} items/s  (spread {100 * r['spread']:.1f}%, "
-              f"accepted {r['accepted']}/{r['n']})")
+        print(
+            f"{key:20s} {r['items_per_s']:9.1f} items/s  (spread {100 * r['spread']:.1f}%, "
+            f"accepted {r['accepted']}/{r['n']})"
+        )
     print(f"b/a = {b / a:.2f} (target >= 0.8)   c/b = {c / b:.2f} (target >= 1.8, {args.workers} workers)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

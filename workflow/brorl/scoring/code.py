@@ -145,7 +145,7 @@ def normalize_tests(raw) -> dict:
 
 # The harness, run as `python -I -S -B -c HARNESS` inside the sandbox. Stdin: JSON {code, inputs, outputs,
 # fn_name, budget_s, stop_on_fail} in marshal format. Stdout: one line "<i> ok|<error>" per test, then "-1 done".
-HARNESS = r'''
+HARNESS = r"""
 import builtins, errno, marshal, math, os, select, sys, time
 RE, MEM, OLIM = 97, 98, 99
 SIGKILL, SIGXCPU, SIGXFSZ = 9, 24, 25  # Linux; the signal module (and json) would cost ~20 ms of imports
@@ -339,11 +339,12 @@ def main():
     emit(-1, "done")
 
 main()
-'''
+"""
 
 
-def score_code(item: dict, response: str, *, reward: str = "binary", time_limit_s: float = 5.0,
-               limits: Limits | None = None) -> Score:
+def score_code(
+    item: dict, response: str, *, reward: str = "binary", time_limit_s: float = 5.0, limits: Limits | None = None
+) -> Score:
     """Run the program of `response` on `item["tests"]` in the sandbox; see the module docstring."""
     if reward not in ("binary", "fraction"):
         raise ValueError(f"reward must be 'binary' or 'fraction', got {reward!r}")
@@ -352,14 +353,16 @@ def score_code(item: dict, response: str, *, reward: str = "binary", time_limit_
         return failed("no_code")
     tests = normalize_tests(item["tests"])
     n = len(tests["inputs"])
-    payload = marshal.dumps({
-        "code": code,
-        "inputs": tests["inputs"],
-        "outputs": tests["outputs"],
-        "fn_name": tests["fn_name"],
-        "budget_s": float(time_limit_s),
-        "stop_on_fail": reward == "binary",
-    })
+    payload = marshal.dumps(
+        {
+            "code": code,
+            "inputs": tests["inputs"],
+            "outputs": tests["outputs"],
+            "fn_name": tests["fn_name"],
+            "budget_s": float(time_limit_s),
+            "stop_on_fail": reward == "binary",
+        }
+    )
     base = limits or Limits()
     limits = Limits(**{**base.__dict__, "wall_s": time_limit_s + STARTUP_GRACE_S, "cpu_s": int(time_limit_s) + 2})
     res = run_sandboxed(HARNESS, payload, limits)

@@ -22,9 +22,7 @@ def scorer_of(item: dict) -> str:
     """The item's scorer name; a clear error naming the item when it is missing or unknown."""
     name = item.get("scorer")
     if name not in SCORERS:
-        raise ValueError(
-            f"item {item.get('id', '?')!r}: unknown scorer {name!r} (known: {', '.join(sorted(SCORERS))})"
-        )
+        raise ValueError(f"item {item.get('id', '?')!r}: unknown scorer {name!r} (known: {', '.join(sorted(SCORERS))})")
     return name
 
 

@@ -119,8 +119,11 @@ def _bwrap_args(limits: Limits) -> list[str]:
         "--die-with-parent",
         "--new-session",
         "--clearenv",
-        "--cap-drop", "ALL",
-        "--ro-bind", "/usr", "/usr",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/usr",
+        "/usr",
     ]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = "/" + name
@@ -131,15 +134,31 @@ def _bwrap_args(limits: Limits) -> list[str]:
     if os.path.exists("/etc/ld.so.cache"):
         args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     args += [
-        "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--chdir", "/tmp",
-        "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-        "--setenv", "HOME", "/tmp",
-        "--setenv", "TMPDIR", "/tmp",
-        "--setenv", "LANG", "C.UTF-8",
-        "--setenv", "BRORL_SANDBOX_PRIVATE_PIDS", "1",
+        "--size",
+        str(limits.tmpfs_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--chdir",
+        "/tmp",
+        "--setenv",
+        "PATH",
+        "/usr/local/bin:/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "BRORL_SANDBOX_PRIVATE_PIDS",
+        "1",
         "--",
     ]
     return args
@@ -201,7 +220,9 @@ def _probe_bwrap(limits: Limits) -> bool:
 
 def _probe_netns() -> bool:
     try:
-        proc = subprocess.run(["true"], preexec_fn=_preexec(Limits(), None, netns=True), capture_output=True, timeout=10)
+        proc = subprocess.run(
+            ["true"], preexec_fn=_preexec(Limits(), None, netns=True), capture_output=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0 and b"no network namespace" not in proc.stderr
@@ -224,15 +245,21 @@ def isolation_mode(limits: Limits | None = None) -> str:
                     _warned = True
                     log.warning(
                         "bubblewrap is unavailable or cannot create namespaces: running untrusted code with %s only "
-                        "(no filesystem isolation)", _mode)
+                        "(no filesystem isolation)",
+                        _mode,
+                    )
         return _mode
 
 
-def run_sandboxed(code: str, stdin: bytes = b"", limits: Limits = Limits(), *, isolation: str | None = None) -> SandboxResult:
+def run_sandboxed(
+    code: str, stdin: bytes = b"", limits: Limits = Limits(), *, isolation: str | None = None
+) -> SandboxResult:
     """Run `python -I -S -c code` in the sandbox with `stdin` on its standard input; see the module docstring."""
     if len(code.encode()) > MAX_CODE_BYTES:
-        raise ValueError(f"code too long for an argv string ({len(code.encode())} bytes > {MAX_CODE_BYTES}); "
-                         "pass the payload through stdin")
+        raise ValueError(
+            f"code too long for an argv string ({len(code.encode())} bytes > {MAX_CODE_BYTES}); "
+            "pass the payload through stdin"
+        )
     mode = isolation or isolation_mode(limits)
     uid = _next_uid() if os.getuid() == 0 else None
     python = _python_real(limits.python)
@@ -347,7 +374,7 @@ def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits, start: flo
                 f = key.fileobj
                 if f is proc.stdin:
                     try:
-                        pos += os.write(f.fileno(), view[pos:pos + 65536])
+                        pos += os.write(f.fileno(), view[pos : pos + 65536])
                     except BrokenPipeError:
                         pos = len(data)
                     except BlockingIOError:
@@ -367,7 +394,7 @@ def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits, start: flo
                 if f is proc.stdout:
                     out += chunk
                     if len(out) > limits.max_output_bytes:
-                        del out[limits.max_output_bytes:]
+                        del out[limits.max_output_bytes :]
                         output_limited = True
                         return bytes(out), bytes(err), timed_out, output_limited
                 elif len(err) < limits.max_stderr_bytes:

@@ -1,7 +1,8 @@
 """Speed benchmark of the simulation stage: the paper sweep with this engine vs the straightforward implementation.
 
 Both sweeps run the same (N, seed) jobs in the same number of worker processes, one torch/BLAS thread each, the
-same allocator setting, after a warm-up in every worker (imports and torch.optim's lazy set-up are not timed). Reports wall time of each
+same allocator setting, after a warm-up in every worker (imports and torch.optim's lazy set-up are not timed). Reports
+wall time of each
 sweep, their ratio, CPU seconds per run, the peak resident memory of the workers, and how far the final Q_pos of
 the two implementations lie apart (they use different random streams, so they agree statistically, not bitwise).
 """
@@ -39,11 +40,16 @@ def _job(kind: str, spec: SimulationSpec) -> dict:
         df = simulate(spec) if kind == "fast" else simulate_reference(spec)
     last = df.iloc[-1]
     return {
-        "kind": kind, "n": spec.n, "seed": spec.seed,
-        "wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0,
-        "q_pos": float(last.q_pos), "pct_improved": float(last.pct_improved), "worst_drop": float(last.worst_drop),
+        "kind": kind,
+        "n": spec.n,
+        "seed": spec.seed,
+        "wall_s": time.perf_counter() - wall0,
+        "cpu_s": time.process_time() - cpu0,
+        "q_pos": float(last.q_pos),
+        "pct_improved": float(last.pct_improved),
+        "worst_drop": float(last.worst_drop),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }  # fmt: skip
+    }
 
 
 def _sweep(kind: str, specs: list[SimulationSpec], workers: int) -> tuple[float, list[dict]]:
@@ -73,15 +79,22 @@ def run_benchmark(a: argparse.Namespace, make_spec: Callable[[argparse.Namespace
         for n in a.n_values
     }
     report = {
-        "runs": len(specs), "n_values": a.n_values, "seeds": a.seeds, "steps": a.steps, "workers": a.workers,
-        "fast_wall_s": fast_wall, "reference_wall_s": ref_wall, "speedup": ref_wall / fast_wall,
-        "fast_cpu_s_total": sum(r["cpu_s"] for r in fast), "reference_cpu_s_total": sum(r["cpu_s"] for r in ref),
+        "runs": len(specs),
+        "n_values": a.n_values,
+        "seeds": a.seeds,
+        "steps": a.steps,
+        "workers": a.workers,
+        "fast_wall_s": fast_wall,
+        "reference_wall_s": ref_wall,
+        "speedup": ref_wall / fast_wall,
+        "fast_cpu_s_total": sum(r["cpu_s"] for r in fast),
+        "reference_cpu_s_total": sum(r["cpu_s"] for r in ref),
         "fast_peak_rss_mib": max(r["peak_rss_mib"] for r in fast),
         "reference_peak_rss_mib": max(r["peak_rss_mib"] for r in ref),
         "max_abs_final_q_pos_difference_by_n": agreement,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "per_run": fast + ref,
-    }  # fmt: skip
+    }
     print(
         f"  speed-up {report['speedup']:.1f}x; CPU {report['fast_cpu_s_total']:.1f} s vs "
         f"{report['reference_cpu_s_total']:.1f} s; peak memory per worker {report['fast_peak_rss_mib']:.0f} MiB "

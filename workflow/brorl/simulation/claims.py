@@ -80,7 +80,7 @@ class _Family:
     means: pd.DataFrame  # index n, mean over seeds
 
     @classmethod
-    def of(cls, runs: pd.DataFrame) -> "_Family":
+    def of(cls, runs: pd.DataFrame) -> _Family:
         finals = final_rows(runs)
         means = finals.groupby("n")[["step", "q_pos", "pct_improved", "worst_drop", "p0", "q_pos0"]].mean()
         return cls(finals, means.sort_index())
@@ -102,8 +102,12 @@ def _agree(per_seed: pd.Series, holds: bool) -> str:
 def _claim1(f: _Family) -> dict:
     ns = f.ns
     if len(ns) < 2:
-        return {"N": ", ".join(map(str, ns)) or "-", "measured": "-", "holds": NOT_RUN,
-                "note": "needs runs at two or more N"}  # fmt: skip
+        return {
+            "N": ", ".join(map(str, ns)) or "-",
+            "measured": "-",
+            "holds": NOT_RUN,
+            "note": "needs runs at two or more N",
+        }
     q = f.means["q_pos"]
     holds = bool(np.all(np.diff(q.to_numpy()) > 0))
     measured = "Q_pos(T): " + ", ".join(f"N={n}: {q[n]:.4f}" for n in ns)
@@ -133,8 +137,10 @@ def _claim2(f: _Family) -> dict:
         verdicts.append(bool(m["worst_drop"] < 0 and m["pct_improved"] < 100))
         s = f.seeds(n)
         agree.append(((s["worst_drop"] < 0) & (s["pct_improved"] < 100)) == verdicts[-1])
-        parts.append(f"N={n}: worst drop {_fmt(m['worst_drop'])} ({_fmt(100 * m['worst_drop'] / m['p0'], 3)}% of "
-                     f"p_i(0)), {m['pct_improved']:.1f}% improved")  # fmt: skip
+        parts.append(
+            f"N={n}: worst drop {_fmt(m['worst_drop'])} ({_fmt(100 * m['worst_drop'] / m['p0'], 3)}% of "
+            f"p_i(0)), {m['pct_improved']:.1f}% improved"
+        )
     holds = all(verdicts)
     agree_all = pd.concat(agree)
     note = f"worst_drop(T) < 0 and % improved < 100 at {'each' if len(present) > 1 else 'this'} N; " + (
@@ -143,8 +149,12 @@ def _claim2(f: _Family) -> dict:
     missing = [n for n in SMALL_N if n not in present]
     if missing:
         note += f"; N = {', '.join(map(str, missing))} not run"
-    return {"N": ", ".join(map(str, present)), "measured": "; ".join(parts), "holds": YES if holds else NO,
-            "note": note}  # fmt: skip
+    return {
+        "N": ", ".join(map(str, present)),
+        "measured": "; ".join(parts),
+        "holds": YES if holds else NO,
+        "note": note,
+    }
 
 
 def figure_units(f: _Family, cid: int) -> str:
@@ -177,8 +187,10 @@ def _claim3(f: _Family, tol: float) -> dict:
     holds = bool(abs(m["worst_drop"]) <= tol * m["p0"])
     s = f.seeds(n)
     per_seed = (s["worst_drop"].abs() <= tol * s["p0"]).reset_index(drop=True)
-    measured = (f"worst drop {_fmt(m['worst_drop'])} = {_fmt(100 * m['worst_drop'] / m['p0'], 3)}% of p_i(0) = "
-                f"{_fmt(m['p0'])}; {m['pct_improved']:.1f}% improved")  # fmt: skip
+    measured = (
+        f"worst drop {_fmt(m['worst_drop'])} = {_fmt(100 * m['worst_drop'] / m['p0'], 3)}% of p_i(0) = "
+        f"{_fmt(m['p0'])}; {m['pct_improved']:.1f}% improved"
+    )
     note = f"criterion |worst drop| <= {tol:g} x p_i(0) = {_fmt(tol * m['p0'])}; {_agree(per_seed, holds)}"
     return {"N": str(n), "measured": measured, "holds": YES if holds else NO, "note": note}
 
@@ -202,8 +214,12 @@ def _reference(f: _Family) -> dict:
         return {"N": str(n), "measured": "-", "holds": NOT_RUN, "note": f"no runs at N = {n}"}
     m = f.means.loc[n]
     diff = m["q_pos"] - PAPER_QPOS_512
-    return {"N": str(n), "measured": f"Q_pos(T = {int(m['step'])}) = {m['q_pos']:.4f}", "holds": INFO,
-            "note": f"differs from {PAPER_QPOS_512} by {diff:+.4f} (informational, not a claim of the figure)"}
+    return {
+        "N": str(n),
+        "measured": f"Q_pos(T = {int(m['step'])}) = {m['q_pos']:.4f}",
+        "holds": INFO,
+        "note": f"differs from {PAPER_QPOS_512} by {diff:+.4f} (informational, not a claim of the figure)",
+    }
 
 
 def _evaluate(runs: pd.DataFrame, tol: float, pct: float) -> tuple[_Family, dict[int | str, dict]]:
@@ -236,18 +252,38 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
     f, results = _evaluate(fam, near_zero_rel_tol, full_improvement_pct)
     rows = []
     for cid in (1, 2, 3, 4):
-        rows.append({"claim": str(cid), "statement": CLAIMS[cid], "paper": PAPER_TEXT[cid], **results[cid],
-                     "holds (figure units)": figure_units(f, cid)})  # fmt: skip
-    rows.append({"claim": "ref", "statement": "Q_pos after 1000 steps at N = 512",
-                 "paper": f"Figure 3's axis tops at {PAPER_QPOS_512} (no value in the text)", **results["ref"],
-                 "holds (figure units)": INFO})  # fmt: skip
+        rows.append(
+            {
+                "claim": str(cid),
+                "statement": CLAIMS[cid],
+                "paper": PAPER_TEXT[cid],
+                **results[cid],
+                "holds (figure units)": figure_units(f, cid),
+            }
+        )
+    rows.append(
+        {
+            "claim": "ref",
+            "statement": "Q_pos after 1000 steps at N = 512",
+            "paper": f"Figure 3's axis tops at {PAPER_QPOS_512} (no value in the text)",
+            **results["ref"],
+            "holds (figure units)": INFO,
+        }
+    )
     fits, lo, hi, drop = fits_figure_axes(fam)
-    rows.append({"claim": "axes", "statement": "the curves fill Figure 3's panels as printed", "N": "all",
-                 "paper": "Q_pos ticks 0.60-0.64; worst drop 0 to -1.0e-4 (read from the figure)",
-                 "measured": f"Q_pos {lo:.4f}..{hi:.4f}; lowest worst drop {_fmt(drop)}", "holds": INFO,
-                 "holds (figure units)": fits,
-                 "note": f"fits: Q_pos within {FIGURE_QPOS[0]}..{FIGURE_QPOS[1]} and lowest worst drop within "
-                         f"{_fmt(FIGURE_DROP_LOW[0])}..{_fmt(FIGURE_DROP_LOW[1])} (our reading of the axes)"})  # fmt: skip
+    rows.append(
+        {
+            "claim": "axes",
+            "statement": "the curves fill Figure 3's panels as printed",
+            "N": "all",
+            "paper": "Q_pos ticks 0.60-0.64; worst drop 0 to -1.0e-4 (read from the figure)",
+            "measured": f"Q_pos {lo:.4f}..{hi:.4f}; lowest worst drop {_fmt(drop)}",
+            "holds": INFO,
+            "holds (figure units)": fits,
+            "note": f"fits: Q_pos within {FIGURE_QPOS[0]}..{FIGURE_QPOS[1]} and lowest worst drop within "
+            f"{_fmt(FIGURE_DROP_LOW[0])}..{_fmt(FIGURE_DROP_LOW[1])} (our reading of the axes)",
+        }
+    )
     columns = ["claim", "statement", "paper", "N", "measured", "holds", "holds (figure units)", "note"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -290,6 +326,7 @@ def sensitivity_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improve
             if cid > 1:
                 row[f"claim {cid} (figure units)"] = figure_units(f, cid)
         row["fits Figure 3 axes"], row["Q_pos lowest"], row["Q_pos highest"], row["lowest worst drop"] = (
-            fits_figure_axes(fam))  # fmt: skip
+            fits_figure_axes(fam)
+        )
         rows.append(row)
     return pd.DataFrame(rows)

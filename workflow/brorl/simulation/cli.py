@@ -17,10 +17,17 @@ def _add_problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--correct", type=int, default=10_000, help="number of correct tokens C (reward +1)")
     p.add_argument("--init-correct", type=float, default=3.0, help="initial logit a of every correct token")
     p.add_argument("--init-anchor", type=float, default=5.0, help="initial logit b of the anchor token")
-    p.add_argument("--anchor-class", choices=("incorrect", "correct"), default="incorrect",
-                   help="reward class of the anchor token (the paper does not say)")
-    p.add_argument("--freeze-anchor", action="store_true",
-                   help="keep the anchor's logit fixed during training (one reading of the paper's 'fixing')")
+    p.add_argument(
+        "--anchor-class",
+        choices=("incorrect", "correct"),
+        default="incorrect",
+        help="reward class of the anchor token (the paper does not say)",
+    )
+    p.add_argument(
+        "--freeze-anchor",
+        action="store_true",
+        help="keep the anchor's logit fixed during training (one reading of the paper's 'fixing')",
+    )
 
 
 def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
@@ -33,8 +40,18 @@ def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
 
 def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
     opt = OptimizerSpec(a.optimizer, a.lr, tuple(a.betas), a.eps, a.weight_decay)
-    return SimulationSpec(a.vocab, a.correct, a.init_correct, a.init_anchor, n, a.steps, seed, opt,
-                          anchor_correct=a.anchor_class == "correct", freeze_anchor=a.freeze_anchor)  # fmt: skip
+    return SimulationSpec(
+        a.vocab,
+        a.correct,
+        a.init_correct,
+        a.init_anchor,
+        n,
+        a.steps,
+        seed,
+        opt,
+        anchor_correct=a.anchor_class == "correct",
+        freeze_anchor=a.freeze_anchor,
+    )
 
 
 def _cmd_run(a: argparse.Namespace) -> None:
@@ -94,9 +111,11 @@ def _cmd_n_grid(a: argparse.Namespace) -> None:
 
     table = n_grid_table(read_runs(a.runs))
     verdict = shape_verdict(table)
-    title = (f"Simulation over N: gain in Q_pos after the last step; monotonic in N: "
-             f"{'yes' if verdict['monotonic'] else 'no'}; concave in log N: "
-             f"{'yes' if verdict['concave_in_log_n'] else 'no, from N = ' + str(verdict['first_non_concave_N'])}")  # fmt: skip
+    title = (
+        f"Simulation over N: gain in Q_pos after the last step; monotonic in N: "
+        f"{'yes' if verdict['monotonic'] else 'no'}; concave in log N: "
+        f"{'yes' if verdict['concave_in_log_n'] else 'no, from N = ' + str(verdict['first_non_concave_N'])}"
+    )
     write_table(table, a.out_md, a.out_csv, title=title)
     plot_n_grid(table, verdict, a.mark, Path(a.png), Path(a.pdf))
     print(title)
@@ -132,8 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     th.add_argument("--seed", type=int, default=1234)
     th.add_argument("--strict", action="store_true", help="exit 1 when a check fails")
     th.add_argument("--out", required=True)
-    th.set_defaults(func=_cmd_check_theory, steps=1, optimizer="adamw", lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                    weight_decay=0.0)  # fmt: skip
+    th.set_defaults(
+        func=_cmd_check_theory, steps=1, optimizer="adamw", lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
+    )
 
     fig = sub.add_parser("figure", help="Figure 3 (three panels) from run files")
     fig.add_argument("--runs", nargs="+", required=True)

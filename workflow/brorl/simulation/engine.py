@@ -18,18 +18,33 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from .slots import Slots
 from .optimizers import optimizer_step
+from .slots import Slots
 from .spec import R_CORRECT, R_WRONG, SimulationSpec
 from .theory import TheoremTerms, theorem1_components
 
 # Columns of the per-step table; the first four are the stage's contract (figure, claims).
 COLUMNS = (
-    "step", "q_pos", "pct_improved", "worst_drop", "reward_mean",
-    "a2", "b2", "u_pos2", "u_neg2", "p_pos", "p_neg", "s_r",
-    "thm1_sampled_correct", "thm1_sampled_incorrect", "thm1_unsampled_coupling",
-    "dq_theorem1", "dq_first_order", "dq_actual", "distinct_drawn",
-)  # fmt: skip
+    "step",
+    "q_pos",
+    "pct_improved",
+    "worst_drop",
+    "reward_mean",
+    "a2",
+    "b2",
+    "u_pos2",
+    "u_neg2",
+    "p_pos",
+    "p_neg",
+    "s_r",
+    "thm1_sampled_correct",
+    "thm1_sampled_incorrect",
+    "thm1_unsampled_coupling",
+    "dq_theorem1",
+    "dq_first_order",
+    "dq_actual",
+    "distinct_drawn",
+)
 
 DrawHook = Callable[[int, np.ndarray, np.ndarray], None]
 
@@ -115,9 +130,15 @@ def _theorem_terms(s: Slots, d: _Draws, q_pos: float, r_correct: float, r_wrong:
     for g in s.groups:
         sq[g.correct] += s.weighted_sum(g, p, p)
     return TheoremTerms(
-        q_pos=q_pos, a2=d.a2, b2=d.b2, u_pos2=sq[True] - d.a2, u_neg2=sq[False] - d.b2,
-        p_pos=d.p_pos, p_neg=d.p_neg, s_r=r_correct * d.p_pos + r_wrong * d.p_neg,
-    )  # fmt: skip
+        q_pos=q_pos,
+        a2=d.a2,
+        b2=d.b2,
+        u_pos2=sq[True] - d.a2,
+        u_neg2=sq[False] - d.b2,
+        p_pos=d.p_pos,
+        p_neg=d.p_neg,
+        s_r=r_correct * d.p_pos + r_wrong * d.p_neg,
+    )
 
 
 def simulate(spec: SimulationSpec, progress: bool = False, on_draws: DrawHook | None = None) -> pd.DataFrame:

@@ -85,8 +85,9 @@ def plot_figure3(runs: pd.DataFrame, png: Path, pdf: Path) -> None:
     ax = axes[2]
     ax.axhline(0.0, color="black", ls="--", lw=1.0)
     ax.set_yscale("symlog", linthresh=thresh, linscale=0.6)
-    lo, hi = float(stats.xs("worst_drop", axis=1, level=0)["min"].min()), float(
-        stats.xs("worst_drop", axis=1, level=0)["max"].max()
+    lo, hi = (
+        float(stats.xs("worst_drop", axis=1, level=0)["min"].min()),
+        float(stats.xs("worst_drop", axis=1, level=0)["max"].max()),
     )
     ax.set_ylim(min(lo, -thresh) * 1.6, max(hi, thresh) * 1.6)  # symlog: a factor is a fixed margin
     ax.set_ylabel(ax.get_ylabel() + f"\n(symlog; linear within $\\pm${thresh:.0e})")

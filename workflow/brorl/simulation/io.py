@@ -44,12 +44,19 @@ def read_runs(paths: list[str | Path]) -> pd.DataFrame:
         opt = spec["optimizer"]
         frames.append(
             df.assign(
-                label=meta.get("label", "main"), n=spec["n"], seed=spec["seed"], optimizer=opt["name"],
-                lr=opt["lr"], eps=opt["eps"], weight_decay=opt["weight_decay"], vocab=spec["vocab"],
+                label=meta.get("label", "main"),
+                n=spec["n"],
+                seed=spec["seed"],
+                optimizer=opt["name"],
+                lr=opt["lr"],
+                eps=opt["eps"],
+                weight_decay=opt["weight_decay"],
+                vocab=spec["vocab"],
                 correct=spec["correct"] + int(spec.get("anchor_correct", False)),
                 anchor="correct" if spec.get("anchor_correct") else "incorrect",
-                anchor_frozen=bool(spec.get("freeze_anchor", False)), path=str(path),
-            )  # fmt: skip
+                anchor_frozen=bool(spec.get("freeze_anchor", False)),
+                path=str(path),
+            )
         )
     if not frames:
         raise ValueError("no simulation runs given")

@@ -20,8 +20,12 @@ def n_grid_table(runs: pd.DataFrame) -> pd.DataFrame:
     """N, seeds, gain, % improved, worst drop, and the slope of the gain per doubling of N from the previous N."""
     finals = final_rows(runs)
     finals["gain"] = finals["q_pos"] - finals["q_pos0"]
-    by_n = finals.groupby("n").agg(seeds=("seed", "nunique"), gain=("gain", "mean"),
-                                   pct_improved=("pct_improved", "mean"), worst_drop=("worst_drop", "mean"))  # fmt: skip
+    by_n = finals.groupby("n").agg(
+        seeds=("seed", "nunique"),
+        gain=("gain", "mean"),
+        pct_improved=("pct_improved", "mean"),
+        worst_drop=("worst_drop", "mean"),
+    )
     by_n = by_n.sort_index().reset_index().rename(columns={"n": "N"})
     log_n = np.log2(by_n["N"].to_numpy(dtype=float))
     slopes = np.diff(by_n["gain"].to_numpy()) / np.diff(log_n)
@@ -57,8 +61,11 @@ def plot_n_grid(table: pd.DataFrame, verdict: dict, marked: list[int], png: Path
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rollouts per step N")
     ax.set_ylabel(r"$Q_{pos}(T) - Q_{pos}(0)$")
-    ax.set_title(f"gain in N: monotonic {'yes' if verdict['monotonic'] else 'no'}, concave in log N "
-                 f"{'yes' if verdict['concave_in_log_n'] else 'no'}", loc="left")  # fmt: skip
+    ax.set_title(
+        f"gain in N: monotonic {'yes' if verdict['monotonic'] else 'no'}, concave in log N "
+        f"{'yes' if verdict['concave_in_log_n'] else 'no'}",
+        loc="left",
+    )
     ax.legend()
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)

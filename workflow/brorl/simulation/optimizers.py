@@ -12,7 +12,6 @@ import torch
 
 from .spec import OptimizerSpec
 
-
 _STEP = torch.zeros((), dtype=torch.float64)
 
 
@@ -22,9 +21,14 @@ def _step_tensor(step: int) -> torch.Tensor:
 
 
 def optimizer_step(
-    opt: OptimizerSpec, step: int, z: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
+    opt: OptimizerSpec,
+    step: int,
+    z: torch.Tensor,
+    grad: torch.Tensor,
+    m: torch.Tensor,
+    v: torch.Tensor,
     dz: torch.Tensor,
-) -> None:  # fmt: skip
+) -> None:
     """Apply update number ``step`` (1-based) in place to z; m, v are AdamW's moments (unused by SGD)."""
     if opt.name == "sgd":
         # torch.optim.SGD without momentum: weight decay is coupled (added to the gradient).
@@ -35,8 +39,18 @@ def optimizer_step(
         return
     dz.copy_(z)
     torch._fused_adamw_(
-        [z], [grad], [m], [v], [], [_step_tensor(step)],
-        lr=opt.lr, beta1=opt.betas[0], beta2=opt.betas[1], weight_decay=opt.weight_decay, eps=opt.eps,
-        amsgrad=False, maximize=False,
-    )  # fmt: skip
+        [z],
+        [grad],
+        [m],
+        [v],
+        [],
+        [_step_tensor(step)],
+        lr=opt.lr,
+        beta1=opt.betas[0],
+        beta2=opt.betas[1],
+        weight_decay=opt.weight_decay,
+        eps=opt.eps,
+        amsgrad=False,
+        maximize=False,
+    )
     torch.sub(z, dz, out=dz)

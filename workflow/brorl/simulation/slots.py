@@ -25,7 +25,14 @@ class Group:
     """Bookkeeping of one group: where its slots are and how many members are still pooled."""
 
     def __init__(self, name: str, size: int, logit: float, reward: float, first_id: int, off: int) -> None:
-        self.name, self.size, self.logit, self.reward, self.first_id, self.off = name, size, logit, reward, first_id, off
+        self.name, self.size, self.logit, self.reward, self.first_id, self.off = (
+            name,
+            size,
+            logit,
+            reward,
+            first_id,
+            off,
+        )
         self.pool = size  # never-drawn members
         self.used = 1  # slots in use: the pool slot plus one per drawn token
         self.p0 = float("nan")  # each member's probability at step 0 (all equal)

@@ -64,9 +64,7 @@ def theorem1_dq(t: TheoremTerms, eta: float, n: int, r_correct: float, r_wrong: 
     return float(sum(theorem1_components(t, eta, n, r_correct, r_wrong)))
 
 
-def theorem1_update(
-    p: np.ndarray, rewards: np.ndarray, sampled: np.ndarray, eta: float, n: int
-) -> np.ndarray:
+def theorem1_update(p: np.ndarray, rewards: np.ndarray, sampled: np.ndarray, eta: float, n: int) -> np.ndarray:
     """The logit update Theorem 1 describes: dz_i = (eta/N) p_i (R_i 1[i sampled] - S_R), once per distinct token."""
     w = np.where(sampled, rewards, 0.0)
     s_r = float(np.dot(w, p))

@@ -50,11 +50,21 @@ def _distributions(spec: SimulationSpec, seed: int) -> list[dict]:
     correct = rewards > 0
     noise = np.random.default_rng([seed, NOISE_STREAM]).standard_normal(z.shape[0])
     return [
-        {"name": "seeded", "p": softmax(z), "rewards": rewards, "correct": correct,
-         "how": "p = softmax(z) of the seeded init (spec.dense_init())"},
-        {"name": "perturbed", "p": softmax(z + noise), "rewards": rewards, "correct": correct,
-         "how": f"p = softmax(z + noise), noise ~ N(0, 1) per token from numpy default_rng([{seed}, {NOISE_STREAM}])"},
-    ]  # fmt: skip
+        {
+            "name": "seeded",
+            "p": softmax(z),
+            "rewards": rewards,
+            "correct": correct,
+            "how": "p = softmax(z) of the seeded init (spec.dense_init())",
+        },
+        {
+            "name": "perturbed",
+            "p": softmax(z + noise),
+            "rewards": rewards,
+            "correct": correct,
+            "how": f"p = softmax(z + noise), noise ~ N(0, 1) per token from numpy default_rng([{seed}, {NOISE_STREAM}])",
+        },
+    ]
 
 
 class _Sampler:
@@ -131,7 +141,9 @@ def _theorem1_cell(dist: dict, n: int, draws: int, finite_step: float, rng: np.r
         err_counts.append(_rel(predicted, first_order_dq(p, correct, dz_counts)))
         dup_frac.append(1.0 - tokens.shape[0] / n)
     return {
-        "distribution": dist["name"], "n": n, "draws": draws,
+        "distribution": dist["name"],
+        "n": n,
+        "draws": draws,
         "rel_err_vs_derivative": _summary(err_deriv),
         "rel_err_vs_finite_step": _summary(err_finite),
         "scaled_err_vs_finite_step": _summary(err_scaled),
@@ -139,7 +151,7 @@ def _theorem1_cell(dist: dict, n: int, draws: int, finite_step: float, rng: np.r
         "duplicate_draw_fraction_median": float(np.median(dup_frac)),
         "count_weighted_rel_err": _summary(err_counts),
         "passed": bool(max(err_scaled) < THEOREM1_FINITE_TOL),
-    }  # fmt: skip
+    }
 
 
 def _mc_stats(samples: np.ndarray, theory: float, range_bound: float) -> dict:
@@ -155,8 +167,7 @@ def _mc_stats(samples: np.ndarray, theory: float, range_bound: float) -> dict:
     mean = float(samples.mean())
     se = float(samples.std(ddof=1) / np.sqrt(m)) if m > 1 else float("inf")
     diff = mean - theory
-    out = {"theory": theory, "mc_mean": mean, "mc_se": se,
-           "rel_err": diff / theory if theory != 0 else float("nan")}  # fmt: skip
+    out = {"theory": theory, "mc_mean": mean, "mc_se": se, "rel_err": diff / theory if theory != 0 else float("nan")}
     if se <= DEGENERATE_REL_SE * abs(theory):
         tol = max(DEGENERATE_REL_SE * abs(theory), 3.0 / m * range_bound)
         out.update(z=None, degenerate=True, tolerance=tol, passed=bool(abs(diff) <= tol))
@@ -184,15 +195,23 @@ def _lemma2_cell(dist: dict, n: int, trials: int, rng: np.random.Generator) -> d
     # Largest possible removal of square mass in one trial: the N largest p_i^2 (bound for the degenerate case).
     top = np.sort(p2)[::-1][: min(n, p2.shape[0])]
     splits = {}
-    for name, samples, mask in (("u2", u_all, np.ones_like(correct)), ("u_pos2", u_pos, correct),
-                                ("u_neg2", u_neg, ~correct)):  # fmt: skip
+    for name, samples, mask in (
+        ("u2", u_all, np.ones_like(correct)),
+        ("u_pos2", u_pos, correct),
+        ("u_neg2", u_neg, ~correct),
+    ):
         theory = expected_unsampled_square_mass(p[mask], n)
         splits[name] = _mc_stats(samples, theory, float(top.sum()))
     return {
-        "distribution": dist["name"], "n": n, "trials": trials, "sum_p2": totals["all"], **splits,
-        "wall_s": wall, "passed": splits["u2"]["passed"],
+        "distribution": dist["name"],
+        "n": n,
+        "trials": trials,
+        "sum_p2": totals["all"],
+        **splits,
+        "wall_s": wall,
+        "passed": splits["u2"]["passed"],
         "splits_within_z_max": bool(splits["u_pos2"]["passed"] and splits["u_neg2"]["passed"]),
-    }  # fmt: skip
+    }
 
 
 def run_theory_checks(
@@ -201,7 +220,8 @@ def run_theory_checks(
     """Theorem 1 (first order, distinct sampled set) and Lemma 2 / Corollary 3 (Monte Carlo) -> JSON-able dict.
 
     Top-level ``passed`` is True when every Theorem 1 cell has a finite-step error (scaled by the size of the
-    theorem's terms) below THEOREM1_FINITE_TOL and every Lemma 2 cell has |z| < LEMMA2_Z_MAX (or, with no Monte Carlo spread, a gap
+    theorem's terms) below THEOREM1_FINITE_TOL and every Lemma 2 cell has |z| < LEMMA2_Z_MAX (or, with no Monte Carlo
+    spread, a gap
     within the rule-of-three bound).
     """
     if not n_values or any(int(n) < 1 for n in n_values):
@@ -230,10 +250,10 @@ def run_theory_checks(
     counted = [c for c in theorem_cells if c["n"] == largest]
     theorem1 = {
         "claim": "Theorem 1's dQ_pos equals the first-order change of Q_pos under dz_i = (eta/N) p_i "
-                 "(R_i 1[i sampled] - S_R), with the sampled set = DISTINCT tokens drawn",
+        "(R_i 1[i sampled] - S_R), with the sampled set = DISTINCT tokens drawn",
         "criterion": f"|theorem - exact finite-step change| / (|T1| + |T2| + |T3|) < {THEOREM1_FINITE_TOL:g} in "
-                     f"every draw (max|dz| = {finite_step:g}); the plain relative error is reported (it is inflated "
-                     "where dQ_pos nearly cancels); the error vs the exact derivative is round-off",
+        f"every draw (max|dz| = {finite_step:g}); the plain relative error is reported (it is inflated "
+        "where dQ_pos nearly cancels); the error vs the exact derivative is round-off",
         "max_rel_err_vs_derivative": max(c["rel_err_vs_derivative"]["max"] for c in theorem_cells),
         "max_rel_err_vs_finite_step": max(c["rel_err_vs_finite_step"]["max"] for c in theorem_cells),
         "max_scaled_err_vs_finite_step": max(c["scaled_err_vs_finite_step"]["max"] for c in theorem_cells),
@@ -243,25 +263,25 @@ def run_theory_checks(
         "cells": theorem_cells,
         "count_weighted_counterexample": {
             "note": "information, not a pass criterion: the distinct-set formula vs the exact derivative of the "
-                    "update that counts every draw (w_i = n_i R_i); it breaks where draws repeat",
+            "update that counts every draw (w_i = n_i R_i); it breaks where draws repeat",
             "n": largest,
             "rel_err_max": max(c["count_weighted_rel_err"]["max"] for c in counted),
             "rel_err_median": {c["distribution"]: c["count_weighted_rel_err"]["median"] for c in counted},
-            "duplicate_draw_fraction_median": {c["distribution"]: c["duplicate_draw_fraction_median"]
-                                               for c in counted},  # fmt: skip
+            "duplicate_draw_fraction_median": {c["distribution"]: c["duplicate_draw_fraction_median"] for c in counted},
         },
         "wall_s": theorem_wall,
         "passed": all(c["passed"] for c in theorem_cells),
-    }  # fmt: skip
+    }
     zs = [abs(c["u2"]["z"]) for c in lemma_cells if c["u2"]["z"] is not None]
     lemma2 = {
         "claim": "Corollary 3: E[U_2] = sum_i p_i^2 (1 - p_i)^N after N i.i.d. draws (U_2 = square mass of "
-                 "never-drawn tokens); also its correct / incorrect splits",
+        "never-drawn tokens); also its correct / incorrect splits",
         "criterion": f"|z| = |MC mean - theory| / SE < {LEMMA2_Z_MAX:g} for U_2 in every cell; a cell whose "
-                     "MC sample has no spread passes when the gap is within 3/M x the largest one-trial deviation",
+        "MC sample has no spread passes when the gap is within 3/M x the largest one-trial deviation",
         "max_abs_z": max(zs) if zs else None,
-        "max_abs_z_splits": max((abs(c[k]["z"]) for c in lemma_cells for k in ("u_pos2", "u_neg2")
-                                 if c[k]["z"] is not None), default=None),  # fmt: skip
+        "max_abs_z_splits": max(
+            (abs(c[k]["z"]) for c in lemma_cells for k in ("u_pos2", "u_neg2") if c[k]["z"] is not None), default=None
+        ),
         "cells": lemma_cells,
         "wall_s": lemma_wall,
         "passed": all(c["passed"] for c in lemma_cells),
@@ -271,11 +291,15 @@ def run_theory_checks(
         "theorem1": theorem1,
         "lemma2": lemma2,
         "parameters": {
-            "spec": spec.as_dict(), "n_values": [int(n) for n in n_values], "mc_trials": mc_trials,
-            "theorem_draws": theorem_draws, "finite_step": finite_step, "seed": seed,
+            "spec": spec.as_dict(),
+            "n_values": [int(n) for n in n_values],
+            "mc_trials": mc_trials,
+            "theorem_draws": theorem_draws,
+            "finite_step": finite_step,
+            "seed": seed,
             "distributions": {d["name"]: d["how"] for d in dists},
             "rewards": {"correct": R_CORRECT, "incorrect": R_WRONG},
             "sampler": "inverse cdf: sorted uniforms from exponential spacings + numpy searchsorted",
-        },  # fmt: skip
+        },
         "wall_s": time.perf_counter() - start,
     }

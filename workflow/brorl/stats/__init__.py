@@ -6,8 +6,7 @@ benchmark) live in ``brorl.stats.units``; import that module explicitly. ``pytho
 whole analysis at the paper's size.
 """
 
-from .tests import (  # the public names, and their list __all__
-    __all__,
+from .tests import (  # the public names
     BootstrapCI,
     PairedTest,
     bootstrap_ci,
@@ -20,3 +19,15 @@ from .tests import (  # the public names, and their list __all__
     paired_one_tailed,
 )
 
+__all__ = [
+    "BootstrapCI",
+    "PairedTest",
+    "bootstrap_ci",
+    "bootstrap_distribution",
+    "grouped_paired_one_tailed",
+    "holm",
+    "holm_reject",
+    "paired_bootstrap_ci",
+    "paired_differences",
+    "paired_one_tailed",
+]

@@ -1,7 +1,8 @@
 """Time the significance analysis at the paper's size: ``python -m brorl.stats.bench --out FILE.json``.
 
 Data: ~12,200 problem instances, our estimate of the paper's evaluation (it says only ">10,000"): 1,590 math in 6
-benchmarks, 1,024 code in 4, 9,600 Reasoning Gym as ProRL's 96 tasks of 100 items, x 16 samples x 10 checkpoints x 2 arms = ~3.9 million scored samples, synthetic, with a
+benchmarks, 1,024 code in 4, 9,600 Reasoning Gym as ProRL's 96 tasks of 100 items, x 16 samples x 10 checkpoints x 2
+arms = ~3.9 million scored samples, synthetic, with a
 known small effect: each instance has a latent pass rate (Beta, mostly near 0 or 1 as in real evaluations), the
 treatment arm adds ``--effect`` to it (clipped to [0, 1]; the exact true delta after clipping is reported), math and
 code samples are Bernoulli and Reasoning Gym samples continuous (Beta with that mean).

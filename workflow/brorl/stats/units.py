@@ -105,8 +105,7 @@ def instance_means(
                 kk: per_key[j][1][c] for j, (kk, c) in enumerate(zip(keys, np.unravel_index(uniq[bad[0]], sizes)))
             }
             raise ValueError(
-                f"{bad.size} instance(s) do not have {expected_samples} samples "
-                f"(e.g. {example}: {int(counts[bad[0]])})"
+                f"{bad.size} instance(s) do not have {expected_samples} samples (e.g. {example}: {int(counts[bad[0]])})"
             )
 
     out: dict[str, object] = {}

@@ -9,6 +9,12 @@ from .spec import Configuration, config_name, parse_config_name
 from .spread import spread, variability_verdict
 
 __all__ = [
-    "Configuration", "MetricsError", "config_name", "overall_pass_rate", "parse_config_name", "pass_rate_series",
-    "spread", "variability_verdict",
-]  # fmt: skip
+    "Configuration",
+    "MetricsError",
+    "config_name",
+    "overall_pass_rate",
+    "parse_config_name",
+    "pass_rate_series",
+    "spread",
+    "variability_verdict",
+]

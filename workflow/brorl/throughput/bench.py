@@ -20,14 +20,31 @@ from .spread import spread, variability_verdict
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = (
-    "schema_version", "name", "configuration", "sampling", "warmup", "repeats", "seed", "runs", "samples_per_s",
-    "output_tokens_per_s", "prefix_cache", "memory", "variability", "prompts", "model", "engine", "machine",
+    "schema_version",
+    "name",
+    "configuration",
+    "sampling",
+    "warmup",
+    "repeats",
+    "seed",
+    "runs",
+    "samples_per_s",
+    "output_tokens_per_s",
+    "prefix_cache",
+    "memory",
+    "variability",
+    "prompts",
+    "model",
+    "engine",
+    "machine",
     "provenance",
-)  # fmt: skip
+)
 """Top-level keys of every configuration's JSON (tests check them; tabulate relies on them)."""
 PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits")
-FIXED_LENGTH_NOTE = ("ignore_eos: every sample is exactly max_tokens long, so layouts do equal work; training "
-                     "responses end at EOS and vary in length")  # fmt: skip
+FIXED_LENGTH_NOTE = (
+    "ignore_eos: every sample is exactly max_tokens long, so layouts do equal work; training "
+    "responses end at EOS and vary in length"
+)
 
 
 class ThroughputError(ValueError):
@@ -37,8 +54,9 @@ class ThroughputError(ValueError):
 def select_prompts(records: list[dict], count: int, seed: int, source: str = "training mix") -> list[dict]:
     """The first ``count`` records of a seeded shuffle of ``records`` (distinct prompts, deterministic)."""
     if count > len(records):
-        raise ThroughputError(f"a layout with {count} prompts needs {count} distinct prompts, {source} has "
-                              f"{len(records)}")  # fmt: skip
+        raise ThroughputError(
+            f"a layout with {count} prompts needs {count} distinct prompts, {source} has {len(records)}"
+        )
     order = list(range(len(records)))
     random.Random(seed).shuffle(order)
     return [records[i] for i in order[:count]]
@@ -78,18 +96,30 @@ def hit_rates(runs: list[dict], prefix_caching: bool, available: bool) -> dict:
     """Token-level prefix-cache hit rate per timed run and over all of them (hits / queries); None with a reason
     where vLLM looked nothing up or its counters are not available."""
     if not available:
-        return {"hit_rate": None, "per_run": [None] * len(runs), "queries": None, "hits": None,
-                "note": "vLLM's prefix-cache counters are not available from this engine"}  # fmt: skip
+        return {
+            "hit_rate": None,
+            "per_run": [None] * len(runs),
+            "queries": None,
+            "hits": None,
+            "note": "vLLM's prefix-cache counters are not available from this engine",
+        }
     queries = [r["counters"].get(PREFIX_CACHE_COUNTERS[0], 0.0) for r in runs]
     hits = [r["counters"].get(PREFIX_CACHE_COUNTERS[1], 0.0) for r in runs]
     per_run = [h / q if q > 0 else None for h, q in zip(hits, queries)]
     total_q, total_h = sum(queries), sum(hits)
-    note = ("tokens found in vLLM's prefix cache / prompt tokens looked up (vllm:prefix_cache_hits / "
-            "vllm:prefix_cache_queries over the timed runs; the cache is cleared before each run)")  # fmt: skip
+    note = (
+        "tokens found in vLLM's prefix cache / prompt tokens looked up (vllm:prefix_cache_hits / "
+        "vllm:prefix_cache_queries over the timed runs; the cache is cleared before each run)"
+    )
     if total_q == 0:
         note = "prefix caching off: vLLM looked nothing up" if not prefix_caching else "vLLM looked nothing up"
-    return {"hit_rate": total_h / total_q if total_q > 0 else None, "per_run": per_run, "queries": total_q,
-            "hits": total_h, "note": note}  # fmt: skip
+    return {
+        "hit_rate": total_h / total_q if total_q > 0 else None,
+        "per_run": per_run,
+        "queries": total_q,
+        "hits": total_h,
+        "note": note,
+    }
 
 
 def _worker_reset_gpu_peak(worker) -> bool:
@@ -125,18 +155,29 @@ def memory_report(gpu_peaks: list | None) -> dict:
     return {
         "peak_host_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "host_rss_note": "ru_maxrss of the benchmark process over the whole job (engine start included); the "
-                         "embedded engine runs in it, a multiprocess engine core does not",
+        "embedded engine runs in it, a multiprocess engine core does not",
         "peak_gpu_memory_mib": max(peaks) / 2**20 if peaks else None,
         "peak_gpu_memory_per_worker_mib": [p / 2**20 for p in peaks] if peaks else None,
         "gpu_memory_note": "torch.cuda.max_memory_allocated in each vLLM worker from warm-up to the last timed run; "
-                           "includes the KV-cache pool vLLM allocates up front (gpu_memory_utilization)"
-                           if peaks else "no CUDA device in the vLLM workers",
-    }  # fmt: skip
+        "includes the KV-cache pool vLLM allocates up front (gpu_memory_utilization)"
+        if peaks
+        else "no CUDA device in the vLLM workers",
+    }
 
 
-def bench_configuration(engine, config: Configuration, records: list[dict], *, max_tokens: int,
-                        temperature: float, top_p: float, seed: int, warmup: int, repeats: int,
-                        max_cv: float) -> dict:  # fmt: skip
+def bench_configuration(
+    engine,
+    config: Configuration,
+    records: list[dict],
+    *,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    max_cv: float,
+) -> dict:
     """Measure ``config`` on a started ``engine`` (its prefix-caching setting must match) -> the JSON record
     minus model, machine and provenance."""
     # here, not at the top: tabulate reads REQUIRED_FIELDS from this module without the generation stage's imports
@@ -144,14 +185,25 @@ def bench_configuration(engine, config: Configuration, records: list[dict], *, m
 
     setting = getattr(engine, "settings", {}).get("enable_prefix_caching")
     if setting is not None and bool(setting) != config.prefix_caching:
-        raise ThroughputError(f"{config.name}: engine has enable_prefix_caching={setting}, configuration wants "
-                              f"{config.prefix_caching}")  # fmt: skip
+        raise ThroughputError(
+            f"{config.name}: engine has enable_prefix_caching={setting}, configuration wants {config.prefix_caching}"
+        )
     chosen = select_prompts(records, config.prompts, seed)
     prompts = [r["prompt"] for r in chosen]
     counters = prefix_cache_counters(engine)
     _gpu_rpc(engine, _worker_reset_gpu_peak)
-    runs = timed_runs(engine, prompts, config.n, max_tokens, temperature=temperature, top_p=top_p, seed=seed,
-                      warmup=warmup, repeats=repeats, counters=counters)  # fmt: skip
+    runs = timed_runs(
+        engine,
+        prompts,
+        config.n,
+        max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        warmup=warmup,
+        repeats=repeats,
+        counters=counters,
+    )
     gpu_peaks = _gpu_rpc(engine, _worker_gpu_peak_bytes)
     for r in runs:
         r["samples_per_s"] = config.samples / r["wall_s"]
@@ -162,22 +214,40 @@ def bench_configuration(engine, config: Configuration, records: list[dict], *, m
     return {
         "schema_version": SCHEMA_VERSION,
         "name": config.name,
-        "configuration": {"prompts": config.prompts, "n": config.n, "samples": config.samples,
-                          "layout": config.layout, "prefix_caching": config.prefix_caching},
-        "sampling": {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "ignore_eos": True,
-                     "note": FIXED_LENGTH_NOTE},
-        "warmup": warmup, "repeats": repeats, "seed": seed,
+        "configuration": {
+            "prompts": config.prompts,
+            "n": config.n,
+            "samples": config.samples,
+            "layout": config.layout,
+            "prefix_caching": config.prefix_caching,
+        },
+        "sampling": {
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "ignore_eos": True,
+            "note": FIXED_LENGTH_NOTE,
+        },
+        "warmup": warmup,
+        "repeats": repeats,
+        "seed": seed,
         "runs": runs,
         "samples_per_s": sps,
         "output_tokens_per_s": spread([r["output_tokens_per_s"] for r in runs]),
-        "prefix_cache": {**hit_rates(runs, config.prefix_caching, counters is not None),
-                         "kv_block_size": kv_block_size(engine)},
+        "prefix_cache": {
+            **hit_rates(runs, config.prefix_caching, counters is not None),
+            "kv_block_size": kv_block_size(engine),
+        },
         "memory": memory_report(gpu_peaks),
         "variability": variability_verdict(sps["cv"], max_cv),
-        "prompts": {"ids": [r.get("id") for r in chosen], "prompt_tokens_total": sum(lengths),
-                    "prompt_tokens_mean": sum(lengths) / len(lengths), "prompt_tokens_max": max(lengths),
-                    "prompt_tokens_without_prefix_sharing": sum(lengths) * config.n},
-    }  # fmt: skip
+        "prompts": {
+            "ids": [r.get("id") for r in chosen],
+            "prompt_tokens_total": sum(lengths),
+            "prompt_tokens_mean": sum(lengths) / len(lengths),
+            "prompt_tokens_max": max(lengths),
+            "prompt_tokens_without_prefix_sharing": sum(lengths) * config.n,
+        },
+    }
 
 
 def write_json(path: Path | str, record: dict) -> None:
@@ -189,10 +259,25 @@ def write_json(path: Path | str, record: dict) -> None:
     tmp.replace(path)
 
 
-def run_bench(model: Path, prompts_file: Path, config: Configuration, out: Path, *, max_tokens: int,
-              temperature: float, top_p: float, seed: int, warmup: int, repeats: int, max_cv: float,
-              engine_kind: str = "embedded", max_model_len: int | None = None, dtype: str = "auto",
-              tensor_parallel_size: int = 1, max_num_seqs: int | None = None) -> dict:  # fmt: skip
+def run_bench(
+    model: Path,
+    prompts_file: Path,
+    config: Configuration,
+    out: Path,
+    *,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    max_cv: float,
+    engine_kind: str = "embedded",
+    max_model_len: int | None = None,
+    dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+    max_num_seqs: int | None = None,
+) -> dict:
     """Check inputs, start the engine with the configuration's prefix-caching setting, measure, write ``out``."""
     from ..benchmarks.records import read_records
     from ..generation.engine import VllmEngine, check_sampling
@@ -209,11 +294,29 @@ def run_bench(model: Path, prompts_file: Path, config: Configuration, out: Path,
     records = read_records(prompts_file)
     select_prompts(records, config.prompts, seed, source=str(prompts_file))  # fail before the engine starts
     machine = describe_machine()  # before vLLM: nvidia-smi only, CUDA stays uninitialised here
-    engine = VllmEngine(model, max_model_len or 1024, seed=seed, dtype=dtype, embedded=engine_kind == "embedded",
-                        tensor_parallel_size=tensor_parallel_size, max_num_seqs=max_num_seqs,
-                        enable_prefix_caching=config.prefix_caching, log_stats=True)  # fmt: skip
-    record = bench_configuration(engine, config, records, max_tokens=max_tokens, temperature=temperature,
-                                 top_p=top_p, seed=seed, warmup=warmup, repeats=repeats, max_cv=max_cv)  # fmt: skip
+    engine = VllmEngine(
+        model,
+        max_model_len or 1024,
+        seed=seed,
+        dtype=dtype,
+        embedded=engine_kind == "embedded",
+        tensor_parallel_size=tensor_parallel_size,
+        max_num_seqs=max_num_seqs,
+        enable_prefix_caching=config.prefix_caching,
+        log_stats=True,
+    )
+    record = bench_configuration(
+        engine,
+        config,
+        records,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        warmup=warmup,
+        repeats=repeats,
+        max_cv=max_cv,
+    )
     record |= {
         "model": {"path": str(model), "manifest_hash": manifest_hash(model)},
         "engine": engine.info(),

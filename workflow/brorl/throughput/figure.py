@@ -19,8 +19,14 @@ def plot_samples_per_s(frame: pd.DataFrame, machine_line: str, png: Path | str, 
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     fig, ax = plt.subplots(figsize=(5.2, 3.8), constrained_layout=True)
     if frame.empty:
-        ax.text(0.5, 0.5, "no two measured layouts share a total sample count\n(add one to throughput.layouts)",
-                ha="center", va="center", transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            "no two measured layouts share a total sample count\n(add one to throughput.layouts)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
     else:
         groups = list(frame.groupby(["samples", "prefix caching"], sort=True))
@@ -29,8 +35,14 @@ def plot_samples_per_s(frame: pd.DataFrame, machine_line: str, png: Path | str, 
             g = g.sort_values("n")
             label = f"{samples:,} samples/batch, prefix caching {pc}"
             ax.plot(g["n"], g["median"], "-", color=colour, label=label)
-            ax.errorbar(g["n"], g["median"], yerr=[g["median"] - g["min"], g["max"] - g["median"]], fmt="none",
-                        ecolor=colour, capsize=3)  # fmt: skip
+            ax.errorbar(
+                g["n"],
+                g["median"],
+                yerr=[g["median"] - g["min"], g["max"] - g["median"]],
+                fmt="none",
+                ecolor=colour,
+                capsize=3,
+            )
             for trusted, sub in g.groupby("trusted"):
                 ax.plot(sub["n"], sub["median"], "o", color=colour, markerfacecolor=colour if trusted else "white")
         ax.set_xscale("log", base=2)

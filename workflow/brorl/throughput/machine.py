@@ -22,8 +22,13 @@ def gpus() -> dict:
     if smi is None:
         return {"gpus": [], "driver": None, "cuda_visible_devices": visible, "source": "nvidia-smi not found"}
     try:
-        out = subprocess.run([smi, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [smi, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError) as err:
         return {"gpus": [], "driver": None, "cuda_visible_devices": visible, "source": f"nvidia-smi failed: {err}"}
     rows = []
@@ -34,8 +39,12 @@ def gpus() -> dict:
         wanted = [v.strip() for v in visible.split(",") if v.strip()]
         rows = [g for g in rows if str(g["index"]) in wanted or g["uuid"] in wanted]
     drivers = sorted({g["driver"] for g in rows})
-    return {"gpus": rows, "driver": drivers[0] if len(drivers) == 1 else (drivers or None),
-            "cuda_visible_devices": visible, "source": "nvidia-smi"}  # fmt: skip
+    return {
+        "gpus": rows,
+        "driver": drivers[0] if len(drivers) == 1 else (drivers or None),
+        "cuda_visible_devices": visible,
+        "source": "nvidia-smi",
+    }
 
 
 def describe_machine() -> dict:

@@ -47,10 +47,11 @@ def _checked(records: list[dict], source: str) -> list[dict]:
             raise MetricsError(f"{where}: samples ({samples}) exceed generated_samples ({generated})")
         recorded = rec.get("dynamic_sampling_pass_rate")
         if recorded is not None and not math.isclose(recorded, samples / generated, abs_tol=RECORDED_RATE_TOLERANCE):
-            raise MetricsError(f"{where}: dynamic_sampling_pass_rate {recorded} != samples/generated_samples "
-                               f"{samples}/{generated} = {samples / generated:.6f}")  # fmt: skip
-        rows.append({"step": step, "samples": samples, "generated_samples": generated,
-                     "wall_s": rec.get("wall_s")})  # fmt: skip
+            raise MetricsError(
+                f"{where}: dynamic_sampling_pass_rate {recorded} != samples/generated_samples "
+                f"{samples}/{generated} = {samples / generated:.6f}"
+            )
+        rows.append({"step": step, "samples": samples, "generated_samples": generated, "wall_s": rec.get("wall_s")})
     return sorted(rows, key=lambda r: r["step"])
 
 

@@ -48,8 +48,9 @@ def parse_config_name(name: str) -> Configuration:
     """Inverse of :func:`config_name`; ValueError naming the grammar for anything else."""
     m = NAME_RE.match(name)
     if not m:
-        raise ValueError(f"throughput configuration name must look like p512_n16_pcon (p<prompts>_n<N>_pc<on|off>), "
-                         f"got {name!r}")  # fmt: skip
+        raise ValueError(
+            f"throughput configuration name must look like p512_n16_pcon (p<prompts>_n<N>_pc<on|off>), got {name!r}"
+        )
     return Configuration(int(m["prompts"]), int(m["n"]), m["pc"] == "on")
 
 

@@ -14,8 +14,14 @@ def spread(values: list[float]) -> dict:
         raise ValueError(f"non-finite timing value in {values}")
     mean = statistics.fmean(values)
     cv = statistics.stdev(values) / mean if len(values) >= 2 and mean > 0 else None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "mean": mean, "cv": cv,
-            "n": len(values)}  # fmt: skip
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "mean": mean,
+        "cv": cv,
+        "n": len(values),
+    }
 
 
 def variability_verdict(cv: float | None, max_cv: float) -> dict:
@@ -24,9 +30,17 @@ def variability_verdict(cv: float | None, max_cv: float) -> dict:
     if not max_cv > 0:
         raise ValueError(f"max_cv must be > 0, got {max_cv}")
     if cv is None:
-        return {"cv": None, "max_cv": max_cv, "trusted": False,
-                "reason": "one timed run: variability unknown (set throughput.repeats >= 2)"}  # fmt: skip
+        return {
+            "cv": None,
+            "max_cv": max_cv,
+            "trusted": False,
+            "reason": "one timed run: variability unknown (set throughput.repeats >= 2)",
+        }
     if cv > max_cv:
-        return {"cv": cv, "max_cv": max_cv, "trusted": False,
-                "reason": f"too noisy: CV {cv:.1%} of repeated runs exceeds {max_cv:.1%}"}  # fmt: skip
+        return {
+            "cv": cv,
+            "max_cv": max_cv,
+            "trusted": False,
+            "reason": f"too noisy: CV {cv:.1%} of repeated runs exceeds {max_cv:.1%}",
+        }
     return {"cv": cv, "max_cv": max_cv, "trusted": True, "reason": None}

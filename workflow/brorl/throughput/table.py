@@ -52,19 +52,36 @@ def _throughput_note(r: dict) -> str:
     return note if v["trusted"] else f"{note}; {v['reason']}"
 
 
-def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den: dict | None,
-               missing: str) -> dict:  # fmt: skip
+def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den: dict | None, missing: str) -> dict:
     """samples/s of ``num`` over ``den``; withheld when either is missing or not steady enough."""
     if num is None or den is None:
-        return {"quantity": quantity, "setting": setting, "paper": paper, "reproduced": NOT_AVAILABLE,
-                "difference": "-", "note": missing}  # fmt: skip
+        return {
+            "quantity": quantity,
+            "setting": setting,
+            "paper": paper,
+            "reproduced": NOT_AVAILABLE,
+            "difference": "-",
+            "note": missing,
+        }
     noisy = [f"{r['name']}: {r['variability']['reason']}" for r in (num, den) if not r["variability"]["trusted"]]
     if noisy:
-        return {"quantity": quantity, "setting": setting, "paper": paper, "reproduced": NOT_REPORTED,
-                "difference": "-", "note": "ratio withheld, " + "; ".join(noisy)}  # fmt: skip
+        return {
+            "quantity": quantity,
+            "setting": setting,
+            "paper": paper,
+            "reproduced": NOT_REPORTED,
+            "difference": "-",
+            "note": "ratio withheld, " + "; ".join(noisy),
+        }
     ratio = num["samples_per_s"]["median"] / den["samples_per_s"]["median"]
-    return {"quantity": quantity, "setting": setting, "paper": paper, "reproduced": ratio,
-            "difference": _difference(paper, ratio), "note": f"{num['name']} / {den['name']} (medians)"}  # fmt: skip
+    return {
+        "quantity": quantity,
+        "setting": setting,
+        "paper": paper,
+        "reproduced": ratio,
+        "difference": _difference(paper, ratio),
+        "note": f"{num['name']} / {den['name']} (medians)",
+    }
 
 
 def per_gpu_layout(arm: dict, gpus: int) -> tuple[int, int]:
@@ -78,22 +95,40 @@ def _training_rows(arms: dict[str, dict], rates: dict[str, tuple[float | None, s
     for role in ("control", "treatment"):
         arm, (rate, note) = arms[role], rates.get(role, (None, "training has not run"))
         paper = PAPER["samples_per_s"][role]
-        rows.append({"quantity": "generation throughput in training (samples/s)",
-                     "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step), {setup}",
-                     "paper": paper, "reproduced": NOT_AVAILABLE if rate is None else rate,
-                     "difference": "-" if rate is None else rate - paper, "note": note})  # fmt: skip
+        rows.append(
+            {
+                "quantity": "generation throughput in training (samples/s)",
+                "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step), {setup}",
+                "paper": paper,
+                "reproduced": NOT_AVAILABLE if rate is None else rate,
+                "difference": "-" if rate is None else rate - paper,
+                "note": note,
+            }
+        )
     num, den = rates.get("treatment", (None, ""))[0], rates.get("control", (None, ""))[0]
-    rows.append({"quantity": "throughput ratio BroRL / ProRL, in training", "setting": setup,
-                 "paper": PAPER["ratio"], "reproduced": NOT_AVAILABLE if not (num and den) else num / den,
-                 "difference": "-" if not (num and den) else num / den - PAPER["ratio"],
-                 "note": "the two runs' generation throughputs" if num and den else "an arm's training has not run"})  # fmt: skip
+    rows.append(
+        {
+            "quantity": "throughput ratio BroRL / ProRL, in training",
+            "setting": setup,
+            "paper": PAPER["ratio"],
+            "reproduced": NOT_AVAILABLE if not (num and den) else num / den,
+            "difference": "-" if not (num and den) else num / den - PAPER["ratio"],
+            "note": "the two runs' generation throughputs" if num and den else "an arm's training has not run",
+        }
+    )
     return rows
 
 
-def table2(results: list[dict], arms: dict[str, dict], pass_rates: dict[str, float | None],
-           pass_rate_notes: dict[str, str], scale_note: str,
-           training_rates: dict[str, tuple[float | None, str]] | None = None, setup: str = "",
-           gpus: int = PAPER_GPUS) -> pd.DataFrame:  # fmt: skip
+def table2(
+    results: list[dict],
+    arms: dict[str, dict],
+    pass_rates: dict[str, float | None],
+    pass_rate_notes: dict[str, str],
+    scale_note: str,
+    training_rates: dict[str, tuple[float | None, str]] | None = None,
+    setup: str = "",
+    gpus: int = PAPER_GPUS,
+) -> pd.DataFrame:
     """Table 2 rows.
 
     results: throughput JSON records (brorl.throughput.bench). arms: ``{"control": {...}, "treatment": {...}}``,
@@ -108,10 +143,16 @@ def table2(results: list[dict], arms: dict[str, dict], pass_rates: dict[str, flo
         arm, rate = arms[role], pass_rates.get(role)
         paper = PAPER["pass_rate_pct"][role]
         reproduced = NOT_AVAILABLE if rate is None else 100.0 * rate
-        rows.append({"quantity": "dynamic-sampling pass rate (%)",
-                     "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step)", "paper": paper,
-                     "reproduced": reproduced, "difference": _difference(paper, reproduced),
-                     "note": pass_rate_notes.get(role, "")})  # fmt: skip
+        rows.append(
+            {
+                "quantity": "dynamic-sampling pass rate (%)",
+                "setting": f"{arm['label']} (N={arm['n']}, {arm['prompts']} prompts/step)",
+                "paper": paper,
+                "reproduced": reproduced,
+                "difference": _difference(paper, reproduced),
+                "note": pass_rate_notes.get(role, ""),
+            }
+        )
     rows += _training_rows(arms, training_rates or {}, setup)
     main_pc = any(r["configuration"]["prefix_caching"] for r in results) or not results
     used = set()
@@ -122,47 +163,93 @@ def table2(results: list[dict], arms: dict[str, dict], pass_rates: dict[str, flo
         prompts, n = per_gpu_layout(arm, gpus)
         rec = _find(results, prompts, n, main_pc)
         arm_records[role] = rec
-        setting = (f"{arm['label']}: {prompts} x {n} ({'its share of a step on ' + str(gpus) + ' GPUs' if gpus > 1 else 'a step'}), "
-                   f"{_pc(main_pc)}")  # fmt: skip
+        setting = (
+            f"{arm['label']}: {prompts} x {n} ({'its share of a step on ' + str(gpus) + ' GPUs' if gpus > 1 else 'a step'}), "
+            f"{_pc(main_pc)}"
+        )
         paper = PAPER["samples_per_s"][role] / gpus
         quantity = f"standalone generation throughput, {share} (samples/s)"
         if rec is None:
-            rows.append({"quantity": quantity, "setting": setting, "paper": paper, "reproduced": NOT_AVAILABLE,
-                         "difference": "-", "note": f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it "
-                                                    "to throughput.layouts"})  # fmt: skip
+            rows.append(
+                {
+                    "quantity": quantity,
+                    "setting": setting,
+                    "paper": paper,
+                    "reproduced": NOT_AVAILABLE,
+                    "difference": "-",
+                    "note": f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it to throughput.layouts",
+                }
+            )
             continue
         used.add(rec["name"])
         median = rec["samples_per_s"]["median"]
-        rows.append({"quantity": quantity, "setting": setting, "paper": paper, "reproduced": median,
-                     "difference": _difference(paper, median),
-                     "note": f"{_throughput_note(rec)}; {scale_note}"
-                             + (f"; paper value = its total / {gpus} GPUs" if gpus > 1 else "")})  # fmt: skip
-    rows.append(_ratio_row(f"throughput ratio BroRL / ProRL, standalone {share}", f"{arms['treatment']['label']} / "
-                           f"{arms['control']['label']}, {_pc(main_pc)}", PAPER["ratio"], arm_records["treatment"],
-                           arm_records["control"], "a compared arm's layout was not measured"))  # fmt: skip
+        rows.append(
+            {
+                "quantity": quantity,
+                "setting": setting,
+                "paper": paper,
+                "reproduced": median,
+                "difference": _difference(paper, median),
+                "note": f"{_throughput_note(rec)}; {scale_note}"
+                + (f"; paper value = its total / {gpus} GPUs" if gpus > 1 else ""),
+            }
+        )
+    rows.append(
+        _ratio_row(
+            f"throughput ratio BroRL / ProRL, standalone {share}",
+            f"{arms['treatment']['label']} / {arms['control']['label']}, {_pc(main_pc)}",
+            PAPER["ratio"],
+            arm_records["treatment"],
+            arm_records["control"],
+            "a compared arm's layout was not measured",
+        )
+    )
     # our extension: every other measured configuration, then the other prefix-caching setting and equal-samples pairs
     for rec in sorted(results, key=lambda r: (not r["configuration"]["prefix_caching"], r["name"])):
         if rec["name"] in used:
             continue
         c = rec["configuration"]
-        rows.append({"quantity": "generation throughput (samples/s)",
-                     "setting": f"{c['prompts']} x {c['n']}, {_pc(c['prefix_caching'])}", "paper": NOT_GIVEN,
-                     "reproduced": rec["samples_per_s"]["median"], "difference": "-",
-                     "note": _throughput_note(rec)})  # fmt: skip
+        rows.append(
+            {
+                "quantity": "generation throughput (samples/s)",
+                "setting": f"{c['prompts']} x {c['n']}, {_pc(c['prefix_caching'])}",
+                "paper": NOT_GIVEN,
+                "reproduced": rec["samples_per_s"]["median"],
+                "difference": "-",
+                "note": _throughput_note(rec),
+            }
+        )
     for pc in sorted({r["configuration"]["prefix_caching"] for r in results}, reverse=True):
         if pc != main_pc:
             num = _find(results, arms["treatment"]["prompts"], arms["treatment"]["n"], pc)
             den = _find(results, arms["control"]["prompts"], arms["control"]["n"], pc)
-            rows.append(_ratio_row("throughput ratio BroRL / ProRL", f"{_pc(pc)}", NOT_GIVEN, num, den,
-                                   "a compared arm's layout was not measured"))  # fmt: skip
+            rows.append(
+                _ratio_row(
+                    "throughput ratio BroRL / ProRL",
+                    f"{_pc(pc)}",
+                    NOT_GIVEN,
+                    num,
+                    den,
+                    "a compared arm's layout was not measured",
+                )
+            )
         for small, large in equal_samples_pairs([r for r in results if r["configuration"]["prefix_caching"] == pc]):
-            rows.append(_ratio_row(
-                "throughput ratio at equal samples (larger N / smaller N)",
-                f"{large['configuration']['layout']} / {small['configuration']['layout']}, {_pc(pc)}", NOT_GIVEN,
-                large, small, ""))  # fmt: skip
+            rows.append(
+                _ratio_row(
+                    "throughput ratio at equal samples (larger N / smaller N)",
+                    f"{large['configuration']['layout']} / {small['configuration']['layout']}, {_pc(pc)}",
+                    NOT_GIVEN,
+                    large,
+                    small,
+                    "",
+                )
+            )
     for pc_on, pc_off in _prefix_caching_pairs(results):
-        rows.append(_ratio_row("prefix-caching speed-up (on / off)", pc_on["configuration"]["layout"], NOT_GIVEN,
-                               pc_on, pc_off, ""))  # fmt: skip
+        rows.append(
+            _ratio_row(
+                "prefix-caching speed-up (on / off)", pc_on["configuration"]["layout"], NOT_GIVEN, pc_on, pc_off, ""
+            )
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -170,7 +257,7 @@ def equal_samples_pairs(results: list[dict]) -> list[tuple[dict, dict]]:
     """(smaller N, larger N) pairs of layouts with the same total samples, among records of one setting."""
     pairs = []
     for i, a in enumerate(results):
-        for b in results[i + 1:]:
+        for b in results[i + 1 :]:
             ca, cb = a["configuration"], b["configuration"]
             if ca["samples"] == cb["samples"] and ca["n"] != cb["n"]:
                 pairs.append((a, b) if ca["n"] < cb["n"] else (b, a))
@@ -178,8 +265,11 @@ def equal_samples_pairs(results: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def _prefix_caching_pairs(results: list[dict]) -> list[tuple[dict, dict]]:
-    on = {(r["configuration"]["prompts"], r["configuration"]["n"]): r for r in results
-          if r["configuration"]["prefix_caching"]}  # fmt: skip
+    on = {
+        (r["configuration"]["prompts"], r["configuration"]["n"]): r
+        for r in results
+        if r["configuration"]["prefix_caching"]
+    }
     pairs = []
     for r in results:
         key = (r["configuration"]["prompts"], r["configuration"]["n"])
@@ -194,12 +284,22 @@ def figure_frame(results: list[dict]) -> pd.DataFrame:
     rows = []
     for r in results:
         c = r["configuration"]
-        partners = [o for o in results if o["configuration"]["samples"] == c["samples"]
-                    and o["configuration"]["n"] != c["n"]]  # fmt: skip
+        partners = [
+            o for o in results if o["configuration"]["samples"] == c["samples"] and o["configuration"]["n"] != c["n"]
+        ]
         if not partners:
             continue
         s = r["samples_per_s"]
-        rows.append({"n": c["n"], "prompts": c["prompts"], "samples": c["samples"],
-                     "prefix caching": "on" if c["prefix_caching"] else "off", "median": s["median"],
-                     "min": s["min"], "max": s["max"], "trusted": r["variability"]["trusted"]})  # fmt: skip
+        rows.append(
+            {
+                "n": c["n"],
+                "prompts": c["prompts"],
+                "samples": c["samples"],
+                "prefix caching": "on" if c["prefix_caching"] else "off",
+                "median": s["median"],
+                "min": s["min"],
+                "max": s["max"],
+                "trusted": r["variability"]["trusted"],
+            }
+        )
     return pd.DataFrame(rows, columns=["n", "prompts", "samples", "prefix caching", "median", "min", "max", "trusted"])

@@ -40,8 +40,10 @@ def run_bench(metrics_paths: list[Path], out: Path) -> dict:
     result = {path.parent.name: summarize_run(read_metrics(path)) for path in metrics_paths}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
-    print(f"{'arm':<16}{'steps/s':>9}{'gen':>7}{'reward':>8}{'logprob':>9}{'update':>8}{'reload':>8}{'other':>7}"
-          f"{'pass rate':>11}   mean reward by step")  # fmt: skip
+    print(
+        f"{'arm':<16}{'steps/s':>9}{'gen':>7}{'reward':>8}{'logprob':>9}{'update':>8}{'reload':>8}{'other':>7}"
+        f"{'pass rate':>11}   mean reward by step"
+    )
     for arm, r in result.items():
         share = r["share"]
         cells = "".join(f"{share[p]:>{w}.0%}" for p, w in zip((*PARTS, "other_s"), (7, 8, 9, 8, 8, 7)))

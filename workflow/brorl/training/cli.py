@@ -32,15 +32,24 @@ def cmd_segment(args: argparse.Namespace) -> None:
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
-    job = SegmentJob(plan, args.segment, Path(args.start_model), Path(args.train_data), Path(args.out_dir),
-                     stop_after=args.stop_after, ray_emulated=args.ray_emulated)  # fmt: skip
+    job = SegmentJob(
+        plan,
+        args.segment,
+        Path(args.start_model),
+        Path(args.train_data),
+        Path(args.out_dir),
+        stop_after=args.stop_after,
+        ray_emulated=args.ray_emulated,
+    )
     records, extra = engine(args.engine).run_segment(config, job)
     if args.stop_after is not None and records and records[-1]["step"] < job.segment.last_step:
         return  # stopped early on purpose: no manifest, the job is not finished
     write_segment_manifest(Path(args.manifest), plan, job.segment, records, job.out_dir / "run", extra)
     rewards = [r["reward_mean"] for r in records if r["reward_mean"] is not None]  # null where OpenRLHF lacks it
     mean = f"{sum(rewards) / len(rewards):.4f}" if rewards else "not logged"
-    print(f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, mean reward {mean}")
+    print(
+        f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, mean reward {mean}"
+    )
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -53,8 +62,13 @@ def cmd_finish(args: argparse.Namespace) -> None:
     from .segments import write_train_summary
 
     config = load_job_config(text_or_file(args.config))
-    write_train_summary(Path(args.out), arm_plan(config, args.arm), [Path(m) for m in args.manifests],
-                        Path(args.metrics), Path(args.metrics_out))  # fmt: skip
+    write_train_summary(
+        Path(args.out),
+        arm_plan(config, args.arm),
+        [Path(m) for m in args.manifests],
+        Path(args.metrics),
+        Path(args.metrics_out),
+    )
 
 
 def cmd_warm_start(args: argparse.Namespace) -> None:
@@ -63,8 +77,15 @@ def cmd_warm_start(args: argparse.Namespace) -> None:
     from .embedded.warm_start import warm_start
 
     items = sums(args.items, args.seed, benchmark="warm_start")
-    summary = warm_start(Path(args.model), items, Path(args.out), steps=args.steps, lr=args.lr,
-                         batch_size=args.batch_size, seed=args.seed)  # fmt: skip
+    summary = warm_start(
+        Path(args.model),
+        items,
+        Path(args.out),
+        steps=args.steps,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        seed=args.seed,
+    )
     print(f"warm start: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} over {args.steps} steps")
 
 
@@ -98,8 +119,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out-dir", required=True, help="results/train/<arm>")
     p.add_argument("--manifest", required=True, help="where the segment manifest goes")
     p.add_argument("--stop-after", type=int, default=None, help="end after this step, without a manifest (tests)")
-    p.add_argument("--ray-emulated", choices=["auto", "0", "1"], default=None,
-                   help="cluster: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0)")
+    p.add_argument(
+        "--ray-emulated",
+        choices=["auto", "0", "1"],
+        default=None,
+        help="cluster: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0)",
+    )
     p.set_defaults(func=cmd_segment)
 
     p = sub.add_parser("export", help="link a saved step's export into results/train/<arm>/step<k>/")
@@ -146,5 +171,6 @@ def main(argv: list[str] | None = None) -> None:
     from brorl.models.check import ModelError
 
     engine_errors = [error for name in ENGINES for error in engine(name).ERRORS]
-    run_command(args, (RecipeError, MetricsError, CheckpointError, ConfigError, ModelError, FileNotFoundError,
-                       *engine_errors))  # fmt: skip
+    run_command(
+        args, (RecipeError, MetricsError, CheckpointError, ConfigError, ModelError, FileNotFoundError, *engine_errors)
+    )

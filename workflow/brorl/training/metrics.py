@@ -1,5 +1,6 @@
 """Per-step training metrics (`results/train/<arm>/metrics.jsonl`): the schema, a validating reader and a resumable
-writer. One JSON object per RL step, identical for the embedded and the cluster engine (docs/design.md#one-metrics-schema-for-both-engines).
+writer. One JSON object per RL step, identical for the embedded and the cluster engine
+(docs/design.md#one-metrics-schema-for-both-engines).
 """
 
 from __future__ import annotations
@@ -7,8 +8,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 SCHEMA_VERSION = 2  # 2: overhead_s, reward_errors, reward_timeouts
 # name -> meaning; every record has every key (null where an engine cannot measure it)

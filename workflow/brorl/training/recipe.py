@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class RecipeError(ValueError):
@@ -149,7 +150,8 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
         segments=plan_segments(
             arm["continued_steps"],
             reset_steps(arm["continued_steps"], reset["resets"], reset["period_steps"], reset["round_to"])
-            if reset["enabled"] else (),
+            if reset["enabled"]
+            else (),
             train.get("segment_max_steps"),
         ),
     )
@@ -187,9 +189,14 @@ def recipe_fingerprint(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     A resumed run must match it exactly (a changed recipe must never continue an old run silently)."""
     return {
         # label/description/enabled/report_steps are presentation; continued_steps may grow (continue a run)
-        "arm": {k: v for k, v in find_arm(config, name).items()
-                if k not in ("label", "description", "enabled", "report_steps", "continued_steps")},
-        "training": {k: v for k, v in config["training"].items() if k not in ("embedded", "cluster", "segment_max_steps")},
+        "arm": {
+            k: v
+            for k, v in find_arm(config, name).items()
+            if k not in ("label", "description", "enabled", "report_steps", "continued_steps")
+        },
+        "training": {
+            k: v for k, v in config["training"].items() if k not in ("embedded", "cluster", "segment_max_steps")
+        },
         "context": dict(config["context"]),
         "train_data": config["train_data"]["name"],
     }
@@ -209,6 +216,8 @@ def evaluation_steps(config: Mapping[str, Any], name: str) -> tuple[int, ...]:
         steps.add(plan.continued_steps)
     unsaved = sorted(steps - set(plan.saved_steps))
     if unsaved:
-        raise RecipeError(f"arm {name!r}: evaluation.steps asks for steps {unsaved} that are not saved; make "
-                          f"evaluation.steps.every a multiple of training.checkpoint_every")  # fmt: skip
+        raise RecipeError(
+            f"arm {name!r}: evaluation.steps asks for steps {unsaved} that are not saved; make "
+            f"evaluation.steps.every a multiple of training.checkpoint_every"
+        )
     return tuple(sorted(steps))

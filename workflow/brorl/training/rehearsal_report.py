@@ -36,12 +36,12 @@ def launch_startups(launches: list[Launch], records: list[dict]) -> list[float |
 def arm_report(out_dir: Path) -> dict[str, Any]:
     """The report of results/train/<arm>: launches, steps, segments and checkpoint sizes."""
     out_dir = Path(out_dir)
-    manifests = sorted(out_dir.glob("segment*.json"), key=lambda p: int(p.stem[len("segment"):]))
+    manifests = sorted(out_dir.glob("segment*.json"), key=lambda p: int(p.stem[len("segment") :]))
     segments = [json.loads(p.read_text()) for p in manifests]
     metrics = out_dir / "metrics.jsonl"
     metrics = metrics if metrics.is_file() else out_dir / "run" / "metrics.jsonl"
     records = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    launches = [Launch(**l) for s in segments for l in s.get("launches", [])]
+    launches = [Launch(**run) for s in segments for run in s.get("launches", [])]
     startups = launch_startups(launches, records)
     steps = [r["step"] for r in records]
     step_s = sum(r["step_s"] or 0.0 for r in records)
@@ -55,13 +55,35 @@ def arm_report(out_dir: Path) -> dict[str, Any]:
         "step_s_total": step_s,
         "steps_per_s": len(steps) / step_s if step_s else None,
         "steps_per_wall_s": len(steps) / records[-1]["wall_s"] if records else None,
-        "launches": [{"segment": l.segment, "status": l.status, "duration_s": l.end - l.start, "startup_s": s}
-                     for l, s in zip(launches, startups)],  # fmt: skip
-        "segments": [{"index": s["segment"]["index"], "steps": [r["step"] for r in s["steps"]],
-                      "reference": flag_value(s.get("openrlhf_command", []), "actor.model_name_or_path"),
-                      "checkpoint_repair": s.get("checkpoint_repair")} for s in segments],  # fmt: skip
-        "per_step": [{k: r[k] for k in ("step", "segment", "step_s", "overhead_s", "kl", "reward_mean",
-                                        "dynamic_sampling_pass_rate", "reward_errors")} for r in records],  # fmt: skip
+        "launches": [
+            {"segment": run.segment, "status": run.status, "duration_s": run.end - run.start, "startup_s": s}
+            for run, s in zip(launches, startups)
+        ],
+        "segments": [
+            {
+                "index": s["segment"]["index"],
+                "steps": [r["step"] for r in s["steps"]],
+                "reference": flag_value(s.get("openrlhf_command", []), "actor.model_name_or_path"),
+                "checkpoint_repair": s.get("checkpoint_repair"),
+            }
+            for s in segments
+        ],
+        "per_step": [
+            {
+                k: r[k]
+                for k in (
+                    "step",
+                    "segment",
+                    "step_s",
+                    "overhead_s",
+                    "kl",
+                    "reward_mean",
+                    "dynamic_sampling_pass_rate",
+                    "reward_errors",
+                )
+            }
+            for r in records
+        ],
         "full_state_bytes_per_step": folder_bytes(tags[-1]) if tags else None,
         "hf_export_bytes_per_step": folder_bytes(exports[-1]) if exports else None,
     }
@@ -69,20 +91,28 @@ def arm_report(out_dir: Path) -> dict[str, Any]:
 
 def print_report(report: dict[str, Any]) -> None:
     """The report as a person reads it."""
-    print(f"arm {report['arm']}: steps {report['steps']}, wall {report['wall_s']:.0f} s "
-          f"({report['step_s_total']:.0f} s inside OpenRLHF's steps: {report['steps_per_s']:.3f} steps/s; "
-          f"{report['steps_per_wall_s']:.4f} steps/s of wall time)")  # fmt: skip
-    for l in report["launches"]:
-        startup = "no step" if l["startup_s"] is None else f"start-up {l['startup_s']:.0f} s"
-        print(f"  launch of segment {l['segment']}: {l['status']}, {l['duration_s']:.0f} s, {startup}")
+    print(
+        f"arm {report['arm']}: steps {report['steps']}, wall {report['wall_s']:.0f} s "
+        f"({report['step_s_total']:.0f} s inside OpenRLHF's steps: {report['steps_per_s']:.3f} steps/s; "
+        f"{report['steps_per_wall_s']:.4f} steps/s of wall time)"
+    )
+    for run in report["launches"]:
+        startup = "no step" if run["startup_s"] is None else f"start-up {run['startup_s']:.0f} s"
+        print(f"  launch of segment {run['segment']}: {run['status']}, {run['duration_s']:.0f} s, {startup}")
     for s in report["segments"]:
         repair = s["checkpoint_repair"] or {}
-        print(f"  segment {s['index']}: steps {s['steps']}, reference {s['reference']}, "
-              f"resumed from global step {repair.get('resume_step')}, removed {repair.get('removed') or 'nothing'}")  # fmt: skip
+        print(
+            f"  segment {s['index']}: steps {s['steps']}, reference {s['reference']}, "
+            f"resumed from global step {repair.get('resume_step')}, removed {repair.get('removed') or 'nothing'}"
+        )
     for r in report["per_step"]:
-        print(f"  step {r['step']} (segment {r['segment']}): {r['step_s']:.1f} s + {r['overhead_s'] or 0:.1f} s "
-              f"overhead, kl {r['kl']:.2e}, reward {r['reward_mean']}, kept {r['dynamic_sampling_pass_rate']:.2f}, "
-              f"verifier errors {r['reward_errors']}")  # fmt: skip
+        print(
+            f"  step {r['step']} (segment {r['segment']}): {r['step_s']:.1f} s + {r['overhead_s'] or 0:.1f} s "
+            f"overhead, kl {r['kl']:.2e}, reward {r['reward_mean']}, kept {r['dynamic_sampling_pass_rate']:.2f}, "
+            f"verifier errors {r['reward_errors']}"
+        )
     mib = 1024 * 1024
-    print(f"  one saved step: full state {(report['full_state_bytes_per_step'] or 0) / mib:.1f} MiB, "
-          f"HF export {(report['hf_export_bytes_per_step'] or 0) / mib:.1f} MiB")  # fmt: skip
+    print(
+        f"  one saved step: full state {(report['full_state_bytes_per_step'] or 0) / mib:.1f} MiB, "
+        f"HF export {(report['hf_export_bytes_per_step'] or 0) / mib:.1f} MiB"
+    )

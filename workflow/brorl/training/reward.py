@@ -13,23 +13,25 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Sequence
-
-from brorl.scoring import Score, failed, score_batch
+from collections.abc import Sequence
+from typing import Any
 
 # Import the verifiers now: score_batch forks its workers from this process, and a child that inherits them
 # does not pay math-verify's import (about a second) on every call OpenRLHF makes.
 import brorl.scoring.code  # noqa: E402,F401
-import brorl.scoring.math  # noqa: E402,F401
 import brorl.scoring.instructions  # noqa: E402,F401
+import brorl.scoring.math  # noqa: E402,F401
 import brorl.scoring.reasoning_gym  # noqa: E402,F401
 import brorl.scoring.stem  # noqa: E402,F401
+from brorl.scoring import Score, failed, score_batch
 
 try:  # the IFEval checkers as well (lighteval and NLTK load in about a second)
     brorl.scoring.instructions.registry()
 except Exception as error:  # reported, and every instruction-following sample then carries this reason
-    print(f"brorl reward: the IFEval checkers cannot be loaded ({error}); instruction-following samples score 0",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"brorl reward: the IFEval checkers cannot be loaded ({error}); instruction-following samples score 0",
+        file=sys.stderr,
+    )
 
 CODE_REWARD = os.environ.get("BRORL_CODE_REWARD", "fraction")  # training.reward.code, set by the launcher
 CODE_TIMEOUT_S = float(os.environ.get("BRORL_CODE_TIMEOUT_S", "5.0"))  # training.reward.code_timeout_s
@@ -45,7 +47,7 @@ def parse_label(label: Any) -> dict:
 
 def response_of(query: str, prompt: str) -> str:
     """The generated text: OpenRLHF's query is the templated prompt followed by the response."""
-    return query[len(prompt):] if query.startswith(prompt) else query
+    return query[len(prompt) :] if query.startswith(prompt) else query
 
 
 def training_item(item: dict, code_reward: str, code_timeout_s: float) -> dict:
@@ -55,9 +57,15 @@ def training_item(item: dict, code_reward: str, code_timeout_s: float) -> dict:
     return item
 
 
-def score_rollouts(items: Sequence[dict], responses: Sequence[str], *, workers: int = 2,
-                   code_reward: str = CODE_REWARD, code_timeout_s: float = CODE_TIMEOUT_S,
-                   progress: bool = False) -> list[Score]:  # fmt: skip
+def score_rollouts(
+    items: Sequence[dict],
+    responses: Sequence[str],
+    *,
+    workers: int = 2,
+    code_reward: str = CODE_REWARD,
+    code_timeout_s: float = CODE_TIMEOUT_S,
+    progress: bool = False,
+) -> list[Score]:
     """One Score per (item, response), in order; every call under score_batch's hard timeout."""
     if len(items) != len(responses):
         raise ValueError(f"{len(items)} items but {len(responses)} responses")

@@ -47,7 +47,9 @@ def check_fingerprint(run_dir: Path, fingerprint: dict) -> None:
         new = json.loads(json.dumps(fingerprint))  # as it would read back from the file (tuples -> lists)
         if old != new:
             changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            raise RecipeError(f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
-                              f"restore the config or delete {Path(run_dir).parent} to retrain this arm")  # fmt: skip
+            raise RecipeError(
+                f"{run_dir} was trained with a different recipe (changed: {', '.join(changed)}); "
+                f"restore the config or delete {Path(run_dir).parent} to retrain this arm"
+            )
     else:
         atomic_json(path, fingerprint)

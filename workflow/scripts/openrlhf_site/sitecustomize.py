@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.abc
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 _PATCHES: dict[str, list[Callable]] = {}
 

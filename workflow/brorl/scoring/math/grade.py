@@ -9,8 +9,8 @@ import functools
 import threading
 from typing import Any
 
-from .numeric import _numeric_equal
 from .normalize import _normalize, fix_e_notation
+from .numeric import _numeric_equal
 
 # ---------------------------------------------------------------------------------------------------------------
 # math-verify timeouts (seconds; None = off). Defaults are math-verify's own.
@@ -151,4 +151,3 @@ def math_verify_equal(pred: str, golds: list[str]) -> bool:
         if parsed_gold and verify(list(parsed_gold), list(parsed_pred), timeout_seconds=verify_timeout):
             return True
     return False
-

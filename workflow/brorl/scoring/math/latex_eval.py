@@ -17,10 +17,21 @@ class _NotNumeric(Exception):
 _TOKEN = re.compile(r"\s*(?:(\d+\.?\d*|\.\d+)|(\\[a-zA-Z]+|\\[{}|])|([a-zA-Z])|(.))")
 _MAX_EXP_LOG = 600.0  # |log|result|| allowed from one power (e^600 ~ 1e260, inside float range)
 _FUNCS = {
-    "\\sin": cmath.sin, "\\cos": cmath.cos, "\\tan": cmath.tan, "\\ln": cmath.log, "\\log": cmath.log,
-    "\\exp": cmath.exp, "\\arcsin": cmath.asin, "\\arccos": cmath.acos, "\\arctan": cmath.atan,
-    "\\sinh": cmath.sinh, "\\cosh": cmath.cosh, "\\tanh": cmath.tanh,
-    "\\sec": lambda z: 1 / cmath.cos(z), "\\csc": lambda z: 1 / cmath.sin(z), "\\cot": lambda z: 1 / cmath.tan(z),
+    "\\sin": cmath.sin,
+    "\\cos": cmath.cos,
+    "\\tan": cmath.tan,
+    "\\ln": cmath.log,
+    "\\log": cmath.log,
+    "\\exp": cmath.exp,
+    "\\arcsin": cmath.asin,
+    "\\arccos": cmath.acos,
+    "\\arctan": cmath.atan,
+    "\\sinh": cmath.sinh,
+    "\\cosh": cmath.cosh,
+    "\\tanh": cmath.tanh,
+    "\\sec": lambda z: 1 / cmath.cos(z),
+    "\\csc": lambda z: 1 / cmath.sin(z),
+    "\\cot": lambda z: 1 / cmath.tan(z),
 }
 _CONSTS = {"\\pi": math.pi}
 _MUL = {"*", "\\times", "\\cdot", "\\ast"}

@@ -102,7 +102,11 @@ def _normalize(s: str) -> str:
             break
         s = t
     s = _TEXT_GROUP.sub(r"\1", s)
-    s = re.sub(r"\s+(?:" + _UNIT_WORDS + r")\s*(?:\^\s*\{?-?\d+\}?)?\s*$", "", s).strip() if re.search(r"\d\s+[a-z]", s) else s
+    s = (
+        re.sub(r"\s+(?:" + _UNIT_WORDS + r")\s*(?:\^\s*\{?-?\d+\}?)?\s*$", "", s).strip()
+        if re.search(r"\d\s+[a-z]", s)
+        else s
+    )
     s = s.strip().rstrip(".").strip()
     m = _LHS.match(s)
     if m and s.count("=") == 1:

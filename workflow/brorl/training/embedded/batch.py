@@ -23,17 +23,26 @@ class TokenBatch:
     def num_actions(self) -> int:
         return int(self.action_mask.sum())
 
-    def select(self, rows: list[int]) -> "TokenBatch":
+    def select(self, rows: list[int]) -> TokenBatch:
         """The rows `rows`, trimmed to their longest sequence."""
         index = torch.tensor(rows, dtype=torch.long)
         length = int(self.attention_mask[index].sum(dim=1).max())
-        return TokenBatch(self.input_ids[index, :length], self.attention_mask[index, :length],
-                          self.action_mask[index, : length - 1], self.rollout_logprobs[index, : length - 1],
-                          self.advantages[index, : length - 1])  # fmt: skip
+        return TokenBatch(
+            self.input_ids[index, :length],
+            self.attention_mask[index, :length],
+            self.action_mask[index, : length - 1],
+            self.rollout_logprobs[index, : length - 1],
+            self.advantages[index, : length - 1],
+        )
 
 
-def build_batch(prompt_ids: list[list[int]], response_ids: list[list[int]], rollout_logprobs: list[list[float]],
-                advantages: list[float], pad_id: int) -> TokenBatch:  # fmt: skip
+def build_batch(
+    prompt_ids: list[list[int]],
+    response_ids: list[list[int]],
+    rollout_logprobs: list[list[float]],
+    advantages: list[float],
+    pad_id: int,
+) -> TokenBatch:
     """Right-padded batch of prompt+response sequences; every response token of sample i carries advantages[i]."""
     if not (len(prompt_ids) == len(response_ids) == len(rollout_logprobs) == len(advantages)):
         raise ValueError("prompt_ids, response_ids, rollout_logprobs and advantages must have one entry per sample")

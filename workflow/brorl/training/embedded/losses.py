@@ -28,6 +28,11 @@ def load() -> SimpleNamespace:
     from openrlhf.models.loss import PolicyLoss, aggregate_loss
     from openrlhf.models.utils import compute_approx_kl, compute_entropy, log_probs_from_logits, masked_mean
 
-    return SimpleNamespace(PolicyLoss=PolicyLoss, aggregate_loss=aggregate_loss, compute_approx_kl=compute_approx_kl,
-                           compute_entropy=compute_entropy, log_probs_from_logits=log_probs_from_logits,
-                           masked_mean=masked_mean)  # fmt: skip
+    return SimpleNamespace(
+        PolicyLoss=PolicyLoss,
+        aggregate_loss=aggregate_loss,
+        compute_approx_kl=compute_approx_kl,
+        compute_entropy=compute_entropy,
+        log_probs_from_logits=log_probs_from_logits,
+        masked_mean=masked_mean,
+    )

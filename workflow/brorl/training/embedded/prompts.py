@@ -39,7 +39,7 @@ class PromptStream:
         return {"epoch": self.epoch, "position": self.position}
 
     @classmethod
-    def restore(cls, items: list[dict], seed: int, cursor: dict) -> "PromptStream":
+    def restore(cls, items: list[dict], seed: int, cursor: dict) -> PromptStream:
         return cls(items, seed, cursor["epoch"], cursor["position"])
 
 

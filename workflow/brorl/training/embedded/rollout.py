@@ -9,8 +9,8 @@ works on CPU where OpenRLHF's `load_weights` pattern does not (same page); the m
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import torch
 
@@ -40,14 +40,19 @@ class RolloutEngine:
 
     def __init__(self, model_dir: str, max_model_len: int, seed: int, max_num_seqs: int) -> None:
         self.engine = VllmEngine(
-            model_dir, max_model_len=max_model_len, seed=seed, embedded=True, max_num_seqs=max_num_seqs,
+            model_dir,
+            max_model_len=max_model_len,
+            seed=seed,
+            embedded=True,
+            max_num_seqs=max_num_seqs,
             extension_cls=f"{__name__}.TrainingExtension",
             extra_settings={"logprobs_mode": "processed_logprobs"},
-        )  # fmt: skip
+        )
         self.tokenizer = self.engine.tokenizer
 
-    def sample(self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int,
-               seed: int) -> list[list[Rollout]]:  # fmt: skip
+    def sample(
+        self, prompts: list[str], n: int, temperature: float, top_p: float, max_tokens: int, seed: int
+    ) -> list[list[Rollout]]:
         """n Rollouts per prompt, in prompt order; the draw depends only on (seed, prompts, weights)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -57,12 +62,15 @@ class RolloutEngine:
         limit = self.engine.settings["max_model_len"] - max_tokens
         too_long = [i for i, ids in enumerate(token_ids) if len(ids) > limit]
         if too_long:
-            raise ValueError(f"{len(too_long)} training prompt(s) leave no room for {max_tokens} response tokens "
-                             f"in max_model_len={self.engine.settings['max_model_len']} (first: {prompts[too_long[0]][:60]!r})")  # fmt: skip
+            raise ValueError(
+                f"{len(too_long)} training prompt(s) leave no room for {max_tokens} response tokens "
+                f"in max_model_len={self.engine.settings['max_model_len']} (first: {prompts[too_long[0]][:60]!r})"
+            )
         params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, logprobs=0)
         self.engine.reseed(seed)
-        outputs = self.engine.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in token_ids], params,
-                                           use_tqdm=False)  # fmt: skip
+        outputs = self.engine.llm.generate(
+            [TokensPrompt(prompt_token_ids=ids) for ids in token_ids], params, use_tqdm=False
+        )
         groups = []
         for ids, out in zip(token_ids, outputs):
             group = []

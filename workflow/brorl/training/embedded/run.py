@@ -10,9 +10,10 @@ a run killed at any point redoes at most the step in progress and each step appe
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -67,8 +68,15 @@ class EmbeddedRun:
     """One arm's run folder driven step by step; `run_segment` is the entry point. `plan`: the arm's plan, derived
     from `config` (recipe.arm_plan)."""
 
-    def __init__(self, config: Mapping[str, Any], plan: ArmPlan, start_model: Path, train_data: Path,
-                 out_dir: Path, progress: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        plan: ArmPlan,
+        start_model: Path,
+        train_data: Path,
+        out_dir: Path,
+        progress: bool = True,
+    ) -> None:
         self.config, self.arm = config, plan.name
         self.plan = plan
         self.train = config["training"]
@@ -97,10 +105,16 @@ class EmbeddedRun:
         verify_model_dir(self.start_model)  # the start model's sha256 are checked on every use
         committed = run_state.latest_step(self.run_dir) or 0
         if committed < segment.first_step - 1:
-            raise TrainingError(f"arm {self.arm!r} segment {segment.index} starts at step {segment.first_step} but "
-                                f"the run has only reached step {committed}: run segment {segment.index - 1} first")  # fmt: skip
-        self.engine = RolloutEngine(str(self.start_model), self.prompt_max_len + self.max_tokens,
-                                    seed=self.plan.seed, max_num_seqs=max(self.plan.samples_per_step, 64))  # fmt: skip
+            raise TrainingError(
+                f"arm {self.arm!r} segment {segment.index} starts at step {segment.first_step} but "
+                f"the run has only reached step {committed}: run segment {segment.index - 1} first"
+            )
+        self.engine = RolloutEngine(
+            str(self.start_model),
+            self.prompt_max_len + self.max_tokens,
+            seed=self.plan.seed,
+            max_num_seqs=max(self.plan.samples_per_step, 64),
+        )
         items = read_records(self.train_data)
         lengths = [len(ids) for ids in self.engine.engine.prompt_token_ids([i["prompt"] for i in items])]
         items, self.dropped_prompts = usable_items(items, lengths, self.prompt_max_len)
@@ -108,10 +122,17 @@ class EmbeddedRun:
         policy = load_causal_lm(str(self.start_model))
         reference = load_causal_lm(str(self.start_model)) if self.train["kl"]["coef"] > 0 else None
         loss = LossSettings.from_config(self.train)
-        self.trainer = PolicyTrainer(policy, reference, loss, lr=self.plan.lr, betas=tuple(opt["betas"]),
-                                     eps=opt["eps"], weight_decay=opt["weight_decay"],
-                                     grad_clip=self.train["grad_clip"],
-                                     micro_batch_size=self.train["embedded"]["micro_batch_size"])  # fmt: skip
+        self.trainer = PolicyTrainer(
+            policy,
+            reference,
+            loss,
+            lr=self.plan.lr,
+            betas=tuple(opt["betas"]),
+            eps=opt["eps"],
+            weight_decay=opt["weight_decay"],
+            grad_clip=self.train["grad_clip"],
+            micro_batch_size=self.train["embedded"]["micro_batch_size"],
+        )
         self.wall_s, self.ref_step = 0.0, 0
         self.stream = PromptStream(items, self.plan.seed)
         if committed:
@@ -127,8 +148,9 @@ class EmbeddedRun:
             if not run_state.reference_path(self.run_dir, committed).exists():
                 run_state.save_reference(self.run_dir, committed, policy.state_dict())
             if not self.train["reference_reset"]["keep_optimizer"]:
-                self.trainer.optimizer = type(self.trainer.optimizer)(policy.parameters(),
-                                                                      **self.trainer.optimizer.defaults)  # fmt: skip
+                self.trainer.optimizer = type(self.trainer.optimizer)(
+                    policy.parameters(), **self.trainer.optimizer.defaults
+                )
         if reference is not None and self.ref_step:
             reference.load_state_dict(torch.load(run_state.reference_path(self.run_dir, self.ref_step)))
         metrics_io.truncate_after(self.metrics_path, committed)
@@ -148,16 +170,25 @@ class EmbeddedRun:
                 break
             items = self.stream.take(need)
             start = time.perf_counter()
-            groups = self.engine.sample([i["prompt"] for i in items], self.plan.n, self.train["rollout_temperature"],
-                                        self.train["rollout_top_p"], self.max_tokens,
-                                        seed=derived_seed(self.plan.seed, step, round_))  # fmt: skip
+            groups = self.engine.sample(
+                [i["prompt"] for i in items],
+                self.plan.n,
+                self.train["rollout_temperature"],
+                self.train["rollout_top_p"],
+                self.max_tokens,
+                seed=derived_seed(self.plan.seed, step, round_),
+            )
             out.gen_s += time.perf_counter() - start
             start = time.perf_counter()
             flat_items = [item for item in items for _ in range(self.plan.n)]
             flat = [r for group in groups for r in group]
-            scores = score_rollouts(flat_items, [r.text for r in flat], workers=2,
-                                    code_reward=self.train["reward"]["code"],
-                                    code_timeout_s=self.train["reward"]["code_timeout_s"])  # fmt: skip
+            scores = score_rollouts(
+                flat_items,
+                [r.text for r in flat],
+                workers=2,
+                code_reward=self.train["reward"]["code"],
+                code_timeout_s=self.train["reward"]["code_timeout_s"],
+            )
             out.reward_s += time.perf_counter() - start
             out.reward_errors += sum(s.error is not None for s in scores)
             out.reward_timeouts += sum(is_timeout(s) for s in scores)
@@ -184,16 +215,22 @@ class EmbeddedRun:
         adv = reinforce_baseline(rewards, lengths, self.train["advantage_std_norm"])
         flat = [r for g in out.groups for r in g]
         pad = self.engine.tokenizer.pad_token_id or 0
-        batch = build_batch([r.prompt_ids for r in flat], [r.response_ids for r in flat],
-                            [r.logprobs for r in flat], adv.reshape(-1).tolist(), pad)  # fmt: skip
+        batch = build_batch(
+            [r.prompt_ids for r in flat],
+            [r.response_ids for r in flat],
+            [r.logprobs for r in flat],
+            adv.reshape(-1).tolist(),
+            pad,
+        )
         timings = {}
         start = time.perf_counter()
         old = self.trainer.score_logprobs(batch)
         ref = self.trainer.score_logprobs(batch, reference=True) if self.trainer.reference is not None else None
         timings["logprob_s"] = time.perf_counter() - start
         order = np.random.default_rng([self.plan.seed, step, 7]).permutation(len(flat))
-        minibatches = [list(map(int, part)) for part in np.array_split(order, self.plan.mini_batches_per_step)
-                       if len(part)]  # fmt: skip
+        minibatches = [
+            list(map(int, part)) for part in np.array_split(order, self.plan.mini_batches_per_step) if len(part)
+        ]
         start = time.perf_counter()
         stats = {}
         for _ in range(self.train["ppo_epochs"]):
@@ -204,8 +241,9 @@ class EmbeddedRun:
 
     def _step(self, step: int, segment: Segment) -> dict:
         start = time.perf_counter()
-        lr = lr_at(step, self.plan.lr, self.plan.continued_steps, self.train["lr_scheduler"],
-                   self.train["lr_warmup_steps"])  # fmt: skip
+        lr = lr_at(
+            step, self.plan.lr, self.plan.continued_steps, self.train["lr_scheduler"], self.train["lr_warmup_steps"]
+        )
         self.trainer.set_lr(lr)
         out = self._generate(step)
         update = {"kl": None, "entropy": None, "logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
@@ -215,20 +253,32 @@ class EmbeddedRun:
         self.wall_s += step_s
         samples = len(out.groups) * self.plan.n
         return {
-            "step": step, "segment": segment.index, "wall_s": self.wall_s, "step_s": step_s,
+            "step": step,
+            "segment": segment.index,
+            "wall_s": self.wall_s,
+            "step_s": step_s,
             "overhead_s": None,  # saves and start-up are not timed here (wall_s sums step_s)
-            "reward_errors": out.reward_errors, "reward_timeouts": out.reward_timeouts,
-            "prompts": len(out.groups), "samples": samples, "generated_prompts": out.generated_prompts,
+            "reward_errors": out.reward_errors,
+            "reward_timeouts": out.reward_timeouts,
+            "prompts": len(out.groups),
+            "samples": samples,
+            "generated_prompts": out.generated_prompts,
             "generated_samples": out.generated_samples,
             "dynamic_sampling_pass_rate": samples / out.generated_samples,
-            "reward_mean": out.reward_sum / out.generated_samples, "score_mean": out.score_sum / out.generated_samples,
-            "kl": update["kl"], "entropy": update["entropy"],
+            "reward_mean": out.reward_sum / out.generated_samples,
+            "score_mean": out.score_sum / out.generated_samples,
+            "kl": update["kl"],
+            "entropy": update["entropy"],
             "response_len_mean": out.length_sum / out.generated_samples,
             "truncated_frac": out.truncated / out.generated_samples,
-            "gen_samples_per_s": out.generated_samples / out.gen_s if out.gen_s else None, "lr": lr,
-            "gen_s": out.gen_s, "reward_s": out.reward_s, "logprob_s": update["logprob_s"],
-            "update_s": update["update_s"], "reload_s": update["reload_s"],
-        }  # fmt: skip
+            "gen_samples_per_s": out.generated_samples / out.gen_s if out.gen_s else None,
+            "lr": lr,
+            "gen_s": out.gen_s,
+            "reward_s": out.reward_s,
+            "logprob_s": update["logprob_s"],
+            "update_s": update["update_s"],
+            "reload_s": update["reload_s"],
+        }
 
     def _commit(self, step: int, record: dict) -> None:
         """Export (saved steps), then the metrics line, then the full state: see the module docstring."""
@@ -236,10 +286,18 @@ class EmbeddedRun:
         if step in self.plan.saved_steps:
             run_state.export_hf(policy, self.start_model, self.run_dir / "exports" / f"step{step}")
         metrics_io.append_metrics(self.metrics_path, record)
-        run_state.save_state(self.run_dir, step, {
-            "step": step, "policy": policy.state_dict(), "optimizer": self.trainer.optimizer.state_dict(),
-            "cursor": self.stream.cursor(), "wall_s": self.wall_s, "ref_step": self.ref_step,
-        })  # fmt: skip
+        run_state.save_state(
+            self.run_dir,
+            step,
+            {
+                "step": step,
+                "policy": policy.state_dict(),
+                "optimizer": self.trainer.optimizer.state_dict(),
+                "cursor": self.stream.cursor(),
+                "wall_s": self.wall_s,
+                "ref_step": self.ref_step,
+            },
+        )
 
     def run_segment(self, index: int, stop_after: int | None = None) -> list[dict]:
         """Run segment `index` from the committed step to its last step; returns its metrics records.
@@ -257,7 +315,9 @@ class EmbeddedRun:
             for step in bar:
                 record = self._step(step, segment)
                 self._commit(step, record)
-                bar.set_postfix(reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}")
+                bar.set_postfix(
+                    reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
+                )
                 if stop_after is not None and step >= stop_after:
                     break
         records = [r for r in metrics_io.read_metrics(self.metrics_path) if r["step"] in segment.steps]

@@ -14,16 +14,25 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from ..run_folder import atomic_json, fsync_dir
 
 KEEP_STATES = 2
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                   "merges.txt", "chat_template.jinja", "generation_config.json", "added_tokens.json")  # fmt: skip
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "generation_config.json",
+    "added_tokens.json",
+)
 
 
 def atomic_torch_save(path: Path, payload: Any) -> None:
@@ -71,8 +80,9 @@ def save_reference(run_dir: Path, step: int, state_dict: dict) -> None:
     atomic_torch_save(reference_path(run_dir, step), state_dict)
 
 
-def export_hf(model: torch.nn.Module, tokenizer_dir: Path, out_dir: Path,
-              before_publish: Callable[[Path], None] | None = None) -> None:  # fmt: skip
+def export_hf(
+    model: torch.nn.Module, tokenizer_dir: Path, out_dir: Path, before_publish: Callable[[Path], None] | None = None
+) -> None:
     """An HF folder of `model` at `out_dir` (written beside it, then renamed into place), tokenizer files copied
     from `tokenizer_dir`; `before_publish(tmp)` may add files (a manifest) before the rename."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")

@@ -5,8 +5,9 @@ to a frozen reference as a loss term, token-mean aggregation over each mini-batc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -26,11 +27,16 @@ class LossSettings:
     temperature: float  # logprobs are of the rollout distribution: logits / temperature, as OpenRLHF does
 
     @classmethod
-    def from_config(cls, training: Mapping[str, Any]) -> "LossSettings":
+    def from_config(cls, training: Mapping[str, Any]) -> LossSettings:
         tis = training["truncated_importance_sampling"]
-        return cls(training["clip_eps_low"], training["clip_eps_high"], training["kl"]["estimator"],
-                   training["kl"]["coef"] if training["kl"]["use_loss"] else 0.0,
-                   tis["threshold"] if tis["enabled"] else None, training["rollout_temperature"])  # fmt: skip
+        return cls(
+            training["clip_eps_low"],
+            training["clip_eps_high"],
+            training["kl"]["estimator"],
+            training["kl"]["coef"] if training["kl"]["use_loss"] else 0.0,
+            tis["threshold"] if tis["enabled"] else None,
+            training["rollout_temperature"],
+        )
 
 
 def load_causal_lm(model_dir: str) -> torch.nn.Module:
@@ -39,32 +45,48 @@ def load_causal_lm(model_dir: str) -> torch.nn.Module:
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
     if model.config.tie_word_embeddings:
-        raise ValueError(f"{model_dir}: tied word embeddings go stale in vLLM after in-place weight reloads "
-                         "(docs/design.md#vllm-on-a-cpu); build the model untied")  # fmt: skip
+        raise ValueError(
+            f"{model_dir}: tied word embeddings go stale in vLLM after in-place weight reloads "
+            "(docs/design.md#vllm-on-a-cpu); build the model untied"
+        )
     return model
 
 
 class PolicyTrainer:
     """Policy, optional frozen reference and AdamW; `update` runs one RL step's mini-batches."""
 
-    def __init__(self, policy: torch.nn.Module, reference: torch.nn.Module | None, loss: LossSettings,
-                 lr: float, betas: tuple[float, float], eps: float, weight_decay: float, grad_clip: float,
-                 micro_batch_size: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        policy: torch.nn.Module,
+        reference: torch.nn.Module | None,
+        loss: LossSettings,
+        lr: float,
+        betas: tuple[float, float],
+        eps: float,
+        weight_decay: float,
+        grad_clip: float,
+        micro_batch_size: int,
+    ) -> None:
         self.fns = openrlhf_losses.load()
         self.policy = policy.train()
         self.reference = reference.eval() if reference is not None else None
         self.loss = loss
         self.grad_clip = grad_clip
         self.micro = micro_batch_size
-        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=lr, betas=betas, eps=eps,
-                                           weight_decay=weight_decay, foreach=False)  # fmt: skip
+        self.optimizer = torch.optim.AdamW(
+            self.policy.parameters(), lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False
+        )
         low_high = (0.0, loss.tis_threshold) if loss.tis_threshold is not None else (0.5, 5.0)
         # TIS (Yao et al. 2025): weight each token by min(pi_train/pi_rollout, C) -> clip mode, token level
         self.policy_loss = self.fns.PolicyLoss(
-            clip_eps_low=loss.clip_eps_low, clip_eps_high=loss.clip_eps_high, token_level_loss=True,
+            clip_eps_low=loss.clip_eps_low,
+            clip_eps_high=loss.clip_eps_high,
+            token_level_loss=True,
             is_correction_level="token" if loss.tis_threshold is not None else "off",
-            is_correction_mode="clip", is_correction_gating="ratio", is_correction_threshold=low_high,
-        )  # fmt: skip
+            is_correction_mode="clip",
+            is_correction_gating="ratio",
+            is_correction_threshold=low_high,
+        )
 
     def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -87,8 +109,13 @@ class PolicyTrainer:
             out[rows, : part.input_ids.shape[1] - 1] = self._logprobs(model, part)[0]
         return out
 
-    def update(self, batch: TokenBatch, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor | None,
-               minibatches: list[list[int]]) -> dict[str, float]:  # fmt: skip
+    def update(
+        self,
+        batch: TokenBatch,
+        old_logprobs: torch.Tensor,
+        ref_logprobs: torch.Tensor | None,
+        minibatches: list[list[int]],
+    ) -> dict[str, float]:
         """One optimizer step per mini-batch (rows of `batch`); gradients accumulate over micro-batches so the
         loss is the token mean over the whole mini-batch. Returns means of kl, entropy, clip ratio, grad norm."""
         fns = self.fns
@@ -103,14 +130,20 @@ class PolicyTrainer:
                 old = old_logprobs[part_rows, :width]
                 logprobs, logits = self._logprobs(self.policy, part)
                 loss, clip_ratio, _, _, _ = self.policy_loss(
-                    logprobs, old, part.advantages, part.action_mask,
-                    rollout_log_probs=part.rollout_logprobs, batch_num_tokens=n_tokens,
-                )  # fmt: skip
+                    logprobs,
+                    old,
+                    part.advantages,
+                    part.action_mask,
+                    rollout_log_probs=part.rollout_logprobs,
+                    batch_num_tokens=n_tokens,
+                )
                 if ref_logprobs is not None and self.loss.kl_coef > 0:
-                    kl = fns.compute_approx_kl(logprobs, ref_logprobs[part_rows, :width],
-                                               kl_estimator=self.loss.kl_estimator)  # fmt: skip
-                    loss = loss + self.loss.kl_coef * fns.aggregate_loss(kl, part.action_mask,
-                                                                         batch_num_tokens=n_tokens)  # fmt: skip
+                    kl = fns.compute_approx_kl(
+                        logprobs, ref_logprobs[part_rows, :width], kl_estimator=self.loss.kl_estimator
+                    )
+                    loss = loss + self.loss.kl_coef * fns.aggregate_loss(
+                        kl, part.action_mask, batch_num_tokens=n_tokens
+                    )
                     sums["kl"] += float((kl.detach() * part.action_mask).sum())
                 loss.backward()
                 with torch.no_grad():
@@ -123,6 +156,9 @@ class PolicyTrainer:
             sums["grad_norm"] += float(norm)
             self.optimizer.step()
         tokens = max(sums["tokens"], 1.0)
-        return {"kl": sums["kl"] / tokens if ref_logprobs is not None else None,
-                "entropy": sums["entropy"] / tokens, "clip_ratio": sums["clip_ratio"] / tokens,
-                "grad_norm": sums["grad_norm"] / max(len(minibatches), 1)}  # fmt: skip
+        return {
+            "kl": sums["kl"] / tokens if ref_logprobs is not None else None,
+            "entropy": sums["entropy"] / tokens,
+            "clip_ratio": sums["clip_ratio"] / tokens,
+            "grad_norm": sums["grad_norm"] / max(len(minibatches), 1),
+        }

@@ -24,16 +24,26 @@ def sft_examples(tokenizer, items: list[dict]) -> list[tuple[list[int], list[int
     examples = []
     eos = tokenizer.eos_token or ""
     for item in items:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": item["prompt"]}], tokenize=False,
-                                             add_generation_prompt=True)  # fmt: skip
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": item["prompt"]}], tokenize=False, add_generation_prompt=True
+        )
         prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
         answer = tokenizer(f"\\boxed{{{item['answer']}}}{eos}", add_special_tokens=False)["input_ids"]
         examples.append((prompt, answer))
     return examples
 
 
-def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr: float, batch_size: int,
-               seed: int, threads: int = 1, progress: bool = True) -> dict:  # fmt: skip
+def warm_start(
+    model_dir: Path,
+    items: list[dict],
+    out_dir: Path,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    threads: int = 1,
+    progress: bool = True,
+) -> dict:
     """Train a copy of `model_dir` on `items` for `steps` AdamW steps; write it to `out_dir`; return a summary."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -63,8 +73,16 @@ def warm_start(model_dir: Path, items: list[dict], out_dir: Path, steps: int, lr
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    summary = {"source": str(model_dir), "items": len(items), "steps": steps, "lr": lr, "batch_size": batch_size,
-               "seed": seed, "loss_first": losses[0], "loss_last": losses[-1]}  # fmt: skip
+    summary = {
+        "source": str(model_dir),
+        "items": len(items),
+        "steps": steps,
+        "lr": lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+    }
 
     def describe(folder: Path) -> None:
         from brorl.models.check import MANIFEST_NAME, write_manifest

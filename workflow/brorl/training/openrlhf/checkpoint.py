@@ -19,9 +19,9 @@ import re
 import shutil
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 TAG = re.compile(r"^global_step(\d+)$")
 HF_REQUIRED = ("config.json", "tokenizer_config.json", "tokenizer.json")  # the tokenizer is written last
@@ -104,8 +104,11 @@ def hf_export_problem(folder: Path) -> str | None:
         except ValueError:
             return f"{path}: not valid JSON (cut short)"
     index = folder / "model.safetensors.index.json"
-    weights = (sorted({folder / f for f in json.loads(index.read_text())["weight_map"].values()}) if index.is_file()
-               else [folder / "model.safetensors"])  # fmt: skip
+    weights = (
+        sorted({folder / f for f in json.loads(index.read_text())["weight_map"].values()})
+        if index.is_file()
+        else [folder / "model.safetensors"]
+    )
     for path in weights:
         if not path.is_file():
             return f"{path} is missing"
@@ -140,14 +143,20 @@ def repair(ckpt: Path, ranks: int, needs_export: Callable[[int], bool], fresh_al
     if not actor.exists():
         return Repair(None, (), False)
     tags = saved_tags(ckpt)
-    good = [s for s in tags if tag_problem(ckpt, s, ranks) is None
-            and not (needs_export(s) and hf_export_problem(ckpt / f"global_step{s}_hf"))]  # fmt: skip
+    good = [
+        s
+        for s in tags
+        if tag_problem(ckpt, s, ranks) is None
+        and not (needs_export(s) and hf_export_problem(ckpt / f"global_step{s}_hf"))
+    ]
     resume = max(good, default=None)
     removed = []
     if resume is None:
         if not fresh_allowed:
             problems = [tag_problem(ckpt, s, ranks) or hf_export_problem(ckpt / f"global_step{s}_hf") for s in tags]
-            raise CheckpointStateError(f"{actor}: no whole saved state to resume from ({'; '.join(problems) or 'no tags'})")
+            raise CheckpointStateError(
+                f"{actor}: no whole saved state to resume from ({'; '.join(problems) or 'no tags'})"
+            )
         shutil.rmtree(actor)
         removed.append(str(actor))
     for step in (s for s in tags if resume is None or s > resume):

@@ -41,8 +41,10 @@ def cmd_cluster_check(args: argparse.Namespace) -> None:
         plan = arm_plan(config, arm)
         for index in range(len(plan.segments)):
             parse_argv(openrlhf_flags(config, plan, index, _paths(args)))
-        print(f"{arm}: {len(plan.segments)} segment command(s) accepted by OpenRLHF's parser "
-              f"(N {plan.n} x {plan.prompts_per_step} prompts, train.batch_size {plan.mini_batch_samples}, lr {plan.lr:.4g})")  # fmt: skip
+        print(
+            f"{arm}: {len(plan.segments)} segment command(s) accepted by OpenRLHF's parser "
+            f"(N {plan.n} x {plan.prompts_per_step} prompts, train.batch_size {plan.mini_batch_samples}, lr {plan.lr:.4g})"
+        )
 
 
 def cmd_cluster_command(args: argparse.Namespace) -> None:

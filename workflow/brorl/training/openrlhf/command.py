@@ -1,9 +1,11 @@
 """The ONE place that turns the config into an OpenRLHF 0.11.2 `train_ppo_ray` command for one training segment.
 
-Pure: no I/O. Flag names are 0.11.2's dotted ones (docs/design.md#openrlhf-is-pinned-to-0112); `parse.parse_argv` runs the result
+Pure: no I/O. Flag names are 0.11.2's dotted ones (docs/design.md#openrlhf-is-pinned-to-0112); `parse.parse_argv` runs
+the result
 through OpenRLHF's own parser and assertions, and `validate` rejects configs that would fail them first.
 
-Segments and OpenRLHF runs (docs/cluster.md#reference-resets). One OpenRLHF run keeps one `--ckpt.path`; each segment job relaunches
+Segments and OpenRLHF runs (docs/cluster.md#reference-resets). One OpenRLHF run keeps one `--ckpt.path`; each segment
+job relaunches
 it with `--ckpt.load_enable`, which restores weights, Adam, scheduler, global step and the data-loader position.
 A reference reset (ProRLv2: new reference, optimizer kept) relaunches the same run with
 `--actor.model_name_or_path` = the export of the step before the segment: OpenRLHF builds the reference (and vLLM,
@@ -18,9 +20,10 @@ prompt order follows the config.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..recipe import ArmPlan, RecipeError
 
@@ -34,8 +37,10 @@ GROUP_ESTIMATORS = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo")  # Op
 # says for each what it replaces and why it leaves the rehearsed algorithm alone.
 GPU_ONLY_FLAGS = ("--vllm.enable_sleep",)  # vLLM refuses sleep mode on CPU ("not supported on current platform")
 CPU_DEVICE_FLAGS = (
-    "--vllm.sync_backend", "gloo",  # weight sync over gloo (the device layer's group), never CUDA IPC or NCCL
-    "--ds.attn_implementation", "sdpa",  # torch's attention kernel: flash-attention exists only for CUDA
+    "--vllm.sync_backend",
+    "gloo",  # weight sync over gloo (the device layer's group), never CUDA IPC or NCCL
+    "--ds.attn_implementation",
+    "sdpa",  # torch's attention kernel: flash-attention exists only for CUDA
     "--vllm.enforce_eager",  # no CUDA graphs on a CPU
 )
 
@@ -136,9 +141,13 @@ def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int,
     ckpt = paths.ckpt_dir(layout.run_index)
     flags = [
         # layout: 8 x 8 GPUs, actor + reference + vLLM colocated on every GPU (hybrid engine, sleep between phases)
-        *_flag("actor.num_nodes", cluster["nodes"]), *_flag("actor.num_gpus_per_node", cluster["gpus_per_node"]),
-        *_flag("ref.num_nodes", cluster["nodes"]), *_flag("ref.num_gpus_per_node", cluster["gpus_per_node"]),
-        "--train.colocate_all", *(GPU_ONLY_FLAGS if cluster["device"] == "gpu" else ()), "--ds.enable_sleep",
+        *_flag("actor.num_nodes", cluster["nodes"]),
+        *_flag("actor.num_gpus_per_node", cluster["gpus_per_node"]),
+        *_flag("ref.num_nodes", cluster["nodes"]),
+        *_flag("ref.num_gpus_per_node", cluster["gpus_per_node"]),
+        "--train.colocate_all",
+        *(GPU_ONLY_FLAGS if cluster["device"] == "gpu" else ()),
+        "--ds.enable_sleep",
         *_flag("vllm.num_engines", cluster["vllm_engines"]),
         *_flag("vllm.tensor_parallel_size", cluster["vllm_tensor_parallel_size"]),
         *_flag("vllm.gpu_memory_utilization", float(cluster["vllm_gpu_memory_utilization"])),
@@ -147,7 +156,9 @@ def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int,
         *_flag("actor.model_name_or_path", reference),
         *_flag("reward.remote_url", paths.reward_script),
         *_flag("data.prompt_dataset", paths.dataset),
-        *_flag("data.input_key", "input"), *_flag("data.label_key", "label"), "--data.apply_chat_template",
+        *_flag("data.input_key", "input"),
+        *_flag("data.label_key", "label"),
+        "--data.apply_chat_template",
         *_flag("data.max_len", context["prompt_max_len"] + context["train_max_len"]),
         *_flag("rollout.max_new_tokens", context["train_max_len"]),
         # the arm: N, prompts per step, samples per optimizer step (equal mini-batch count across arms), lr
@@ -174,39 +185,54 @@ def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int,
         *_flag("actor.adam.eps", float(train["optimizer"]["eps"])),
         *_flag("actor.adam.weight_decay", float(train["optimizer"]["weight_decay"])),
         *_flag("actor.max_norm", float(train["grad_clip"])),
-        *_flag("actor.lr_scheduler", "constant"), *_flag("actor.lr_warmup_ratio", 0.0),
-        *_flag("ds.zero_stage", cluster["zero_stage"]), *_flag("ds.param_dtype", train["precision"]),
+        *_flag("actor.lr_scheduler", "constant"),
+        *_flag("actor.lr_warmup_ratio", 0.0),
+        *_flag("ds.zero_stage", cluster["zero_stage"]),
+        *_flag("ds.param_dtype", train["precision"]),
         *(["--actor.gradient_checkpointing_enable"] if cluster["gradient_checkpointing"] else []),
         *(_flag("actor.entropy_coef", 0.0) if cluster["log_entropy"] else []),  # 0: logged, not in the loss
         # checkpoints: full state every save_steps (resume) + HF export of each; tensorboard per segment
-        *_flag("ckpt.path", ckpt), *_flag("ckpt.output_dir", ckpt / "final"),
-        *_flag("ckpt.save_steps", layout.save_steps), "--ckpt.save_hf", "--ckpt.load_enable",
-        *_flag("ckpt.max_num", cluster["keep_checkpoints"]), *_flag("ckpt.best_metric_key", "none"),
+        *_flag("ckpt.path", ckpt),
+        *_flag("ckpt.output_dir", ckpt / "final"),
+        *_flag("ckpt.save_steps", layout.save_steps),
+        "--ckpt.save_hf",
+        "--ckpt.load_enable",
+        *_flag("ckpt.max_num", cluster["keep_checkpoints"]),
+        *_flag("ckpt.best_metric_key", "none"),
         *_flag("logger.tensorboard_dir", paths.tensorboard_dir),
-        *_flag("logger.wandb.run_name", f"segment{segment_index:03d}"), *_flag("logger.logging_steps", 1),
+        *_flag("logger.wandb.run_name", f"segment{segment_index:03d}"),
+        *_flag("logger.logging_steps", 1),
     ]
     if train["dynamic_sampling"]["enabled"]:
         low, high = train["dynamic_sampling"]["score_range"]
         flags += ["--algo.dynamic_filtering_enable", *_flag("algo.dynamic_filtering_range", float(low), float(high))]
     tis = train["truncated_importance_sampling"]
     if tis["enabled"]:  # TIS (Yao et al.) = token level, clip the ratio to [0, C]
-        flags += [*_flag("algo.advantage.is_correction_level", "token"),
-                  *_flag("algo.advantage.is_correction_mode", "clip"),
-                  *_flag("algo.advantage.is_correction_threshold", float(tis["threshold"]))]  # fmt: skip
+        flags += [
+            *_flag("algo.advantage.is_correction_level", "token"),
+            *_flag("algo.advantage.is_correction_mode", "clip"),
+            *_flag("algo.advantage.is_correction_threshold", float(tis["threshold"])),
+        ]
     if cluster["dynamic_batch"]:  # token-packed micro-batches; the optimizer-step grouping is unchanged
-        flags += ["--train.dynamic_batch_enable", "--ds.packing_samples",
-                  *_flag("train.max_tokens_per_gpu", cluster["max_tokens_per_gpu"]),
-                  *_flag("rollout.max_tokens_per_gpu", cluster["max_tokens_per_gpu"])]  # fmt: skip
+        flags += [
+            "--train.dynamic_batch_enable",
+            "--ds.packing_samples",
+            *_flag("train.max_tokens_per_gpu", cluster["max_tokens_per_gpu"]),
+            *_flag("rollout.max_tokens_per_gpu", cluster["max_tokens_per_gpu"]),
+        ]
     else:
-        flags += [*_flag("train.micro_batch_size", cluster["train_micro_batch_size"]),
-                  *_flag("rollout.micro_batch_size", cluster["rollout_micro_batch_size"])]  # fmt: skip
+        flags += [
+            *_flag("train.micro_batch_size", cluster["train_micro_batch_size"]),
+            *_flag("rollout.micro_batch_size", cluster["rollout_micro_batch_size"]),
+        ]
     if cluster["device"] == "cpu":
         flags += CPU_DEVICE_FLAGS
     return flags
 
 
-def build_command(config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths,
-                  python: str = "python") -> list[str]:  # fmt: skip
+def build_command(
+    config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths, python: str = "python"
+) -> list[str]:
     """The full argv: `python -m openrlhf.cli.train_ppo_ray <flags>` for segment `segment_index` of `plan`."""
     return [python, "-m", MODULE, *openrlhf_flags(config, plan, segment_index, paths)]
 

@@ -17,8 +17,8 @@ import json
 import math
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from brorl.benchmarks.records import dumps_record, read_records
 
@@ -29,17 +29,24 @@ class TrainDataError(ValueError):
     """A train mix OpenRLHF would misread."""
 
 
-def openrlhf_rows(records: list[dict], prompt_tokens: Callable[[str], int] | None = None,
-                  prompt_max_len: int | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
+def openrlhf_rows(
+    records: list[dict], prompt_tokens: Callable[[str], int] | None = None, prompt_max_len: int | None = None
+) -> tuple[list[dict], list[str]]:
     """(rows for OpenRLHF, ids of records left out as too long). `prompt_tokens` counts a prompt's tokens with the
     chat template applied; without it no prompt is left out."""
     tagged = [r["id"] for r in records if IMAGE_TAG in r["prompt"]]
     if tagged:
-        raise TrainDataError(f"{len(tagged)} prompts contain {IMAGE_TAG!r}, which OpenRLHF 0.11.2 turns into an image "
-                             f"slot of a multimodal message (first ids: {tagged[:5]}); remove them from the mix")  # fmt: skip
+        raise TrainDataError(
+            f"{len(tagged)} prompts contain {IMAGE_TAG!r}, which OpenRLHF 0.11.2 turns into an image "
+            f"slot of a multimodal message (first ids: {tagged[:5]}); remove them from the mix"
+        )
     rows, too_long = [], []
     for record in records:
-        if prompt_tokens is not None and prompt_max_len is not None and prompt_tokens(record["prompt"]) > prompt_max_len:
+        if (
+            prompt_tokens is not None
+            and prompt_max_len is not None
+            and prompt_tokens(record["prompt"]) > prompt_max_len
+        ):
             too_long.append(record["id"])
             continue
         rows.append({"input": record["prompt"], "label": dumps_record(record)})
@@ -63,8 +70,15 @@ def shuffled_passes(rows: list[dict], passes: int, seed: int) -> list[dict]:
     return order
 
 
-def write_openrlhf_dataset(train_mix: Path, out: Path, prompt_tokens: Callable[[str], int] | None = None,
-                           prompt_max_len: int | None = None, *, prompts_needed: float = 0, seed: int = 0) -> dict:  # fmt: skip
+def write_openrlhf_dataset(
+    train_mix: Path,
+    out: Path,
+    prompt_tokens: Callable[[str], int] | None = None,
+    prompt_max_len: int | None = None,
+    *,
+    prompts_needed: float = 0,
+    seed: int = 0,
+) -> dict:
     """Convert `train_mix` into `out` (atomically), enough shuffled passes for `prompts_needed` prompts; returns a
     summary (counts, passes and the left-out ids)."""
     records = read_records(train_mix)
@@ -79,9 +93,18 @@ def write_openrlhf_dataset(train_mix: Path, out: Path, prompt_tokens: Callable[[
         os.fsync(handle.fileno())
     tmp.replace(out)
     scorers = sorted({json.loads(row["label"])["scorer"] for row in rows})
-    return {"source": str(train_mix), "records": len(records), "written": len(rows), "passes": passes, "scorers": scorers,
-            "prompts": passes * len(rows), "seed": seed,
-            "too_long": len(too_long), "too_long_ids": too_long, "prompt_max_len": prompt_max_len}  # fmt: skip
+    return {
+        "source": str(train_mix),
+        "records": len(records),
+        "written": len(rows),
+        "passes": passes,
+        "scorers": scorers,
+        "prompts": passes * len(rows),
+        "seed": seed,
+        "too_long": len(too_long),
+        "too_long_ids": too_long,
+        "prompt_max_len": prompt_max_len,
+    }
 
 
 def chat_prompt_tokens(model_dir: Path) -> Callable[[str], int]:
@@ -91,8 +114,9 @@ def chat_prompt_tokens(model_dir: Path) -> Callable[[str], int]:
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
 
     def count(prompt: str) -> int:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)  # fmt: skip
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     return count

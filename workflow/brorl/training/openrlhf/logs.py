@@ -16,9 +16,10 @@ truncation over generated samples are unknown (null) when dynamic sampling is on
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..metrics import FIELDS
 
@@ -52,7 +53,7 @@ def read_tensorboard(tb_dir: Path) -> dict[int, StepLog]:
                     number = value.tensor.double_val[0]
                 else:
                     continue  # text (generated_samples)
-                events.append((event.wall_time, event.step, value.tag[len("train/"):], float(number)))
+                events.append((event.wall_time, event.step, value.tag[len("train/") :], float(number)))
     return steps_from_events(events)
 
 
@@ -90,8 +91,14 @@ def read_reward_log(log_dir: Path, since: float = 0.0) -> list[RewardCall]:
                     if float(entry["t"]) < since:
                         continue
                     rewards = list(entry["rewards"])
-                    calls.append(RewardCall(float(entry["t"]), rewards, list(entry["scores"]),
-                                            list(entry.get("errors") or [None] * len(rewards))))  # fmt: skip
+                    calls.append(
+                        RewardCall(
+                            float(entry["t"]),
+                            rewards,
+                            list(entry["scores"]),
+                            list(entry.get("errors") or [None] * len(rewards)),
+                        )
+                    )
                 except (ValueError, KeyError, TypeError):
                     torn += 1
     if torn:
@@ -116,19 +123,28 @@ def _get(scalars: Mapping[str, float], key: str) -> float | None:
 def arm_wall_before(launches: list[Launch], launch: Launch) -> float:
     """Training wall time of the arm before `launch` began: every earlier launch counted whole (start-up, steps,
     saves, and the lost work of killed launches: the equal-time comparison is about time spent, not steps kept)."""
-    return sum(l.end - l.start for l in launches if l.start < launch.start)
+    return sum(run.end - run.start for run in launches if run.start < launch.start)
 
 
 def launch_of(launches: list[Launch], when: float) -> Launch:
     """The launch running at time `when` (the latest one started at or before it)."""
-    started = [l for l in launches if l.start <= when]
+    started = [run for run in launches if run.start <= when]
     if not started:
         raise ValueError(f"no launch started before {when}")
-    return max(started, key=lambda l: l.start)
+    return max(started, key=lambda run: run.start)
 
 
-def to_records(logs: list[StepLog], *, offset: int, segment: int, n: int, dynamic_sampling: bool,
-               wall_s_before: float, launches: list[Launch], reward_calls: list[RewardCall] | None) -> list[dict[str, Any]]:  # fmt: skip
+def to_records(
+    logs: list[StepLog],
+    *,
+    offset: int,
+    segment: int,
+    n: int,
+    dynamic_sampling: bool,
+    wall_s_before: float,
+    launches: list[Launch],
+    reward_calls: list[RewardCall] | None,
+) -> list[dict[str, Any]]:
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
     offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
     since this launch began (so start-ups, saves and relaunches count; `overhead_s` is the part of a step's
@@ -164,18 +180,32 @@ def to_records(logs: list[StepLog], *, offset: int, segment: int, n: int, dynami
         step_s = _get(s, "timing/step_total")
         wall_s = arm_wall_before(launches, launch) + (log.wall_time - launch.start)
         record = {
-            "step": log.step + offset, "segment": segment, "wall_s": wall_s, "step_s": step_s,
+            "step": log.step + offset,
+            "segment": segment,
+            "wall_s": wall_s,
+            "step_s": step_s,
             "overhead_s": wall_s - previous_wall - (step_s or 0.0),
-            "prompts": prompts, "samples": samples, "generated_prompts": generated_prompts,
-            "generated_samples": generated_samples, "dynamic_sampling_pass_rate": samples / generated_samples,
-            "reward_mean": reward_mean, "score_mean": score_mean,
-            "reward_errors": reward_errors, "reward_timeouts": reward_timeouts, "kl": _get(s, "kl"),
-            "entropy": _get(s, "entropy_loss"), "response_len_mean": response_len, "truncated_frac": truncated,
-            "gen_samples_per_s": generated_samples / gen_s if gen_s else None, "lr": _get(s, "actor_lr"),
-            "gen_s": gen_s, "reward_s": None,  # rewards are computed inside generation (not timed apart)
-            "logprob_s": _get(s, "timing/make_experience"), "update_s": _get(s, "timing/ppo_train"),
+            "prompts": prompts,
+            "samples": samples,
+            "generated_prompts": generated_prompts,
+            "generated_samples": generated_samples,
+            "dynamic_sampling_pass_rate": samples / generated_samples,
+            "reward_mean": reward_mean,
+            "score_mean": score_mean,
+            "reward_errors": reward_errors,
+            "reward_timeouts": reward_timeouts,
+            "kl": _get(s, "kl"),
+            "entropy": _get(s, "entropy_loss"),
+            "response_len_mean": response_len,
+            "truncated_frac": truncated,
+            "gen_samples_per_s": generated_samples / gen_s if gen_s else None,
+            "lr": _get(s, "actor_lr"),
+            "gen_s": gen_s,
+            "reward_s": None,  # rewards are computed inside generation (not timed apart)
+            "logprob_s": _get(s, "timing/make_experience"),
+            "update_s": _get(s, "timing/ppo_train"),
             "reload_s": _get(s, "timing/broadcast"),
-        }  # fmt: skip
+        }
         assert set(record) == set(FIELDS), set(record) ^ set(FIELDS)
         previous_wall = wall_s
         records.append(record)

