@@ -215,7 +215,7 @@ def _fake_launcher(tmp_path, body: str) -> Path:
 
 
 def test_launch_is_stopped_once_the_last_step_is_saved_and_the_next_generates(tmp_path):
-    from brorl.training.openrlhf.run import _launch
+    from brorl.training.openrlhf.launch import launch as _launch
 
     paths = _paths(tmp_path)
     ckpt = tmp_path / "ckpt"
@@ -232,7 +232,8 @@ def test_launch_is_stopped_once_the_last_step_is_saved_and_the_next_generates(tm
 
 
 def test_watchdog_stops_a_launch_that_makes_no_progress(tmp_path):
-    from brorl.training.openrlhf.run import ClusterRunError, _launch
+    from brorl.training.openrlhf.launch import ClusterRunError
+    from brorl.training.openrlhf.launch import launch as _launch
 
     paths = _paths(tmp_path)
     launcher = _fake_launcher(tmp_path, "while :; do sleep 0.1; done\n")  # a placement group never placed
@@ -248,7 +249,7 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     import yaml
     from brorl.config import validate_config
     from brorl.training.openrlhf.command import run_layout
-    from brorl.training.openrlhf.run import DEVICE_LAYER, JOB_HOOK, launch_env
+    from brorl.training.openrlhf.launch import DEVICE_LAYER, JOB_HOOK, launch_env
     from brorl.training.recipe import arm_plan
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())

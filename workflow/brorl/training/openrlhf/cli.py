@@ -15,7 +15,7 @@ from pathlib import Path
 
 def _paths(args: argparse.Namespace):
     from .command import ClusterPaths
-    from .run import REWARD_SCRIPT
+    from .launch import REWARD_SCRIPT
 
     return ClusterPaths(Path(args.start_model), Path(args.train_data), Path(args.out_dir), REWARD_SCRIPT)
 

