@@ -43,6 +43,7 @@ report: "workflow/report/workflow.rst"
 
 # Input functions first (what several stages share, then each stage's own), then the rules.
 include: "workflow/rules/common.smk"
+include: "workflow/rules/hooks.smk"
 include: "workflow/rules/helpers/simulation.smk"
 include: "workflow/rules/helpers/data.smk"
 include: "workflow/rules/helpers/model.smk"

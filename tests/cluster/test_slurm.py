@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from brorl.plan.profile import read_profile
 from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the engine environment
 from helpers import (
     CI_SITE,
@@ -127,6 +128,27 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
     assert counts["simulate_token_level"] == 15 + 8 and counts["simulate_sensitivity"] == 40  # + the N grid
 
 
+def test_the_profile_names_jobs_and_writes_the_efficiency_report_under_results():
+    profile = read_profile(ROOT / "profiles" / "slurm")
+    # the plugin refuses prefixes outside this pattern when the executor starts (2.8.0 __init__.py)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,50}", profile["slurm-jobname-prefix"]) and profile["slurm-jobname-prefix"]
+    assert profile["slurm-efficiency-report"] is True
+    assert profile["slurm-efficiency-report-path"] == profile["slurm-logdir"] == "results/logs/slurm"
+    assert 0 < profile["slurm-efficiency-threshold"] <= 1
+
+
+@needs_driver
+@pytest.mark.workflow
+def test_a_site_mail_address_reaches_every_job_as_sbatch_mail_on_failure(tmp_path):
+    site = {"BRORL_SLURM_MAIL_USER": "ops@example.org"}
+    _, resources = paper_dry_run(tmp_path, ["results/eval/base/step3000/aime24.scores.parquet"], site)
+    mail = "--mail-type=FAIL --mail-user=ops@example.org"
+    for rule in ("generate_samples", "score_samples", "prepare_benchmark"):
+        assert resources[rule]["slurm_extra"] == mail, (rule, resources[rule])
+    _, without = paper_dry_run(tmp_path / "none", ["results/eval/base/step3000/aime24.scores.parquet"])
+    assert all("slurm_extra" not in res for res in without.values()), without
+
+
 @needs_driver
 @pytest.mark.workflow
 def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training_recipe_resolves(tmp_path):
@@ -136,6 +158,7 @@ def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training
     )
     (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
     clean = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    clean["BRORL_SLURM_MAIL_USER"] = "ops@example.org"  # appended to the recipe's own slurm_extra
     proc = subprocess.run(
         [str(DRIVER), "-m", "snakemake", "--profile", "slurm", "-n"],
         cwd=tmp_path,
@@ -154,7 +177,7 @@ def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training
         "tasks_per_gpu=0",
         "gres=gpu:h100:8",
         "slurm_partition=h100",
-        "slurm_extra=--ntasks-per-node=1 --exclusive",
+        "slurm_extra=--ntasks-per-node=1 --exclusive --mail-type=FAIL --mail-user=ops@example.org",
         "runtime=1680",
         "ray_emulated=0",
     ):

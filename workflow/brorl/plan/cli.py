@@ -3,7 +3,9 @@ the config and the SLURM profile, printed before anyone submits (`make plan`).
 
 Job counts: a dry run of the workflow (``snakemake -n --forceall`` in an empty directory, no cluster needed); where
 the config implies jobs the DAG does not list yet (training, evaluation of trained checkpoints, throughput), the
-plan counts those too and says so. Hours per job: profiles/slurm/estimates.yaml (estimates, not measurements).
+plan counts those too and says so. Hours per job: measured where ``--measured DIR`` names a run at the planned scale
+(brorl.plan.measured), the evaluation cost model for generation (brorl.plan.evaluation), profiles/slurm/estimates.yaml
+otherwise; the column `source` says which.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from pathlib import Path
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
 from .estimate import CostRow, plan_rows, totals, training_disk_gb, wall_clock_hours
+from .measured import MeasuredError, MeasuredRun, read_measured
+from .pricing import evaluation_model, measured_prices, render_evaluation
+from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, job_resources, read_estimates, read_profile, rule_resources
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository (Snakefile, config.yaml, profiles/)
@@ -100,18 +105,30 @@ def _fmt(x: float) -> str:
     return f"{x:,.1f}"
 
 
+def measured_line(run: MeasuredRun | None) -> str:
+    """Where the measured hours come from, and what was set aside."""
+    if run is None:
+        return "measured: none (no --measured run directory): hours are estimates and the evaluation model's priors"
+    return (
+        f"measured: {run.root} (only jobs at the planned scale: docs/cluster.md#measured-or-estimated); "
+        f"set aside: {run.set_aside_line()}"
+    )
+
+
 def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile: dict, arms: dict) -> str:
-    """The plan as text: one line per rule (training: per arm), totals per stage, the whole."""
+    """The plan as text: one line per rule (training: per arm) with the source of its hours, totals per stage."""
     lines = [
-        "BroRL reproduction plan (hours are ESTIMATES from profiles/slurm/estimates.yaml, not measurements)",
+        "BroRL reproduction plan (source: measured = a --measured run at the planned scale; model = the evaluation "
+        "cost model; estimated = profiles/slurm/estimates.yaml)",
         "",
         f"{'stage':<11} {'rule':<28} {'jobs':>6} {'in DAG':>6} {'nodes':>5} {'GPUs':>5} {'h/job':>7} "
-        f"{'hours':>9} {'GPU-h':>10}",
+        f"{'hours':>9} {'GPU-h':>10}  source",
     ]
     for row in rows:
         lines.append(
             f"{row.stage:<11} {row.name:<28} {row.jobs:>6} {row.dag_jobs:>6} {row.resources.nodes:>5} "
             f"{row.resources.gpus:>5} {row.longest_job_hours:>7.2f} {_fmt(row.hours):>9} {_fmt(row.gpu_hours):>10}"
+            f"  {row.source}"
         )
     lines.append("")
     lines.append(f"{'stage':<11} {'jobs':>6} {'GPU-hours':>11} {'CPU core-h':>11}")
@@ -154,15 +171,32 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             f"is {nodes}: set BRORL_SLURM_TRAIN_NODES={nodes} (or train_nodes in "
             f"{Path(a.profile) / 'config.yaml'})"
         )
+    problems = benchmark_problems(config)
     dag = dag_job_counts(list(a.configfile))
     planned, arms = config_job_counts(config)
-    rules = {*dag, *planned, "train_ppo"}
+    run = read_measured(a.measured, config, problems, {arm: v[0] for arm, v in arms.items()}) if a.measured else None
+    rules = {*dag, *planned, "train_ppo", "generate_samples"}
     resources = {rule: job_resources(profile, rule) for rule in rules}
-    rows = plan_rows(dag, planned, arms, resources, estimates)
-    gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
     gpus_per_node = max(1, resources["train_ppo"].gpus // max(1, resources["train_ppo"].nodes))
+    benchmarks = max(1, len(config["evaluation"]["benchmarks"]))
+    checkpoints = max(dag.get("generate_samples", 0), planned.get("generate_samples", 0)) // benchmarks
+    eval_rows, eval_totals, eval_price = evaluation_model(
+        problems,
+        int(config["evaluation"]["n_samples"]),
+        checkpoints,
+        estimates,
+        resources["generate_samples"],
+        gpus_per_node,
+        run,
+    )
+    priced = {**measured_prices(run), "generate_samples": eval_price}
+    rows = plan_rows(dag, planned, arms, resources, estimates, priced)
+    gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
     print(render(rows, wall, gpu_nodes, profile, arms))
+    print(measured_line(run))
+    print()
+    print(render_evaluation(eval_rows, eval_totals, resources["generate_samples"].gpus, estimates))
     disk = disk_per_arm(config, estimates)
     print(
         "disk for training per arm (peak; results/train/<arm>/run): "
@@ -186,9 +220,32 @@ def _cmd_plan(a: argparse.Namespace) -> None:
                     "hours": r.hours,
                     "gpu_hours": r.gpu_hours,
                     "cpu_hours": r.cpu_hours,
+                    "source": r.source,
                 }
                 for r in rows
             ],
+            "evaluation_model": {
+                **eval_totals,
+                "benchmarks": [
+                    {
+                        "benchmark": r.benchmark,
+                        "problems": r.problems,
+                        "samples": r.samples,
+                        "mean_tokens": r.mean_tokens,
+                        "mean_tokens_source": r.mean_tokens_source,
+                        "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
+                        "tokens_per_s_source": r.tokens_per_s_source,
+                        "gpu_hours_per_checkpoint": r.compute_gpu_hours,
+                        "proposed_gpus": r.gpus,
+                        "job_hours": r.job_hours,
+                        "checkpoints": r.checkpoints,
+                    }
+                    for r in eval_rows
+                ],
+            },
+            "measured": None
+            if run is None
+            else {"root": str(run.root), "set_aside": {k: len(v) for k, v in run.set_aside.items()}},
             "totals": totals(rows),
             "wall_clock_hours": wall,
             "gpu_nodes": gpu_nodes,
@@ -214,10 +271,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--gpu-nodes", type=int, default=None, help="GPU nodes available at once (default: one training job's nodes)"
     )
+    parser.add_argument(
+        "--measured",
+        type=Path,
+        default=None,
+        help="the workflow directory of an earlier run: its timings and metrics replace estimates where it ran at "
+        "the planned scale (default: none, every hour is an estimate)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the plan as JSON here")
     parser.set_defaults(func=_cmd_plan)
     args = parser.parse_args(argv)
     if args.gpu_nodes is not None and args.gpu_nodes < 1:
         parser.error(f"--gpu-nodes must be >= 1, not {args.gpu_nodes}")
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    run_command(args, (ProfileError, ConfigError, DagError, FileNotFoundError))
+    run_command(args, (ProfileError, ConfigError, DagError, FileNotFoundError, MeasuredError, ProblemCountError))

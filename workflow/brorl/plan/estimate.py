@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .evaluation import EvalPrior
+
 # Which stage a rule belongs to (rules not listed are "analysis").
 STAGES: dict[str, str] = {
     "simulate_token_level": "simulation",
@@ -58,9 +60,20 @@ class Estimates:
     default_rule_hours: float = 0.1
     hf_export_gb: float = 0.0  # one HF export of the start model (bf16 weights + tokenizer)
     full_state_gb: float = 0.0  # one DeepSpeed full state (weights + fp32 master copy + Adam moments)
+    evaluation: EvalPrior | None = None  # priors of the evaluation cost model (brorl.plan.evaluation)
 
     def hours_of(self, rule: str) -> float:
         return float(self.rule_hours.get(rule, self.default_rule_hours))
+
+
+@dataclass(frozen=True)
+class Priced:
+    """Hours of a row that do not come from estimates.yaml: measured, or the evaluation model."""
+
+    hours_per_job: float  # training: hours per step
+    longest_job_hours: float | None  # None: hours_per_job
+    source: str
+    total_hours: float | None = None  # all jobs together, where jobs differ (the evaluation model)
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,7 @@ class CostRow:
     resources: Resources
     hours: float  # wall-clock hours of all its jobs one after another
     longest_job_hours: float
+    source: str = "estimated"  # "estimated" (estimates.yaml), "measured (k jobs)" or "model (...)"
 
     @property
     def gpu_hours(self) -> float:
@@ -131,35 +145,44 @@ def plan_rows(
     arms: Mapping[str, tuple[int, int, int]],
     resources: Mapping[str, Resources],
     est: Estimates,
+    priced: Mapping[str, Priced] | None = None,
 ) -> list[CostRow]:
     """The plan's rows, in stage order.
 
     dag_counts: jobs per rule in the dry run; config_counts: jobs per rule the config implies (used where larger);
     arms: arm -> (samples_per_step, continued_steps, segments) for train_ppo; resources: per rule (default: one
-    CPU core, no GPU).
+    CPU core, no GPU); priced: rule (or train_ppo[<arm>], hours per step) -> hours that replace the estimate.
     """
+    priced = priced or {}
     rows: list[CostRow] = []
     rules = [r for r in {**dict.fromkeys(dag_counts), **dict.fromkeys(config_counts)} if r not in ("all", "train_ppo")]
     for rule in rules:
         jobs = max(dag_counts.get(rule, 0), config_counts.get(rule, 0))
-        hours = est.hours_of(rule)
-        rows.append(
-            CostRow(
-                STAGES.get(rule, "analysis"),
-                rule,
-                dag_counts.get(rule, 0),
-                jobs,
-                resources.get(rule, Resources()),
-                jobs * hours,
-                hours,
-            )
+        p = priced.get(rule) or Priced(est.hours_of(rule), None, "estimated")
+        total = p.total_hours if p.total_hours is not None else jobs * p.hours_per_job
+        longest = p.longest_job_hours if p.longest_job_hours is not None else p.hours_per_job
+        row = CostRow(
+            STAGES.get(rule, "analysis"),
+            rule,
+            dag_counts.get(rule, 0),
+            jobs,
+            resources.get(rule, Resources()),
+            total,
+            longest,
+            p.source,
         )
+        rows.append(row)
     train_res = resources.get("train_ppo", Resources())
     dag_training = dag_counts.get("train_ppo", 0)
     for arm, (samples, steps, segments) in arms.items():
-        hours = training_hours(samples, steps, segments, train_res.nodes, est)
+        name = f"train_ppo[{arm}]"
         dag_jobs = segments if dag_training else 0
-        rows.append(CostRow("training", f"train_ppo[{arm}]", dag_jobs, segments, train_res, hours, hours / segments))
+        if name in priced:  # measured hours per step, at the profile's node count
+            hours = steps * priced[name].hours_per_job + segments * est.segment_overhead_hours
+            source = priced[name].source
+        else:
+            hours, source = training_hours(samples, steps, segments, train_res.nodes, est), "estimated"
+        rows.append(CostRow("training", name, dag_jobs, segments, train_res, hours, hours / segments, source))
     rows.sort(key=lambda r: (STAGE_ORDER.index(r.stage), r.name))
     return rows
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from .estimate import Estimates, Resources
+from .evaluation import EvalPrior
 
 
 class ProfileError(ValueError):
@@ -73,6 +74,16 @@ def job_resources(profile: Mapping[str, Any], rule: str, threads: int = 1) -> Re
     return Resources(nodes=nodes, gpus=gpus, cpus=cpus)
 
 
+def _eval_prior(block: Mapping[str, Any]) -> EvalPrior:
+    return EvalPrior(
+        samples_per_s=float(block["samples_per_s"]),
+        reference_gpus=int(block["reference_gpus"]),
+        mean_response_tokens=float(block["mean_response_tokens"]),
+        job_overhead_hours=float(block["job_overhead_hours"]),
+        target_job_hours=float(block["target_job_hours"]),
+    )
+
+
 def read_estimates(path: Path) -> Estimates:
     """The plan's per-rule hour estimates (profiles/slurm/estimates.yaml)."""
     try:
@@ -89,9 +100,20 @@ def read_estimates(path: Path) -> Estimates:
             rule_hours={str(k): float(v) for k, v in (data.get("rules") or {}).items()},
             hf_export_gb=float((data.get("disk") or {}).get("hf_export_gb", 0.0)),
             full_state_gb=float((data.get("disk") or {}).get("full_state_gb", 0.0)),
+            evaluation=_eval_prior(data["evaluation"]) if "evaluation" in data else None,
         )
     except (KeyError, TypeError, ValueError) as err:
         raise ProfileError(f"{path}: missing or bad key {err}") from err
+    prior = est.evaluation
+    if (
+        prior
+        and min(prior.samples_per_s, prior.reference_gpus, prior.mean_response_tokens, prior.target_job_hours) <= 0
+    ):
+        raise ProfileError(
+            f"{path}: evaluation: samples_per_s, reference_gpus, mean_response_tokens, target_job_hours > 0"
+        )
+    if prior and prior.job_overhead_hours < 0:
+        raise ProfileError(f"{path}: evaluation.job_overhead_hours must be >= 0")
     bad = [k for k, v in est.rule_hours.items() if v < 0]
     if bad or est.step_hours_fixed < 0 or est.step_hours_per_sample < 0 or est.reference_nodes < 1:
         raise ProfileError(f"{path}: hours must be >= 0 and reference_nodes >= 1 (bad: {bad or 'training'})")

@@ -1,0 +1,79 @@
+"""The evaluation cost model: tokens / (tokens/s per GPU) per benchmark, the proposed job sizes, the before/after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from brorl.config import load_yaml_config
+from brorl.plan.evaluation import EvalPrior, Measured, evaluation_costs, size_gpus, summary
+from brorl.plan.problems import benchmark_problems
+from brorl.plan.profile import ProfileError, read_estimates
+from helpers import CONFIG
+
+ROOT = Path(__file__).resolve().parents[2]
+ESTIMATES = ROOT / "profiles" / "slurm" / "estimates.yaml"
+PRIOR = EvalPrior(
+    samples_per_s=36.5, reference_gpus=64, mean_response_tokens=8192, job_overhead_hours=0.1, target_job_hours=1.0
+)
+
+
+def test_the_prior_throughput_is_the_papers_table_2_at_n16():
+    prior = read_estimates(ESTIMATES).evaluation
+    paper = yaml.safe_load((ROOT / "workflow/brorl/analysis/paper_results.yaml").read_text())
+    assert prior.samples_per_s == paper["table2"]["generation_samples_per_s"]["control"]  # N=16, like evaluation
+    assert prior.reference_gpus == 64
+    assert prior.tokens_per_s_per_gpu == pytest.approx(36.5 / 64 * 8192)
+
+
+def test_job_size_is_the_fewest_gpus_that_fit_the_target():
+    assert size_gpus(0.2, 1.0, 8) == 1
+    assert size_gpus(1.5, 1.0, 8) == 2
+    assert size_gpus(3.9, 1.0, 8) == 4
+    assert size_gpus(26.5, 1.0, 8) == 8  # capped at a node
+    assert size_gpus(26.5, 1.0, 4) == 4
+    with pytest.raises(ValueError, match="target_job_hours"):
+        size_gpus(1.0, 0.0, 8)
+
+
+def test_the_arithmetic_of_one_benchmark_with_priors_and_with_measurements():
+    (aime,) = evaluation_costs({"aime24": 30}, 16, 33, PRIOR, 8)
+    assert aime.samples == 480 and aime.tokens == 480 * 8192
+    assert aime.compute_gpu_hours == pytest.approx(480 * 8192 / (36.5 / 64 * 8192) / 3600)  # = 480 / 0.570 s
+    assert aime.gpus == 1 and aime.job_hours == pytest.approx(aime.compute_gpu_hours + 0.1)
+    assert aime.gpu_hours_on(8) == pytest.approx(aime.compute_gpu_hours + 0.8)  # a whole node waits for start-up
+    assert aime.total_gpu_hours == pytest.approx(33 * aime.job_gpu_hours)
+    (measured,) = evaluation_costs(
+        {"aime24": 30}, 16, 1, PRIOR, 8, mean_tokens={"aime24": Measured(12000, 3)}, tokens_per_s=Measured(6000, 5)
+    )
+    assert measured.compute_gpu_hours == pytest.approx(480 * 12000 / 6000 / 3600)
+    assert measured.overhead_hours == 0 and measured.mean_tokens_source == "measured (3 jobs)"
+    assert measured.tokens_per_s_source == "measured (5 jobs)"
+
+
+def test_the_paper_plan_before_and_after():
+    config = load_yaml_config(CONFIG)
+    problems = benchmark_problems(config)
+    assert sum(problems.values()) == 1590 + 1024 + 104 * 100  # math, code (1,024 split), 104 RG tasks x 100 items
+    rows = evaluation_costs(problems, 16, 33, PRIOR, 8)
+    totals = summary(rows, 8, 1.5)
+    assert totals["jobs"] == 21 * 33 == 693 and totals["old_gpu_hours"] == pytest.approx(693 * 1.5 * 8)  # 8,316
+    compute = 13014 * 16 * 33 / (36.5 / 64) / 3600  # samples / samples per GPU-second (the assumed length cancels)
+    assert sum(r.compute_gpu_hours * 33 for r in rows) == pytest.approx(compute)
+    assert totals["model_gpu_hours_profile_size"] == pytest.approx(compute + 693 * 8 * 0.1)
+    sized = compute + 33 * 0.1 * sum(r.gpus for r in rows)
+    assert totals["model_gpu_hours_sized"] == pytest.approx(sized) and sized < totals["model_gpu_hours_profile_size"]
+    small = {r.benchmark: r.gpus for r in rows}
+    assert small["aime24"] == small["aime25"] == 1 and small["rg_algorithmic"] == 8
+
+
+def test_a_bad_evaluation_block_is_refused(tmp_path):
+    text = ESTIMATES.read_text().replace("target_job_hours: 1.0", "target_job_hours: 0")
+    bad = tmp_path / "estimates.yaml"
+    bad.write_text(text)
+    with pytest.raises(ProfileError, match="target_job_hours"):
+        read_estimates(bad)
+    bad.write_text(ESTIMATES.read_text().replace("  reference_gpus: 64", "  reference_gpu: 64"))
+    with pytest.raises(ProfileError, match="reference_gpus"):
+        read_estimates(bad)

@@ -1,0 +1,166 @@
+"""brorl.notify and the workflow's onstart/onsuccess/onerror hooks: the messages, and their delivery to a real local
+webhook (an HTTP server in a thread) and a `mail` program."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+from brorl import notify
+from helpers import ROOT, output_of, snakemake
+
+# Two blocks of a real Snakemake 9.27 log (-k, a failing job with a log, its start block above it; Slurm adds
+# external_jobid).
+LOG = """
+[Tue Dec  1 15:07:17 2026]
+rule generate_samples:
+    input: results/train/prorl_n16/step25
+    output: results/eval/prorl_n16/step25/aime24.samples.parquet
+    log: results/logs/generate_samples/prorl_n16/step25/aime24.log
+    jobid: 7
+    reason: Missing output files: results/eval/prorl_n16/step25/aime24.samples.parquet
+    wildcards: arm=prorl_n16, step=25, benchmark=aime24
+    resources: tmpdir=/tmp
+[Tue Dec  1 15:07:18 2026]
+Error in rule generate_samples:
+    message: SLURM-job '4242' failed, SLURM status is: 'TIMEOUT'
+    jobid: 7
+    output: results/eval/prorl_n16/step25/aime24.samples.parquet
+    log: results/logs/generate_samples/prorl_n16/step25/aime24.log (check log file(s) for error details)
+    shell:
+        python -m brorl.generation generate ...
+        (command exited with non-zero exit code)
+    external_jobid: 4242
+Error in rule collect_units:
+    message: None
+    jobid: 9
+    output: results/stats/instance_scores.parquet
+    shell:
+        python -m brorl.stats ...
+"""
+
+
+def test_failed_jobs_are_read_from_the_log_with_wildcards_logs_and_slurm_ids():
+    jobs = notify.failed_jobs(LOG)
+    assert [j.rule for j in jobs] == ["generate_samples", "collect_units"]
+    gen, units = jobs
+    assert gen.wildcards == "arm=prorl_n16, step=25, benchmark=aime24"
+    assert gen.logs == ("results/logs/generate_samples/prorl_n16/step25/aime24.log",)
+    assert gen.external_jobid == "4242" and "TIMEOUT" in gen.message
+    assert units.logs == () and units.message == "" and units.wildcards == ""
+
+
+def test_the_error_message_names_each_failed_job_its_log_and_the_rerun_command():
+    text = notify.error_message("/scratch/run", ["/scratch/run/.snakemake/log/x.log"], LOG, "snakemake --profile slurm")
+    assert "FAILED in /scratch/run: 2 failed job(s)" in text
+    assert "generate_samples [arm=prorl_n16, step=25, benchmark=aime24], Slurm job 4242" in text
+    assert "results/logs/slurm/generate_samples/" in text
+    assert "log: results/logs/generate_samples/prorl_n16/step25/aime24.log" in text
+    assert "collect_units" in text and "the rule has no log" in text
+    assert "Snakemake log: /scratch/run/.snakemake/log/x.log" in text
+    assert "snakemake --profile slurm --rerun-incomplete" in text
+    retried = LOG.replace(
+        "Error in rule collect_units", "Error in rule generate_samples\n    jobid: 7\nError in rule x"
+    )
+    assert notify.error_message("/w", None, retried, "s").count("generate_samples [") == 1  # one line per job
+
+
+def test_start_and_success_messages_say_where_the_run_and_its_outputs_are(tmp_path):
+    start = notify.start_message("/w", "snakemake --profile slurm", [])
+    assert "started in /w" in start and "command: snakemake --profile slurm" in start and "none (no log" in start
+    done = notify.success_message("/w", "/w/.snakemake/log/a.log")
+    assert "/w/results/tables" in done and "/w/results/figures" in done and "/w/.snakemake/log/a.log" in done
+    log = tmp_path / "a.log"
+    log.write_text("hello")
+    assert notify.read_logs([str(log), str(tmp_path / "missing.log")]) == "hello"
+
+
+class _Hook(BaseHTTPRequestHandler):
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        _Hook.received.append((self.headers["Content-Type"], json.loads(body)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def webhook():
+    server = HTTPServer(("127.0.0.1", 0), _Hook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Hook.received = []
+    yield f"http://127.0.0.1:{server.server_port}/hook", _Hook.received
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_webhook_gets_the_message_as_json_and_unset_sends_nothing(webhook):
+    url, received = webhook
+    assert notify.send("BroRL: workflow FAILED", "2 failed job(s)", {}) == []
+    assert notify.send("BroRL: workflow FAILED", "2 failed job(s)", {notify.WEBHOOK_ENV: url}) == ["webhook"]
+    assert received == [("application/json", {"text": "BroRL: workflow FAILED\n2 failed job(s)"})]
+
+
+def test_an_unreachable_webhook_or_a_missing_mail_program_is_a_warning_not_an_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no mail, no sendmail
+    monkeypatch.setattr(notify, "SENDMAIL_PATHS", ())  # nor /usr/sbin/sendmail
+    env = {notify.WEBHOOK_ENV: "http://127.0.0.1:9/nothing-listens", notify.MAIL_ENV: "ops@example.org"}
+    assert notify.send("s", "t", env) == []
+    err = capsys.readouterr().err
+    assert "could not send the notification by webhook http://127.0.0.1:9/nothing-listens" in err
+    assert "could not send the notification by mail to ops@example.org" in err and "sendmail" in err
+
+
+def test_mail_goes_through_the_hosts_mail_program(tmp_path, monkeypatch):
+    record = tmp_path / "mail.txt"
+    program = tmp_path / "mail"
+    program.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}\ncat >> {record}\n')
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert notify.send("BroRL: workflow finished", "outputs in /w", {notify.MAIL_ENV: "ops@example.org"}) == ["mail"]
+    assert record.read_text().splitlines() == ["-s", "BroRL: workflow finished", "ops@example.org", "outputs in /w"]
+
+
+@pytest.mark.workflow
+def test_the_hooks_print_start_failure_and_success_and_post_to_the_webhook(tmp_path, webhook, monkeypatch):
+    url, received = webhook
+    (tmp_path / "Snakefile").write_text(
+        f'import os, sys\nfrom pathlib import Path\nsys.path.insert(0, "{ROOT / "workflow"}")\n'
+        f'include: "{ROOT / "workflow/rules/hooks.smk"}"\n'
+        'rule all:\n    input: "b/x.txt"\n'
+        'rule make:\n    output: "b/{name}.txt"\n    log: "logs/make/{name}.log"\n'
+        '    shell: "test -e ok || exit 3; touch {output} {log}"\n'
+    )
+    monkeypatch.setenv(notify.WEBHOOK_ENV, url)
+    failed = snakemake("--cores", "1", cwd=tmp_path)
+    text = output_of(failed)
+    assert failed.returncode != 0
+    assert "BroRL workflow started in" in text and "BroRL workflow FAILED in" in text
+    assert "  - make [name=x]\n      log: logs/make/x.log" in text and "--cores 1 --rerun-incomplete" in text
+    (tmp_path / "ok").touch()
+    done = snakemake("--cores", "1", cwd=tmp_path)
+    assert done.returncode == 0 and "BroRL workflow finished successfully" in output_of(done)
+    subjects = [body["text"].split("\n", 1)[0] for _, body in received]
+    assert subjects == [
+        "BroRL: workflow started",
+        "BroRL: workflow FAILED",
+        "BroRL: workflow started",
+        "BroRL: workflow finished",
+    ]
+    dry = snakemake("--cores", "1", "-n", "--forcerun", "make", cwd=tmp_path)
+    assert dry.returncode == 0 and "BroRL workflow" not in output_of(dry) and len(received) == 4  # no hooks on -n
+
+
+def test_the_snakefile_includes_the_hooks():
+    assert 'include: "workflow/rules/hooks.smk"' in (ROOT / "Snakefile").read_text()
+    assert Path(ROOT / "workflow/rules/hooks.smk").is_file()

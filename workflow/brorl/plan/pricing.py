@@ -1,0 +1,106 @@
+"""Which hours the plan uses for each row: measured (a --measured run at the planned scale), the evaluation model,
+or estimates.yaml; and the evaluation model's table (before/after, with its arithmetic)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .estimate import Estimates, Priced, Resources
+from .evaluation import BenchmarkCost, Measured, evaluation_costs, summary
+from .measured import MeasuredRun, measured_mean_tokens, measured_tokens_per_s
+
+
+def measured_prices(run: MeasuredRun | None) -> dict[str, Priced]:
+    """Mean measured hours per job of every rule the run timed at the planned scale, and per training arm the
+    mean hours per step (rows keyed train_ppo[<arm>])."""
+    if run is None:
+        return {}
+    priced = {}
+    for rule, seconds in run.rule_seconds.items():
+        priced[rule] = Priced(
+            math.fsum(seconds) / len(seconds) / 3600, max(seconds) / 3600, f"measured ({len(seconds)} jobs)"
+        )
+    for arm, steps in run.train_step_s.items():
+        priced[f"train_ppo[{arm}]"] = Priced(
+            math.fsum(steps) / len(steps) / 3600, None, f"measured ({len(steps)} steps)"
+        )
+    return priced
+
+
+def evaluation_model(
+    problems: Mapping[str, int],
+    samples_per_problem: int,
+    checkpoints: int,
+    est: Estimates,
+    gen: Resources,
+    gpus_per_node: int,
+    run: MeasuredRun | None,
+) -> tuple[list[BenchmarkCost], dict[str, float], Priced]:
+    """The model's lines, its before/after summary, and the generate_samples price at the profile's job size."""
+    if est.evaluation is None:
+        raise ValueError("the estimates have no evaluation: block (the evaluation cost model's priors)")
+    jobs = run.eval_jobs if run else []
+    tps = measured_tokens_per_s(jobs, max(1, gen.gpus))
+    means = {b: Measured(m, k) for b, (m, k) in measured_mean_tokens(jobs).items()}
+    rows = evaluation_costs(
+        problems,
+        samples_per_problem,
+        checkpoints,
+        est.evaluation,
+        gpus_per_node,
+        mean_tokens=means,
+        tokens_per_s=Measured(*tps) if tps else None,
+    )
+    totals = summary(rows, max(1, gen.gpus), est.hours_of("generate_samples"))
+    gpus = max(1, gen.gpus)
+    at_profile = [r.gpu_hours_on(gpus) / gpus for r in rows]  # wall hours of one job on the profile's GPUs
+    measured = sum(r.mean_tokens_source.startswith("measured") for r in rows)
+    source = f"model ({'measured' if tps else 'prior'} tokens/s, {measured}/{len(rows)} measured lengths)"
+    price = Priced(
+        hours_per_job=0.0,
+        longest_job_hours=max(at_profile, default=0.0),
+        source=source,
+        total_hours=math.fsum(h * checkpoints for h in at_profile),
+    )
+    return rows, totals, price
+
+
+def render_evaluation(rows: list[BenchmarkCost], totals: Mapping[str, float], profile_gpus: int, est: Estimates) -> str:
+    """The evaluation model as a short table: per benchmark and checkpoint the arithmetic, then the before/after."""
+    prior = est.evaluation
+    head = (
+        f"{'benchmark':<15} {'problems':>8} {'samples':>8} {'mean tok':>9} {'tokens (M)':>10} {'tok/s/GPU':>9} "
+        f"{'GPU-h':>6} {'GPUs':>4} {'job h':>6}  length source"
+    )
+    lines = [
+        f"evaluation model, per checkpoint ({rows[0].checkpoints if rows else 0} checkpoints): "
+        "GPU-h = samples x mean tokens / tok/s/GPU; GPUs = proposed job size; job h = GPU-h / GPUs + start-up",
+        head,
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.benchmark:<15} {r.problems:>8,} {r.samples:>8,} {r.mean_tokens:>9,.0f} {r.tokens / 1e6:>10,.2f} "
+            f"{r.tokens_per_s_per_gpu:>9,.0f} {r.compute_gpu_hours:>6.2f} {r.gpus:>4} {r.job_hours:>6.2f}  "
+            f"{r.mean_tokens_source}"
+        )
+    if rows:
+        r = rows[0]
+        lines.append(
+            f"tokens/s per GPU: {r.tokens_per_s_per_gpu:,.0f}, {r.tokens_per_s_source}"
+            + (
+                f" = {prior.samples_per_s} samples/s / {prior.reference_gpus} GPUs x {prior.mean_response_tokens:,.0f}"
+                " tokens"
+                if prior and r.tokens_per_s_source.startswith("prior")
+                else ""
+            )
+            + f"; start-up {r.overhead_hours:.2f} h per job and GPU"
+        )
+    lines.append(
+        f"evaluation generation GPU-hours ({int(totals['jobs'])} jobs, {totals['tokens'] / 1e9:,.2f} B tokens): "
+        f"before {totals['old_gpu_hours']:,.0f} (estimates.yaml {est.hours_of('generate_samples')} h x "
+        f"{profile_gpus} GPUs per job) -> model {totals['model_gpu_hours_profile_size']:,.0f} at the profile's "
+        f"{profile_gpus} GPUs per job -> {totals['model_gpu_hours_sized']:,.0f} with the proposed job sizes "
+        "(not applied: the profile gives every generate_samples job one node)"
+    )
+    return "\n".join(lines)

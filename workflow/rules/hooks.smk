@@ -1,0 +1,39 @@
+# Notifications: a message when the run starts, succeeds or fails (which jobs, their logs, how to rerun), printed and,
+# where the environment names them, sent to BRORL_NOTIFY_WEBHOOK and BRORL_NOTIFY_MAIL (docs/cluster.md#notifications).
+# The messages are built by brorl.notify; Snakemake runs these hooks in the main process only (never in jobs).
+import os
+import shlex
+import sys
+
+from brorl import notify as _notify
+
+
+def _rerun_command():
+    """The command line of this run, to paste again."""
+    return shlex.join(["snakemake", *sys.argv[1:]])
+
+
+onstart:
+    _notify.notify(
+        "BroRL: workflow started",
+        _notify.start_message(os.getcwd(), _rerun_command(), log),
+        os.environ,
+    )
+
+
+onsuccess:
+    _notify.notify(
+        "BroRL: workflow finished",
+        _notify.success_message(os.getcwd(), log),
+        os.environ,
+    )
+
+
+onerror:
+    _notify.notify(
+        "BroRL: workflow FAILED",
+        _notify.error_message(
+            os.getcwd(), log, _notify.read_logs(log), _rerun_command()
+        ),
+        os.environ,
+    )
