@@ -315,7 +315,8 @@ def test_the_bootstrap_and_the_t_test_are_scipys(monkeypatch):
         ("bootstrap", "percentile"),
         ("ttest_rel", "greater"),
     ]
-    paired_one_tailed(np.zeros(30), np.full(30, 0.5))  # all differences equal: the wrapper's own answer, not scipy's NaN
+    # all differences equal: the wrapper's own answer, not scipy's NaN
+    paired_one_tailed(np.zeros(30), np.full(30, 0.5))
     assert len(calls) == 2
 
 
