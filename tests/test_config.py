@@ -208,6 +208,23 @@ def test_merge_matches_snakemake_configfile_merge(tmp_path):
         load_yaml_config(CONFIG, path)
 
 
+def test_merge_recurses_into_dicts_replaces_the_rest_and_shares_nothing():
+    base = {"a": {"x": 1, "y": [1, 2]}, "b": 5, "c": {"k": 1}, "d": "text"}
+    override = {"a": {"y": [3], "z": {"deep": True}}, "b": {"now": "a dict"}, "c": 7, "e": [{"n": 1}]}
+    merged = deep_merge(base, override)
+    assert merged is base
+    assert base == {
+        "a": {"x": 1, "y": [3], "z": {"deep": True}},
+        "b": {"now": "a dict"},
+        "c": 7,
+        "d": "text",
+        "e": [{"n": 1}],
+    }
+    base["a"]["y"].append(4)
+    base["e"][0]["n"] = 2
+    assert override["a"]["y"] == [3] and override["e"] == [{"n": 1}]  # the override is copied, not aliased
+
+
 def test_empty_override_file_changes_nothing(tmp_path):
     (tmp_path / "empty.yaml").write_text("# nothing\n")
     assert load_yaml_config(CONFIG, tmp_path / "empty.yaml") == load_yaml_config(CONFIG)
@@ -440,7 +457,7 @@ def test_all_problems_are_reported_at_once():
 
 def test_config_module_imports_no_heavy_libraries():
     code = (
-        "import sys, brorl.config; heavy = [m for m in ('torch', 'numpy', 'pandas') if m in sys.modules]; "
+        "import sys, brorl.config; heavy = [m for m in ('torch', 'numpy', 'pandas', 'snakemake') if m in sys.modules]; "
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import brorl.models.download as dl
@@ -207,21 +208,38 @@ def test_a_partial_hub_download_is_refused_and_nothing_is_written(built, tmp_pat
     assert not models.exists() or not list(models.iterdir())  # neither the folder nor a partial one
 
 
-def test_hub_snapshot_retries_then_fails_clearly(monkeypatch, tmp_path):
+def test_hub_snapshot_tries_three_times_with_backoff_then_fails_clearly(monkeypatch, tmp_path):
     huggingface_hub = pytest.importorskip("huggingface_hub")
-    attempts = []
+    attempts, waits = [], []
 
     def failing(**kwargs):
         attempts.append(kwargs)
         raise OSError("network unreachable")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", failing)
-    monkeypatch.setattr(dl.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", waits.append)
     monkeypatch.setenv("HF_TOKEN", "hf_token_from_env")
     with pytest.raises(ModelError, match="o/r@main: download failed 3 times: network unreachable"):
         dl.hub_snapshot("o/r", "main", tmp_path, retries=3)
-    assert len(attempts) == 3 and attempts[0]["token"] == "hf_token_from_env"
+    assert len(attempts) == 3 and waits == [5, 10]  # one retry layer: 3 tries, not 3 per rule attempt
+    assert attempts[0]["token"] == "hf_token_from_env"
     assert "model.safetensors" in attempts[0]["allow_patterns"] and attempts[0]["revision"] == "main"
+
+
+def test_hub_snapshot_succeeds_on_a_later_try(monkeypatch, tmp_path):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    attempts = []
+    snapshot = tmp_path / "snapshots" / COMMIT
+
+    def flaky(**kwargs):
+        attempts.append(kwargs)
+        if len(attempts) < 3:
+            raise TimeoutError("read timed out")
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", flaky)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    assert dl.hub_snapshot("o/r", COMMIT, tmp_path, retries=5) == (snapshot, COMMIT) and len(attempts) == 3
 
 
 # ---------------------------------------------------------------------------------------------- verification

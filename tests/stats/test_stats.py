@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from brorl.stats import (
     bootstrap_ci,
+    bootstrap_distribution,
     grouped_paired_one_tailed,
     holm,
     holm_reject,
@@ -253,6 +254,70 @@ def test_paired_bootstrap_is_the_bootstrap_of_differences_and_chunks_large_input
     assert p == q
     with pytest.raises(ValueError, match="length"):
         paired_bootstrap_ci([1, 2], [1], rng=np.random.default_rng(0))
+
+
+def _chunked_percentile_bootstrap(x, statistic, level, resamples, rng):
+    """The documented draws, by hand: (2**22 // n, n) indices at a time from rng.integers, then percentiles."""
+    chunk = max(1, (1 << 22) // x.size)
+    dist = np.concatenate(
+        [
+            statistic(x[rng.integers(0, x.size, size=(min(chunk, resamples - start), x.size))], axis=-1)
+            for start in range(0, resamples, chunk)
+        ]
+    )
+    alpha = (1 - level) / 2
+    return dist, tuple(float(q) for q in np.quantile(dist, [alpha, 1 - alpha]))
+
+
+@pytest.mark.parametrize(
+    "n, resamples, statistic, level",
+    [(2, 7, np.mean, 0.95), (1590, 2000, np.mean, 0.9), (50_000, 300, np.median, 0.95)],
+)
+def test_bootstrap_results_are_stable_for_a_seed(n, resamples, statistic, level):
+    """scipy.stats.bootstrap inside gives exactly the draws and intervals of the chunked bootstrap it replaced (the
+    error bars of every score depend on them), and leaves the generator in the same state."""
+    x = np.random.default_rng(n).random(n)
+    ours, ref = np.random.default_rng(7), np.random.default_rng(7)
+    ci = bootstrap_ci(x, statistic, level, resamples, rng=ours)
+    dist, interval = _chunked_percentile_bootstrap(x, statistic, level, resamples, ref)
+    assert (ci.low, ci.high) == interval and ci.estimate == float(statistic(x))
+    assert ours.random() == ref.random()
+    np.testing.assert_array_equal(bootstrap_distribution(x, statistic, resamples, rng=np.random.default_rng(7)), dist)
+
+
+def test_bootstrap_of_one_value_or_one_resample(recwarn):
+    rng = np.random.default_rng(0)
+    one = bootstrap_ci([0.25], resamples=50, rng=rng)
+    assert (one.estimate, one.low, one.high, one.n) == (0.25, 0.25, 0.25, 1)
+    np.testing.assert_array_equal(bootstrap_distribution([0.25], resamples=3, rng=rng), [0.25] * 3)
+    single = bootstrap_ci([0.0, 1.0, 1.0], resamples=1, rng=rng)
+    assert single.low == single.high and single.resamples == 1
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    with pytest.raises(ValueError, match="empty"):
+        bootstrap_ci([], rng=rng)
+    with pytest.raises(ValueError, match="resamples"):
+        bootstrap_ci([1.0, 2.0], resamples=0, rng=rng)
+
+
+def test_the_bootstrap_and_the_t_test_are_scipys(monkeypatch):
+    calls = []
+
+    def spy(name):
+        real = getattr(sps, name)
+        monkeypatch.setattr(sps, name, lambda *a, **k: calls.append((name, k)) or real(*a, **k))
+
+    spy("bootstrap")
+    spy("ttest_rel")
+    base, treat = np.linspace(0, 1, 30), np.linspace(0, 1, 30) ** 2
+    paired_bootstrap_ci(base, treat, resamples=100, rng=np.random.default_rng(0))
+    paired_one_tailed(base, treat)
+    assert [(name, k.get("method") or k.get("alternative")) for name, k in calls] == [
+        ("bootstrap", "percentile"),
+        ("ttest_rel", "greater"),
+    ]
+    # all differences equal: the wrapper's own answer, not scipy's NaN
+    paired_one_tailed(np.zeros(30), np.full(30, 0.5))
+    assert len(calls) == 2
 
 
 # ---------------------------------------------------------------- the import boundary

@@ -268,6 +268,40 @@ def test_metrics_read_from_real_tensorboard_events(tmp_path):
     assert isinstance(logs[1], StepLog)
 
 
+def test_tensorboard_runs_are_merged_and_a_redone_step_keeps_its_latest_values(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    killed = SummaryWriter(log_dir=str(tmp_path / "segment000"))  # killed after logging step 2
+    for step, t in ((1, 100.0), (2, 200.0)):
+        killed.add_scalar("train/kl", 9.0, step, walltime=t)
+        killed.add_scalar("train/score", 0.25, step, walltime=t, new_style=True)  # a tensor, as tf.summary writes
+    killed.add_scalar("eval/accuracy", 0.5, 1, walltime=100.0)  # not train/: not ours
+    killed.close()
+    rerun = SummaryWriter(log_dir=str(tmp_path / "segment000" / "again"))  # a nested run folder is read too
+    for step, t in ((2, 400.0), (3, 500.0)):
+        rerun.add_scalar("train/kl", 0.01, step, walltime=t)
+    rerun.add_text("train/generated_samples", "Sample: ...", 2)
+    rerun.close()
+    logs = read_tensorboard(tmp_path)
+    assert {s: log.scalars for s, log in logs.items()} == {
+        1: {"kl": 9.0, "score": 0.25},
+        2: {"kl": pytest.approx(0.01), "score": 0.25},  # the rerun's kl; the killed job's score (not relogged)
+        3: {"kl": pytest.approx(0.01)},
+    }
+    assert [log.wall_time for log in logs.values()] == [100.0, 400.0, 500.0]
+
+
+def test_every_tensorboard_event_is_read_beyond_the_default_sample_size(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=str(tmp_path))  # TensorBoard's reader keeps 10,000 scalars per tag by default
+    for step in range(1, 10_051):
+        writer.add_scalar("train/kl", float(step), step, walltime=float(step))
+    writer.close()
+    logs = read_tensorboard(tmp_path)
+    assert list(logs) == list(range(1, 10_051)) and all(log.scalars["kl"] == s for s, log in logs.items())
+
+
 # ------------------------------------------------------------------ the launcher, with fake Slurm and Ray
 FAKES = {
     "srun": """#!/usr/bin/env bash

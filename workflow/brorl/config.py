@@ -38,12 +38,13 @@ def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
 
 
 def deep_merge(base: dict, override: dict) -> dict:
-    """Merge ``override`` into ``base`` in place like Snakemake's --configfile: dicts recurse, lists and scalars replace."""
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            deep_merge(base[key], value)
-        else:
-            base[key] = copy.deepcopy(value)
+    """Merge a copy of ``override`` into ``base`` in place and return it: Snakemake's own --configfile merge
+    (``snakemake.utils.update_config``: dicts recurse, lists and scalars replace), so ``make plan`` and the
+    preflight read the config exactly as Snakemake does. Imported here, not at the top: brorl.config is also
+    imported in job environments, which have no Snakemake (and only these command-line tools merge files)."""
+    from snakemake.utils import update_config
+
+    update_config(base, copy.deepcopy(override))  # the copy: no list or dict of ``override`` is shared with base
     return base
 
 

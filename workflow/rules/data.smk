@@ -19,7 +19,8 @@ rule prepare_benchmark:
         # makes those), so a narrower name than {benchmark}. Renaming it changes this rule's shell text, which the
         # code rerun trigger reads: every prepared benchmark, and the whole evaluation after it, would rerun.
         bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
-    retries: 3
+    # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
+    retries: 0
     localrule: True
     conda:
         "../../envs/data.yaml"
@@ -80,7 +81,8 @@ rule prepare_train_data:
         "results/logs/prepare_train_data/{mix}.log",
     benchmark:
         "results/timings/prepare_train_data/{mix}.tsv"
-    retries: 3
+    # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
+    retries: 0
     localrule: True
     conda:
         "../../envs/data.yaml"

@@ -105,7 +105,8 @@ rule download_base_model:
         "results/logs/download_base_model/base_model.log",
     benchmark:
         "results/timings/download_base_model/base_model.tsv"
-    retries: 3
+    # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
+    retries: 0
     localrule: True
     conda:
         "../../envs/data.yaml"

@@ -13,9 +13,9 @@ import math
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
+from ..hub_retry import call_hub
 from ..pins import UnpinnedRevisionError, require_pinned
 from ..provenance import provenance, sha256_file
 from .records import RECORD_VERSION, write_records
@@ -192,28 +192,23 @@ def download_hub(source: Source, cache_dir: Path | str | None = None, retries: i
     except ImportError as e:  # not a dependency of the offline stages
         raise PrepareError("hub sources need the huggingface_hub package (pip install huggingface_hub)") from e
     revision = source.revision or "main"
-    last: Exception | None = None
-    for attempt in range(1, retries + 1):
-        try:
-            path = Path(
-                hf_hub_download(
-                    repo_id=source.repo_id,
-                    filename=source.filename,
-                    repo_type="dataset",
-                    revision=revision,
-                    cache_dir=cache_dir,
-                    token=os.environ.get("HF_TOKEN") or None,
-                )
-            )
-            # the hub cache keeps files under snapshots/<commit>/<filename>
-            parts = path.parts
-            commit = parts[parts.index("snapshots") + 1] if "snapshots" in parts else revision
-            return path, commit
-        except Exception as e:  # network errors differ by huggingface_hub version; retry them all
-            last = e
-            print(f"download of {source.repo_id}/{source.filename} failed ({attempt}/{retries}): {e}", file=sys.stderr)
-            time.sleep(min(60, 5 * 2 ** (attempt - 1)))
-    raise PrepareError(f"{source.repo_id}@{revision}: download of {source.filename} failed {retries} times: {last}")
+
+    def download() -> str:
+        return hf_hub_download(
+            repo_id=source.repo_id,
+            filename=source.filename,
+            repo_type="dataset",
+            revision=revision,
+            cache_dir=cache_dir,
+            token=os.environ.get("HF_TOKEN") or None,
+        )
+
+    what = f"{source.repo_id}@{revision}: {source.filename}"
+    path = Path(call_hub(download, what, retries, PrepareError))
+    # the hub cache keeps files under snapshots/<commit>/<filename>
+    parts = path.parts
+    commit = parts[parts.index("snapshots") + 1] if "snapshots" in parts else revision
+    return path, commit
 
 
 def check_pinned(repo_id: str, revision: str | None, config_key: str, allow_unpinned: bool) -> None:

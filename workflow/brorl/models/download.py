@@ -16,9 +16,9 @@ import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
+from ..hub_retry import call_hub
 from ..pins import UnpinnedRevisionError, is_pinned, require_pinned
 from .check import MANIFEST_NAME, ModelError, check_model_dir, manifest_hash, write_manifest
 from .files import ALLOW_PATTERNS, select_files
@@ -28,30 +28,24 @@ from .verify import FOREIGN_MARKERS
 
 def hub_snapshot(repo_id: str, revision: str, cache_dir: Path | str | None, retries: int = 3) -> tuple[Path, str]:
     """Download the needed files of ``repo_id`` at ``revision`` into the hub cache; return the snapshot folder and
-    the resolved commit. Retries with backoff; huggingface_hub resumes partial files from the cache."""
+    the resolved commit. ``retries`` tries in all (brorl.hub_retry: the only retry layer, with backoff; a missing
+    repository, revision or token and an offline hub fail at once); huggingface_hub resumes partial files."""
     try:
         from huggingface_hub import snapshot_download
     except ImportError as e:
         raise ModelError("hub downloads need the huggingface_hub package (pip install huggingface_hub)") from e
-    last: Exception | None = None
-    for attempt in range(1, retries + 1):
-        try:
-            path = Path(
-                snapshot_download(
-                    repo_id=repo_id,
-                    revision=revision,
-                    cache_dir=cache_dir,
-                    allow_patterns=list(ALLOW_PATTERNS),
-                    token=os.environ.get("HF_TOKEN") or None,
-                )
-            )
-            return path, path.name  # the cache keeps a snapshot as .../snapshots/<commit>/
-        except Exception as e:  # network errors differ by huggingface_hub version; retry them all
-            last = e
-            print(f"download of {repo_id}@{revision} failed ({attempt}/{retries}): {e}", file=sys.stderr)
-            if attempt < retries:
-                time.sleep(min(60, 5 * 2 ** (attempt - 1)))
-    raise ModelError(f"{repo_id}@{revision}: download failed {retries} times: {last}")
+
+    def download() -> str:
+        return snapshot_download(
+            repo_id=repo_id,
+            revision=revision,
+            cache_dir=cache_dir,
+            allow_patterns=list(ALLOW_PATTERNS),
+            token=os.environ.get("HF_TOKEN") or None,
+        )
+
+    path = Path(call_hub(download, f"{repo_id}@{revision}", retries, ModelError))
+    return path, path.name  # the cache keeps a snapshot as .../snapshots/<commit>/
 
 
 def _source_files(source: Path) -> list[str]:

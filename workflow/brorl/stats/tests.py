@@ -5,9 +5,16 @@ t-test of treatment > baseline over problem instances, each unit being one probl
 It equals ``scipy.stats.ttest_rel(treatment, baseline, alternative="greater")`` (and ``ttest_1samp`` of the
 differences against 0) wherever that is defined, and additionally gives explicit results where scipy returns NaN.
 
-Dependencies: numpy, and ``scipy.special.stdtr`` (the Student t CDF) for p-values. Nothing here imports pandas,
-scipy.stats, torch, vllm or matplotlib; the pandas side (per-instance means, arm comparisons) is in
-``brorl.stats.units``, which ``brorl.stats`` does not import.
+Maintained code where it exists: ``paired_one_tailed`` is ``scipy.stats.ttest_rel`` with the degenerate cases below
+around it, and the bootstrap is ``scipy.stats.bootstrap`` (method="percentile"; its draws equal the hand-written
+chunked bootstrap this replaced, so intervals are unchanged for a given seed). Kept by hand: the grouped test
+(every group in one bincount pass: scipy tests one sample per call; it is checked against ``paired_one_tailed``)
+and Holm's correction (see ``holm``).
+
+Dependencies at import: numpy, and ``scipy.special.stdtr`` (the Student t CDF) for the grouped p-values;
+``scipy.stats`` is imported inside the functions that use it. Nothing here imports pandas, torch, vllm or
+matplotlib; the pandas side (per-instance means, arm comparisons) is in ``brorl.stats.units``, which
+``brorl.stats`` does not import.
 
 Randomness: every resampling function takes a ``numpy.random.Generator`` (``numpy.random.default_rng(seed)``)
 explicitly; no global RNG state is read or written, so bootstrap CIs are reproducible and do not interfere with each
@@ -159,31 +166,39 @@ def _tests_from_moments(n: np.ndarray, delta: np.ndarray, sd: np.ndarray, consta
 
 
 def paired_one_tailed(baseline, treatment) -> PairedTest:
-    """Paired one-tailed t-test, alternative treatment > baseline (== ttest_rel(treatment, baseline, 'greater')).
+    """Paired one-tailed t-test, alternative treatment > baseline: ``scipy.stats.ttest_rel(treatment, baseline,
+    alternative="greater")`` for t and p, plus delta, sd, se, Cohen's d_z and the degenerate cases of the module
+    docstring (n < 2, all differences equal), where scipy returns NaN.
 
     baseline, treatment: (n,) per-unit scores in the same unit order (e.g. per-problem 16-sample means).
     """
-    d = paired_differences(baseline, treatment)
+    b, tr = _check_pairs(baseline, treatment)
+    d = tr - b
     n = d.size
-    delta = float(d.mean()) if n else math.nan
-    sd = float(d.std(ddof=1)) if n >= 2 else math.nan
     constant = bool(n >= 2 and d.max() == d.min())
-    if constant:
-        delta = float(d[0])  # exact, free of the rounding in mean()
-        sd = 0.0
-    t, p, se, effect, notes = _tests_from_moments(
-        np.array([n]), np.array([delta]), np.array([sd]), np.array([constant])
-    )
+    if n < 2 or constant:
+        delta = float(d[0]) if n else math.nan  # exact, free of the rounding in mean()
+        sd = 0.0 if constant else math.nan
+        t, p, se, effect, notes = _tests_from_moments(
+            np.array([n]), np.array([delta]), np.array([sd]), np.array([constant])
+        )
+        t, p, se, effect, note = float(t[0]), float(p[0]), float(se[0]), float(effect[0]), str(notes[0])
+    else:
+        from scipy.stats import ttest_rel
+
+        result = ttest_rel(tr, b, alternative="greater")
+        delta, sd = float(d.mean()), float(d.std(ddof=1))
+        t, p, se, effect, note = float(result.statistic), float(result.pvalue), sd / math.sqrt(n), delta / sd, ""
     return PairedTest(
         delta=delta,
-        t=float(t[0]),
-        p=float(p[0]),
+        t=t,
+        p=p,
         n=int(n),
         df=int(n - 1) if n >= 1 else 0,
         sd_diff=sd,
-        se=float(se[0]),
-        effect_size=float(effect[0]),
-        note=str(notes[0]),
+        se=se,
+        effect_size=effect,
+        note=note,
     )
 
 
@@ -239,10 +254,40 @@ def grouped_paired_one_tailed(baseline, treatment, groups, n_groups: int | None 
     }
 
 
-def _percentile_interval(dist: np.ndarray, level: float) -> tuple[float, float]:
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(dist, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+def _scipy_bootstrap(x: np.ndarray, statistic: Callable, level: float, resamples: int, rng: np.random.Generator):
+    """scipy.stats.bootstrap's percentile result on ``x`` (imported here: brorl.stats stays light at import).
+    Resamples are drawn ``batch`` = 2**22 // n at a time, so memory stays bounded (~64 MB) for any n and the
+    draws depend on (n, resamples, rng state) only."""
+    import warnings
+
+    from scipy.stats import bootstrap
+
+    with warnings.catch_warnings(), np.errstate(invalid="ignore" if resamples < 2 else "warn"):
+        # the standard error it adds (unused here) has no value for a single resample, and says so
+        warnings.filterwarnings("ignore", "Degrees of freedom <= 0", RuntimeWarning)
+        return bootstrap(
+            (x,),
+            statistic,
+            n_resamples=resamples,
+            batch=max(1, _CHUNK_ELEMENTS // x.size),
+            vectorized=True,
+            confidence_level=level,
+            method="percentile",
+            rng=rng,
+        )
+
+
+def _check_bootstrap_args(values, resamples: int, rng) -> np.ndarray:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (numpy.random.default_rng(seed)); global state is not used"
+        )
+    x = _as_1d(values, "values")
+    if x.size == 0:
+        raise ValueError("cannot bootstrap an empty sample")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    return x
 
 
 def bootstrap_distribution(
@@ -252,29 +297,17 @@ def bootstrap_distribution(
     *,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """(resamples,) values of ``statistic`` on resamples of ``values`` drawn with replacement.
+    """(resamples,) values of ``statistic`` on resamples of ``values`` drawn with replacement
+    (scipy.stats.bootstrap's ``bootstrap_distribution``).
 
-    ``statistic(x, axis=-1)`` must reduce the last axis (np.mean, np.median, ...). Resamples are generated in chunks
-    of at most 2**22 values so memory stays bounded (~64 MB) for any n; the chunking depends on n only, so the result
-    is a pure function of (values, statistic, resamples, rng state).
+    ``statistic(x, axis=-1)`` must reduce the last axis (np.mean, np.median, ...). The result is a pure function of
+    (values, statistic, resamples, rng state). One value (n = 1) has no spread: every resample is that value
+    (scipy needs two), and the rng is not advanced, as drawing from a single index does not advance it.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            "rng must be a numpy.random.Generator (numpy.random.default_rng(seed)); global state is not used"
-        )
-    x = _as_1d(values, "values")
-    n = x.size
-    if n == 0:
-        raise ValueError("cannot bootstrap an empty sample")
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    chunk = max(1, _CHUNK_ELEMENTS // n)
-    out = np.empty(resamples, dtype=np.float64)
-    for start in range(0, resamples, chunk):
-        stop = min(start + chunk, resamples)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        out[start:stop] = statistic(x[idx], axis=-1)
-    return out
+    x = _check_bootstrap_args(values, resamples, rng)
+    if x.size == 1:
+        return np.full(resamples, float(statistic(x[None, :], axis=-1)[0]))
+    return np.asarray(_scipy_bootstrap(x, statistic, 0.95, resamples, rng).bootstrap_distribution, dtype=np.float64)
 
 
 def bootstrap_ci(
@@ -285,15 +318,18 @@ def bootstrap_ci(
     *,
     rng: np.random.Generator,
 ) -> BootstrapCI:
-    """Percentile bootstrap CI of ``statistic`` (default the mean) of the 1-D ``values``; rng is required."""
+    """Percentile bootstrap CI of ``statistic`` (default the mean) of the 1-D ``values`` (scipy.stats.bootstrap,
+    method="percentile"); rng is required. n = 1: the interval is the value itself (no spread to resample)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    x = _as_1d(values, "values")
-    dist = bootstrap_distribution(x, statistic, resamples, rng=rng)
-    low, high = _percentile_interval(dist, level)
-    return BootstrapCI(
-        estimate=float(statistic(x, axis=-1)), low=low, high=high, level=level, resamples=int(resamples), n=x.size
-    )
+    x = _check_bootstrap_args(values, resamples, rng)
+    estimate = float(statistic(x, axis=-1))
+    if x.size == 1:
+        low = high = estimate
+    else:
+        interval = _scipy_bootstrap(x, statistic, level, resamples, rng).confidence_interval
+        low, high = float(interval.low), float(interval.high)
+    return BootstrapCI(estimate=estimate, low=low, high=high, level=level, resamples=int(resamples), n=x.size)
 
 
 def paired_bootstrap_ci(
@@ -317,6 +353,10 @@ def holm(pvalues) -> np.ndarray:
     With the m finite p-values sorted ascending, adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j)) (1-based j):
     monotone in the raw p-values, capped at 1, and never below the raw p. NaN p-values (tests that could not be
     performed, e.g. n < 2) stay NaN and do not count towards m. Values outside [0, 1] raise ValueError.
+
+    Hand-written on purpose: scipy has no Holm correction (``false_discovery_control`` is Benjamini-Hochberg/Yekutieli
+    only), statsmodels (``multipletests(method="holm")``) is not a dependency for one formula, and the NaN rule above
+    (tests that could not run are left out of m) is this project's, not a library's.
     """
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1:

@@ -34,26 +34,26 @@ class StepLog:
 
 
 def read_tensorboard(tb_dir: Path) -> dict[int, StepLog]:
-    """Every train/ scalar under tb_dir (all runs and event files); a step logged twice (a job killed after
-    logging it, then redone) keeps its latest values."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    """Every numeric train/ scalar under tb_dir (every run folder and event file, read by TensorBoard's
+    EventMultiplexer keeping every event); a step logged twice (a job killed after logging it, then redone) keeps
+    its latest values."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
+    from tensorboard.util import tensor_util
 
+    # size 0 keeps every event (the default samples 10,000 scalars per tag); no purge: steps_from_events decides
+    keep_all = {ea.SCALARS: 0, ea.TENSORS: 0, ea.HISTOGRAMS: 1, ea.COMPRESSED_HISTOGRAMS: 1, ea.IMAGES: 1, ea.AUDIO: 1}
+    runs = EventMultiplexer(size_guidance=keep_all, purge_orphaned_data=False)
+    runs.AddRunsFromDirectory(str(tb_dir)).Reload()
     events: list[tuple[float, int, str, float]] = []
-    for path in sorted(Path(tb_dir).rglob("events.out.tfevents.*")):
-        for event in EventFileLoader(str(path)).Load():
-            for value in event.summary.value:
-                if not value.tag.startswith("train/"):
-                    continue
-                kind = value.WhichOneof("value")
-                if kind == "simple_value":
-                    number = value.simple_value
-                elif kind == "tensor" and value.tensor.float_val:
-                    number = value.tensor.float_val[0]
-                elif kind == "tensor" and value.tensor.double_val:
-                    number = value.tensor.double_val[0]
-                else:
-                    continue  # text (generated_samples)
-                events.append((event.wall_time, event.step, value.tag[len("train/") :], float(number)))
+    for run, tags in runs.Runs().items():
+        for tag in (t for t in tags[ea.SCALARS] if t.startswith("train/")):  # simple_value (torch's SummaryWriter)
+            events += [(e.wall_time, e.step, tag[len("train/") :], float(e.value)) for e in runs.Scalars(run, tag)]
+        for tag in (t for t in tags[ea.TENSORS] if t.startswith("train/")):  # tf.summary's scalar tensors
+            for e in runs.Tensors(run, tag):
+                value = tensor_util.make_ndarray(e.tensor_proto)
+                if value.size == 1 and value.dtype.kind in "fiu":  # not text (generated_samples)
+                    events.append((e.wall_time, e.step, tag[len("train/") :], float(value.item())))
     return steps_from_events(events)
 
 
