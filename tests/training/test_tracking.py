@@ -1,5 +1,6 @@
 """Experiment tracking (config `logging`, brorl.training.tracking): the W&B key comes from WANDB_API_KEY only and its
-absence stops an online run before any training (job and workflow); a segment's logger writes offline W&B runs and
+absence stops an online run before any training (job and workflow; the workflow hands config `logging` to the
+jobs in BRORL_TRACKING); a segment's logger writes offline W&B runs and
 TensorBoard files with the metrics.jsonl names and steps; the cluster engine's launch environment, and OpenRLHF's own
 W&B logger run with our flags, never see the key in an argv or a file."""
 
@@ -17,6 +18,7 @@ from brorl.config import load_yaml_config, validate_config
 from brorl.training.metrics import FIELDS
 from brorl.training.tracking import (
     KEY_ENV,
+    TRACKING_ENV,
     SegmentLogger,
     Tracking,
     TrackingError,
@@ -73,18 +75,20 @@ def test_a_segment_job_refuses_online_tracking_without_the_key_before_anything_e
     recipe = _recipe()
     out = tmp_path / "out"
 
-    def segment(*extra: str) -> subprocess.CompletedProcess:
+    def segment(*extra: str, **env_extra: str) -> subprocess.CompletedProcess:
         argv = [sys.executable, "-m", "brorl.training", "segment", "--config", json.dumps(recipe)]
         argv += ["--arm", recipe["arms"][0]["name"], "--segment", "0", "--engine", "embedded"]
         argv += ["--start-model", str(tmp_path / "no-model"), "--train-data", str(tmp_path / "no-mix.jsonl")]
         argv += ["--out-dir", str(out), "--manifest", str(out / "segment0.json"), *extra]
-        env = {k: v for k, v in ENV.items() if k != KEY_ENV}
+        env = {**{k: v for k, v in ENV.items() if k not in (KEY_ENV, TRACKING_ENV)}, **env_extra}
         return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
 
     refused = segment("--tracking", json.dumps(ONLINE))
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert f"no {KEY_ENV}" in refused.stderr and "logging.wandb.mode: offline" in refused.stderr
     assert not out.exists()  # nothing was started
+    from_workflow = segment(**{TRACKING_ENV: json.dumps(ONLINE)})  # how train_ppo's jobs get config `logging`
+    assert from_workflow.returncode == 2 and f"no {KEY_ENV}" in from_workflow.stderr and not out.exists()
     # without tracking the same job gets further: to the missing start model
     other = segment()
     assert other.returncode != 0 and KEY_ENV not in other.stderr
@@ -113,8 +117,7 @@ def test_the_workflow_stops_before_any_job_without_the_key(tmp_path, monkeypatch
     monkeypatch.setenv(KEY_ENV, SECRET)
     planned = snakemake(*args)
     assert planned.returncode == 0, output_of(planned)[-3000:]
-    text = output_of(planned)
-    assert "--tracking '{" in text and '"group": "paper-{arm}"' in text and SECRET not in text
+    assert "rule train_ppo" in output_of(planned) and SECRET not in output_of(planned)
 
 
 # ------------------------------------------------------------------------------------------- the segment logger

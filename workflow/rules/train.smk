@@ -10,9 +10,14 @@
 #   results/train/{arm}/run/                    the engine's working state (resume after interruption; not an output)
 # params.recipe holds only what the weights depend on, so editing labels, evaluation or analysis settings never
 # retrains; changing the recipe of an arm with a run folder stops with an error instead of mixing two recipes.
-# W&B tracking (config logging.wandb) reads WANDB_API_KEY from the environment only, never params or the config:
-# declared with `envvars:` when it is set, like HF_TOKEN (model.smk), so executors that do not inherit the
-# environment pass it to the jobs; an online run without it stops in helpers/train.smk with what to set.
+# Experiment tracking (config `logging`, docs/stages.md#experiment-tracking) reaches train_ppo's jobs in the
+# environment: BRORL_TRACKING (set by helpers/train.smk; not params, so editing it never retrains) and
+# WANDB_API_KEY, read from the environment only, never params or the config, and declared when it is set, like
+# HF_TOKEN (model.smk), so that executors that do not inherit the environment pass both on.
+envvars:
+    "BRORL_TRACKING",
+
+
 if os.environ.get("WANDB_API_KEY"):
 
     envvars:
@@ -60,7 +65,6 @@ rule train_ppo:
             --out-dir {params.out_dir:q} \
             --manifest {output.manifest:q} \
             --ray-emulated {resources.ray_emulated:q} \
-            --tracking {TRAIN_TRACKING:q} \
             >{log:q} 2>&1
         """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -12,7 +13,7 @@ from brorl.cli import run_command, text_or_file
 from .metrics import MetricsError
 from .recipe import RecipeError, arm_plan, load_job_config
 from .segments import CheckpointError, SegmentJob
-from .tracking import Tracking, TrackingError, check_key
+from .tracking import TRACKING_ENV, Tracking, TrackingError, check_key
 
 # config `engine` (and --engine) -> the module that trains one segment: it defines
 #   run_segment(config, job: SegmentJob) -> (the segment's metrics records, extra fields of its manifest)
@@ -33,7 +34,7 @@ def cmd_segment(args: argparse.Namespace) -> None:
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
-    tracking = Tracking.from_json(args.tracking)
+    tracking = Tracking.from_json(args.tracking or os.environ.get(TRACKING_ENV))
     check_key(tracking.wandb)  # before any training: online W&B without its key fails here
     job = SegmentJob(
         plan,
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--tracking",
         default=None,
-        help="config `logging` as JSON (W&B and TensorBoard; default: off); the W&B key comes from WANDB_API_KEY",
+        help="config `logging` as JSON (W&B and TensorBoard; default: $BRORL_TRACKING, which the workflow sets, "
+        "else off); the W&B key comes from WANDB_API_KEY only",
     )
     p.set_defaults(func=cmd_segment)
 

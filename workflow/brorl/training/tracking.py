@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 KEY_ENV = "WANDB_API_KEY"
+TRACKING_ENV = "BRORL_TRACKING"  # config `logging` as JSON, how the workflow hands it to train_ppo's jobs
 
 
 class TrackingError(RuntimeError):
