@@ -97,3 +97,30 @@ def copy_slurm_workflow(dest: Path) -> Path:
 def sacct(*args: str) -> list[list[str]]:
     proc = subprocess.run(["sacct", "-n", "-P", *args], capture_output=True, text=True, check=True)
     return [line.split("|") for line in proc.stdout.splitlines() if line]
+
+
+def wandb_runs(folder: Path) -> list[dict]:
+    """Every offline W&B run under `folder`, read from its transaction log (run-<id>.wandb) with wandb's own reader
+    (`wandb leet inspect --json`): {"run": name, group, project, config..., "history": [(step, logged values)],
+    "exit_code": ...}, in the order the runs started."""
+    import json
+
+    runs = []
+    for path in sorted(Path(folder).rglob("run-*.wandb")):
+        proc = subprocess.run(
+            [str(BIN / "wandb"), "leet", "inspect", "--json", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        records = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+        history = [
+            (int(r["history"]["step"]["num"]), {k: v for k, v in r["history"]["item"].items() if not k.startswith("_")})
+            for r in records
+            if r["type"] == "history"
+        ]
+        exits = [r["exit"].get("exit_code", 0) for r in records if r["type"] == "exit"]
+        run = next(r["run"] for r in records if r["type"] == "run")
+        runs.append({"run": run, "history": history, "exit_code": exits[-1] if exits else None, "file": path})
+    return sorted(runs, key=lambda r: r["run"]["start_time"])

@@ -380,6 +380,36 @@ BAD = [
         "not a multiple of training.checkpoint_every",
     ),
     (
+        "wandb-group-without-arm",
+        lambda c: _set(c, ["logging", "wandb", "group"], "paper"),
+        "'logging.wandb.group'",
+        "must contain {arm}",
+    ),
+    (
+        "wandb-group-other-field",
+        lambda c: _set(c, ["logging", "wandb", "group"], "{arm}-{seed}"),
+        "'logging.wandb.group'",
+        "found ['arm', 'seed']",
+    ),
+    (
+        "wandb-group-broken",
+        lambda c: _set(c, ["logging", "wandb", "group"], "{arm"),
+        "'logging.wandb.group'",
+        "not a template",
+    ),
+    (
+        "wandb-mode",
+        lambda c: _set(c, ["logging", "wandb", "mode"], "cloud"),
+        "'logging.wandb.mode'",
+        "not an allowed value 'cloud'",
+    ),
+    (
+        "wandb-key-in-config",
+        lambda c: _set(c, ["logging", "wandb", "key"], "abc"),
+        "'logging.wandb.key'",
+        "unknown key",
+    ),
+    (
         "reset-both-ways",
         lambda c: _set(c, ["training", "reference_reset", "period_steps"], 200),
         "'training.reference_reset.resets'",

@@ -23,7 +23,7 @@ from brorl.training.embedded.warm_start import warm_start
 from brorl.training.metrics import read_metrics
 from brorl.training.recipe import arm_plan
 from brorl.training.segments import CheckpointError, export_checkpoint, verify_checkpoint
-from helpers import CONFIG, ROOT, TINY
+from helpers import CONFIG, ROOT, TINY, wandb_runs
 from safetensors.torch import load_file
 
 ARM = "prorl_n4"
@@ -57,7 +57,7 @@ def setup(tmp_path_factory):
     return root, recipe
 
 
-def segment_cmd(root: Path, recipe: dict, out: Path, segment: int) -> list[str]:
+def segment_cmd(root: Path, recipe: dict, out: Path, segment: int, *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -79,11 +79,12 @@ def segment_cmd(root: Path, recipe: dict, out: Path, segment: int) -> list[str]:
         str(out),
         "--manifest",
         str(out / f"segment{segment}.json"),
+        *extra,
     ]
 
 
-def run(cmd: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+def run(cmd: list[str], **env_extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), **env_extra}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -120,6 +121,54 @@ def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
     manifest = json.loads((straight / "segment1.json").read_text())
     assert manifest["segment"]["reset_reference"] and list(manifest["exports"]) == ["3"]
     assert [r["step"] for r in manifest["steps"]] == [3]
+
+
+@pytest.mark.engine
+def test_tracked_run_logs_the_metrics_to_offline_wandb_runs_and_tensorboard(setup, straight, tmp_path):
+    """W&B offline (one run per segment, one group per arm, steps continuing the arm's curve) and TensorBoard files
+    carry exactly the numeric metrics.jsonl fields at their steps; tracking leaves the training itself unchanged."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    root, recipe = setup
+    out = tmp_path / "tracked"
+    tracking = json.dumps({"wandb": {"enabled": True, "mode": "offline", "project": "t"}, "tensorboard": True})
+    for segment in (0, 1):
+        run(
+            segment_cmd(root, recipe, out, segment, "--tracking", tracking),
+            WANDB_MODE="offline",
+            WANDB_DIR=str(tmp_path / "wandb"),
+            WANDB_SILENT="true",
+        )
+    records = read_metrics(out / "run" / "metrics.jsonl")
+
+    def measured(record: dict) -> dict:
+        return {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}
+
+    runs = wandb_runs(tmp_path / "wandb")
+    assert [r["run"]["display_name"] for r in runs] == [f"{ARM}-segment0", f"{ARM}-segment1"]
+    assert {r["run"]["run_group"] for r in runs} == {ARM} and all(r["exit_code"] == 0 for r in runs)
+    assert runs[0]["run"]["config"]["update"]["arms"][0]["name"] == ARM  # the recipe
+    history = [entry for r in runs for entry in r["history"]]
+    assert [step for step, _ in history] == [r["step"] for r in records] == [1, 2, 3]
+    for (_, logged), record in zip(history, records):
+        assert set(logged) == set(measured(record))
+        assert logged == pytest.approx(measured(record))
+
+    for segment, steps in ((0, [1, 2]), (1, [3])):
+        scalars: dict[int, dict[str, float]] = {}
+        folder = out / "run" / "tensorboard" / f"{ARM}-segment{segment}"
+        for path in folder.glob("events.out.tfevents.*"):
+            for event in EventFileLoader(str(path)).Load():
+                for value in event.summary.value:
+                    kind = value.WhichOneof("value")
+                    number = value.simple_value if kind == "simple_value" else value.tensor.float_val[0]
+                    scalars.setdefault(event.step, {})[value.tag] = number
+        assert sorted(scalars) == steps
+        for record in (r for r in records if r["step"] in steps):
+            assert scalars[record["step"]] == pytest.approx(measured(record), rel=1e-6)
+    ref, got = final_weights(straight), final_weights(out)
+    assert all(torch.equal(ref[name], got[name]) for name in ref)
+    assert not (straight / "run" / "tensorboard").exists() and not (straight / "run" / "wandb").exists()
 
 
 @pytest.mark.engine

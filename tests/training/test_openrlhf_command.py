@@ -66,6 +66,26 @@ def test_every_arm_and_segment_parses_in_openrlhf(config):
             assert segment.last_step % args.ckpt.save_steps == 0
 
 
+def test_every_arm_parses_with_wandb_on_and_no_argv_holds_the_key(config, monkeypatch):
+    from brorl.training.openrlhf.command import WANDB_KEY_MARKER
+    from brorl.training.tracking import KEY_ENV, Tracking
+
+    secret = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setenv(KEY_ENV, secret)  # the job's environment: it must stay there
+    tracking = Tracking.from_config({"wandb": {"enabled": True, "entity": "lab", "group": "paper-{arm}"}})
+    for arm in _arms(config):
+        plan = arm_plan(config, arm)
+        for index in range(len(plan.segments)):
+            flags = openrlhf_flags(config, plan, index, PATHS, tracking)
+            args, _ = parse_argv(flags)
+            wandb = args.logger.wandb
+            assert (wandb.key, wandb.project, wandb.org) == (WANDB_KEY_MARKER, "brorl", "lab")
+            assert wandb.group == f"paper-{arm}" and wandb.run_name == f"{arm}-segment{index}"
+            assert secret not in " ".join(flags)
+    off = openrlhf_flags(config, arm_plan(config, "prorl_n16"), 0, PATHS)  # default: W&B off in OpenRLHF
+    assert parse_argv(off)[0].logger.wandb.key is None and "--logger.wandb.group" not in off
+
+
 def test_build_command_is_the_module_invocation(config):
     argv = build_command(config, arm_plan(config, "prorl_n16"), 0, PATHS, python="python3")
     assert argv[:3] == ["python3", "-m", "openrlhf.cli.train_ppo_ray"]

@@ -10,6 +10,7 @@ as well.
 from __future__ import annotations
 
 import copy
+import string
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -360,6 +361,21 @@ def _check_benchmarks(cfg: dict) -> list[str]:
     ]
 
 
+def _check_logging(cfg: dict) -> list[str]:
+    """logging.wandb.group is a template with exactly the field {arm} (one group per arm)."""
+    group, where = cfg["logging"]["wandb"]["group"], "config key 'logging.wandb.group'"
+    try:
+        fields = sorted({name for _, name, _, _ in string.Formatter().parse(group) if name is not None})
+    except ValueError as error:
+        return [f"{where}: {group!r} is not a template ({error}); write e.g. 'paper-{{arm}}'"]
+    if fields != ["arm"]:
+        return [
+            f"{where}: {group!r} must contain {{arm}} and no other field (found {fields or 'none'}): "
+            "each arm needs its own group"
+        ]
+    return []
+
+
 _CHECKS = (
     _check_arms,
     _check_training,
@@ -369,4 +385,5 @@ _CHECKS = (
     _check_analysis,
     _check_simulation,
     _check_benchmarks,
+    _check_logging,
 )

@@ -10,6 +10,20 @@
 #   results/train/{arm}/run/                    the engine's working state (resume after interruption; not an output)
 # params.recipe holds only what the weights depend on, so editing labels, evaluation or analysis settings never
 # retrains; changing the recipe of an arm with a run folder stops with an error instead of mixing two recipes.
+# Experiment tracking (config `logging`, docs/stages.md#experiment-tracking) reaches train_ppo's jobs in the
+# environment: BRORL_TRACKING (set by helpers/train.smk; not params, so editing it never retrains) and
+# WANDB_API_KEY, read from the environment only, never params or the config, and declared when it is set, like
+# HF_TOKEN (model.smk), so that executors that do not inherit the environment pass both on.
+envvars:
+    "BRORL_TRACKING",
+
+
+if os.environ.get("WANDB_API_KEY"):
+
+    envvars:
+        "WANDB_API_KEY",
+
+
 rule train_ppo:
     """One segment of an arm's PPO training (one job): resumes from the previous segment, writes its manifest."""
     input:

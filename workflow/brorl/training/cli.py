@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -12,6 +13,7 @@ from brorl.cli import run_command, text_or_file
 from .metrics import MetricsError
 from .recipe import RecipeError, arm_plan, load_job_config
 from .segments import CheckpointError, SegmentJob
+from .tracking import TRACKING_ENV, Tracking, TrackingError, check_key
 
 # config `engine` (and --engine) -> the module that trains one segment: it defines
 #   run_segment(config, job: SegmentJob) -> (the segment's metrics records, extra fields of its manifest)
@@ -32,6 +34,8 @@ def cmd_segment(args: argparse.Namespace) -> None:
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
+    tracking = Tracking.from_json(args.tracking or os.environ.get(TRACKING_ENV))
+    check_key(tracking.wandb)  # before any training: online W&B without its key fails here
     job = SegmentJob(
         plan,
         args.segment,
@@ -40,6 +44,7 @@ def cmd_segment(args: argparse.Namespace) -> None:
         Path(args.out_dir),
         stop_after=args.stop_after,
         ray_emulated=args.ray_emulated,
+        tracking=tracking,
     )
     records, extra = engine(args.engine).run_segment(config, job)
     if args.stop_after is not None and records and records[-1]["step"] < job.segment.last_step:
@@ -125,6 +130,12 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="cluster: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0)",
     )
+    p.add_argument(
+        "--tracking",
+        default=None,
+        help="config `logging` as JSON (W&B and TensorBoard; default: $BRORL_TRACKING, which the workflow sets, "
+        "else off); the W&B key comes from WANDB_API_KEY only",
+    )
     p.set_defaults(func=cmd_segment)
 
     p = sub.add_parser("export", help="link a saved step's export into results/train/<arm>/step<k>/")
@@ -172,5 +183,15 @@ def main(argv: list[str] | None = None) -> None:
 
     engine_errors = [error for name in ENGINES for error in engine(name).ERRORS]
     run_command(
-        args, (RecipeError, MetricsError, CheckpointError, ConfigError, ModelError, FileNotFoundError, *engine_errors)
+        args,
+        (
+            RecipeError,
+            MetricsError,
+            CheckpointError,
+            ConfigError,
+            ModelError,
+            TrackingError,
+            FileNotFoundError,
+            *engine_errors,
+        ),
     )

@@ -20,6 +20,7 @@ from brorl.provenance import provenance, sha256_file
 
 from .recipe import ArmPlan, Segment
 from .run_folder import atomic_json
+from .tracking import Tracking
 
 
 class CheckpointError(RuntimeError):
@@ -38,6 +39,7 @@ class SegmentJob:
     out_dir: Path
     stop_after: int | None = None  # embedded: end after this step, without a manifest (tests of resumption)
     ray_emulated: str | None = None  # cluster: the launcher's RAY_SLURM_EMULATED (None: leave it as it is)
+    tracking: Tracking = dataclasses.field(default_factory=Tracking)  # config `logging` (default: off)
 
     @property
     def segment(self) -> Segment:

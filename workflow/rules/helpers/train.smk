@@ -2,6 +2,7 @@
 import json
 
 from brorl.training.recipe import arm_plan, enabled_arms
+from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
 
 TRAIN = config["training"]
 TRAIN_ENGINE = (
@@ -9,6 +10,13 @@ TRAIN_ENGINE = (
 )  # the CPU rehearsal trains with cluster, the rest embedded
 TRAINED_ARMS = enabled_arms(config)
 PRESENTATION_KEYS = ("label", "description", "enabled")
+# config `logging` reaches the segment jobs through the environment (TRACKING_ENV, declared with `envvars:` in
+# train.smk), not params: tracking changes no weight, so editing it must never rerun (or, with protected outputs,
+# block) training. With W&B online, a missing WANDB_API_KEY stops the workflow here, before any job (the job checks
+# again: an executor may not pass it on).
+os.environ[TRACKING_ENV] = json.dumps(config["logging"], sort_keys=True)
+if TRAINED_ARMS:
+    check_key(Tracking.from_config(config["logging"]).wandb)
 
 
 def train_recipe(wildcards):

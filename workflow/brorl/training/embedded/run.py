@@ -21,6 +21,7 @@ from .. import metrics as metrics_io
 from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
 from ..run_folder import check_fingerprint
 from ..segments import SegmentJob
+from ..tracking import SegmentLogger, Tracking
 from . import state as run_state
 from .advantages import keep_groups, reinforce_baseline
 from .prompts import PromptStream, derived_seed
@@ -36,7 +37,7 @@ ERRORS = (TrainingError,)  # the errors that end a job of this engine with one `
 def run_segment(config: Mapping[str, Any], job: SegmentJob) -> tuple[list[dict], dict]:
     """Train segment `job.index` of `job.plan` in this process; returns (its metrics records, manifest extras)."""
     run = EmbeddedRun(config, job.plan, job.start_model, job.train_data, job.out_dir)
-    records = run.run_segment(job.index, stop_after=job.stop_after)
+    records = run.run_segment(job.index, stop_after=job.stop_after, tracking=job.tracking)
     return records, {"engine": "embedded", "dropped_prompts": getattr(run, "dropped_prompts", None)}
 
 
@@ -299,9 +300,10 @@ class EmbeddedRun:
             },
         )
 
-    def run_segment(self, index: int, stop_after: int | None = None) -> list[dict]:
+    def run_segment(self, index: int, stop_after: int | None = None, tracking: Tracking | None = None) -> list[dict]:
         """Run segment `index` from the committed step to its last step; returns its metrics records.
-        `stop_after` ends early after that step (tests of resumption)."""
+        `stop_after` ends early after that step (tests of resumption); `tracking` also sends each committed step's
+        record to W&B and TensorBoard (config `logging`; default: off)."""
         from tqdm import tqdm
 
         segment = self.plan.segments[index]
@@ -312,13 +314,15 @@ class EmbeddedRun:
             committed = self._setup(segment)
             steps = range(max(committed + 1, segment.first_step), segment.last_step + 1)
             bar = tqdm(steps, desc=f"train {self.arm} segment {index}", unit="step", disable=not self.progress)
-            for step in bar:
-                record = self._step(step, segment)
-                self._commit(step, record)
-                bar.set_postfix(
-                    reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
-                )
-                if stop_after is not None and step >= stop_after:
-                    break
+            with SegmentLogger(tracking or Tracking(), self.arm, index, self.run_dir, self.config) as logger:
+                for step in bar:
+                    record = self._step(step, segment)
+                    self._commit(step, record)
+                    logger.log(record)
+                    bar.set_postfix(
+                        reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
+                    )
+                    if stop_after is not None and step >= stop_after:
+                        break
         records = [r for r in metrics_io.read_metrics(self.metrics_path) if r["step"] in segment.steps]
         return records

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..recipe import ArmPlan, RecipeError
+from ..tracking import KEY_ENV, Tracking, run_name
 
 MODULE = "openrlhf.cli.train_ppo_ray"
 # One pass over the prompt file, which holds as many shuffled passes of the mix as the run needs (dataset.py):
@@ -43,6 +44,11 @@ CPU_DEVICE_FLAGS = (
     "sdpa",  # torch's attention kernel: flash-attention exists only for CUDA
     "--vllm.enforce_eager",  # no CUDA graphs on a CPU
 )
+# OpenRLHF switches W&B on when --logger.wandb.key is non-empty and calls wandb.login(key) only when wandb has no key
+# of its own; wandb reads WANDB_API_KEY from the environment, which the launcher hands to every Ray process. So the
+# flag carries this marker, never the key: no argv, log, manifest or W&B run config (OpenRLHF logs its args there)
+# can hold it.
+WANDB_KEY_MARKER = f"env:{KEY_ENV}"
 
 
 @dataclass(frozen=True)
@@ -132,9 +138,25 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths) -> list[str]:
+def wandb_flags(tracking: Tracking, arm: str) -> list[str]:
+    """OpenRLHF's --logger.wandb.* flags of config logging.wandb (none when it is off; run_name is always set, it
+    also names the TensorBoard folder). The key stays in the environment (WANDB_KEY_MARKER)."""
+    settings = tracking.wandb
+    if not settings.enabled:
+        return []
+    return [
+        *_flag("logger.wandb.key", WANDB_KEY_MARKER),
+        *_flag("logger.wandb.project", settings.project),
+        *(_flag("logger.wandb.org", settings.entity) if settings.entity else []),
+        *_flag("logger.wandb.group", settings.group_of(arm)),
+    ]
+
+
+def openrlhf_flags(
+    config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths, tracking: Tracking | None = None
+) -> list[str]:
     """The flags of `python -m openrlhf.cli.train_ppo_ray` for segment `segment_index` of the arm `plan` (derived
-    from `config` by recipe.arm_plan), without the program name."""
+    from `config` by recipe.arm_plan), without the program name. `tracking`: config `logging` (default: off)."""
     layout = run_layout(config, plan, segment_index)
     train, cluster, context = config["training"], config["training"]["cluster"], config["context"]
     reference = paths.start_model if layout.reference_step is None else paths.export(layout.reference_step)
@@ -200,7 +222,8 @@ def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int,
         *_flag("ckpt.max_num", cluster["keep_checkpoints"]),
         *_flag("ckpt.best_metric_key", "none"),
         *_flag("logger.tensorboard_dir", paths.tensorboard_dir),
-        *_flag("logger.wandb.run_name", f"segment{segment_index:03d}"),
+        *_flag("logger.wandb.run_name", run_name(plan.name, segment_index)),  # also the TensorBoard subfolder
+        *wandb_flags(tracking or Tracking(), plan.name),
         *_flag("logger.logging_steps", 1),
     ]
     if train["dynamic_sampling"]["enabled"]:
@@ -231,10 +254,15 @@ def openrlhf_flags(config: Mapping[str, Any], plan: ArmPlan, segment_index: int,
 
 
 def build_command(
-    config: Mapping[str, Any], plan: ArmPlan, segment_index: int, paths: ClusterPaths, python: str = "python"
+    config: Mapping[str, Any],
+    plan: ArmPlan,
+    segment_index: int,
+    paths: ClusterPaths,
+    python: str = "python",
+    tracking: Tracking | None = None,
 ) -> list[str]:
     """The full argv: `python -m openrlhf.cli.train_ppo_ray <flags>` for segment `segment_index` of `plan`."""
-    return [python, "-m", MODULE, *openrlhf_flags(config, plan, segment_index, paths)]
+    return [python, "-m", MODULE, *openrlhf_flags(config, plan, segment_index, paths, tracking)]
 
 
 def flag_value(flags: list[str], name: str) -> str | list[str] | None:

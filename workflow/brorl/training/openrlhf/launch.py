@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..run_folder import atomic_json
+from ..tracking import Tracking
 from .checkpoint import latest_global_step
 from .command import ClusterPaths, RunLayout
 from .logs import Launch
@@ -37,10 +38,13 @@ def launch_env(
     paths: ClusterPaths,
     base: Mapping[str, str],
     emulated: str | None = None,
+    tracking: Tracking | None = None,
 ) -> dict[str, str]:
     """The environment of the launcher, hence of `ray start` on every node and of every Ray worker (they inherit
     the raylet's environment, not the driver's): the job hook, the reward settings, and on CPU the device layer.
-    `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it."""
+    `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it.
+    `tracking` with W&B on: WANDB_MODE and WANDB_DIR (run/openrlhf/, unless the job's environment sets it) for
+    OpenRLHF's trainer; WANDB_API_KEY comes with `base` (the job's environment), as HF_TOKEN does."""
     cluster, reward = config["training"]["cluster"], config["training"]["reward"]
     env = dict(base)
     front = [str(JOB_HOOK), str(WORKFLOW)]
@@ -71,6 +75,9 @@ def launch_env(
     )
     if emulated is not None:
         env["RAY_SLURM_EMULATED"] = emulated
+    if tracking is not None and tracking.wandb.enabled:
+        env["WANDB_MODE"] = tracking.wandb.mode
+        env.setdefault("WANDB_DIR", str(paths.openrlhf_dir))  # wandb writes <dir>/wandb/<run>/
     return env
 
 

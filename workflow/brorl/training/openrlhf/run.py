@@ -189,14 +189,14 @@ def run_segment(
                 "the compute nodes (Debian/Ubuntu: python3-minimal)"
             )
 
-    flags = openrlhf_flags(config, plan, segment_index, paths)
+    flags = openrlhf_flags(config, plan, segment_index, paths, job.tracking)
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
     argv = [python, "-m", MODULE, *flags]
     launches_path = paths.openrlhf_dir / "launches.json"
     if latest is None or latest < last_global:
         for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        env = launch_env(config, layout, paths, os.environ, job.ray_emulated)
+        env = launch_env(config, layout, paths, os.environ, job.ray_emulated, job.tracking)
         attempt = 1 + sum(1 for run in read_launches(launches_path, paths.logs_dir) if run.segment == segment_index)
         logs = f"segment{segment_index:03d}-{attempt}"
         single_host = cluster["device"] == "cpu" and not (
