@@ -445,8 +445,17 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
             assert set(zip(scores.id, scores.sample_idx)) == set(zip(samples.id, samples.sample_idx))
             assert summary["pass_at_1"] == pytest.approx(scores.score.mean())
             assert summary["n_items"] == 3 and summary["n_samples"] == 16
+            assert "pass_at_1_stderr" in summary and len(summary["pass_at_1_ci95"]) == 2
+            mv = summary["math_verify"]
+            if bench == "synthetic_math":  # the real scorer's two verdicts, every sample counted once
+                assert mv["agree"] + mv["prorl_only"] + mv["math_verify_only"] == 48
+                assert scores["correct_math_verify"].notna().all()
+            else:
+                assert mv is None and scores["correct_math_verify"].isna().all()
         table = pd.read_csv(tmp_path / "results/tables/eval_summary.csv")
         assert {"synthetic_math", "rg_arithmetic", "Math avg", "Reasoning Gym avg"} <= set(table.benchmark)
+        agreement = pd.read_csv(tmp_path / "results/tables/math_verify_agreement.csv")
+        assert set(agreement.benchmark) == {"synthetic_math", "Math avg"}
 
         again = snakemake(*args, cwd=repo)
         assert again.returncode == 0 and "Nothing to be done" in output_of(again), output_of(again)
