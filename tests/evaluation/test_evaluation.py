@@ -480,7 +480,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         assert len(pd.read_parquet(eval_dir / "synthetic_math.samples.parquet")) == 48
 
         # A verifier change reruns scoring (and what reads the scores), never generation.
-        verifier = repo / "workflow" / "brorl" / "scoring" / "math.py"
+        verifier = repo / "workflow" / "brorl" / "scoring" / "math" / "__init__.py"
         verifier.write_text(verifier.read_text() + "\n# a verifier edit\n")
         changed = job_counts(snakemake("-n", *args, cwd=repo))
         assert changed.get("score_samples") == 2, changed
