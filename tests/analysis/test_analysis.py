@@ -31,12 +31,13 @@ from brorl.analysis.paper_tables import (
     benchmark_table,
     checkpoint_rows,
     display,
+    plus_minus,
     table1,
 )
 from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
 from brorl.analysis.significance import compare_checkpoints
 from brorl.analysis.summary import first_beating
-from brorl.analysis.trajectories import reasoning_gym_averages
+from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
 from brorl.training.metrics import FIELDS
 from helpers import copy_workflow
@@ -111,6 +112,10 @@ def write_scores(path: Path, ids: list[str], rates: np.ndarray, rng: np.random.G
             "score": score.ravel(),
             "correct": score.ravel() == 1.0,
             "error": pd.array([None] * score.size, dtype="string"),
+            # the math verifier's second verdict (here the same); null outside math, as brorl.evaluation writes it
+            "correct_math_verify": pd.array(
+                [pd.NA] * score.size if path.name.startswith("rg_") else score.ravel() == 1.0, dtype="boolean"
+            ),
         }
     )
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -409,6 +414,42 @@ def test_tables_mark_checkpoints_and_benchmarks_not_run():
     assert sum(cp.arm is None for cp in rows) == 3  # the BroRL rows: treatment arm b16 is not enabled
 
 
+def test_tables_show_plus_minus_and_n_beside_every_reproduced_score():
+    units = units_frame({("base", 3000): np.array([0.2, 0.5, 0.9, 0.4])}, np.random.default_rng(3), n=16)
+    units = pd.concat([units, units.assign(benchmark="aime24", id=units["id"] + "x")], ignore_index=True)
+    fam, bench = family_pass1(units), benchmark_pass1(units)
+    one = bench[bench.benchmark == "aime24"].iloc[0]
+    assert one["se"] == pytest.approx(sps.sem(units[units.benchmark == "aime24"]["score"]))
+    assert fam.iloc[0]["se"] == pytest.approx(np.sqrt(2) * one["se"] / 2)  # two benchmarks with equal scores
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, {("base", 3000)})
+    t1 = table1(PAPER, rows, fam, pd.DataFrame(columns=["arm", "step", "hours"]), 3000)
+    shown = display(t1)
+    value, se = 100 * fam.iloc[0]["pass1"], 100 * fam.iloc[0]["se"]
+    assert shown.loc[0, "Math"] == f"{value:.2f} ± {se:.2f}" and shown.loc[0, "Math n"] == "8 x 16"
+    assert "Math se" not in shown and t1.loc[0, "Math se"] == pytest.approx(se)  # the CSV frame keeps the number
+    assert shown.loc[1, "Math"] == NOT_RUN and shown.loc[1, "Math n"] == NOT_RUN
+    assert shown.loc[0, "Math, paper"] == f"{PAPER['table1'][0]['math']:.2f}"  # the paper's value, as published
+    t3 = display(benchmark_table(PAPER, "math", rows, bench))
+    cell = t3[(t3.benchmark == "aime24") & (t3.arm == "base")].iloc[0]
+    assert cell["pass@1"] == f"{100 * one['pass1']:.2f} ± {100 * one['se']:.2f}" and cell["pass@1 n"] == "4 x 16"
+    assert plus_minus(61.0, float("nan")) == "61.00 ± n/a"  # one problem: no spread estimate
+
+
+def test_figures_draw_the_interval_bands(monkeypatch):
+    from brorl.analysis import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: drawn.append(fig))
+    rng = np.random.default_rng(6)
+    units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng)
+    fam = family_pass1(units).assign(hours=[0.0, 1.0, 1.2])
+    figures.plot_figure1(fam, ["c", "t"], {}, "base", 0, "x.png", "x.pdf")
+    assert len(drawn[0].axes[0].collections) == 2  # one band per arm
+    tasks = task_pass1(units).assign(hours=[0.0, 1.0, 1.2])
+    figures.plot_figure4(tasks, {1: ["b"]}, {1: 1.0}, 1, ["c", "t"], {}, "base", 0, "y.png", "y.pdf")
+    assert len(drawn[1].axes[0].collections) == 2
+
+
 def test_reasoning_gym_averages_differ_when_categories_hold_different_numbers_of_tasks():
     units = pd.DataFrame(
         {
@@ -600,6 +641,17 @@ def test_cli_from_score_files_to_summary(tmp_path):
     assert float(trt[SAMPLES].item()) == pytest.approx(0.064)  # 2 steps x 32 generated samples, in thousands
     assert {RG_CATEGORY, RG_TASK, RG_ITEM} <= set(t1.columns) and t1.loc[0, f"{RG_TASK}, paper"] == "61.29"
     assert "booktabs" in (tmp_path / "tables/table5.tex").read_text()
+    # every reproduced score has its standard error and n (problems x samples); the paper's values stay as published
+    base = t1.iloc[0]
+    assert base["Math n"] == "6 x 16" and float(base["Math se"]) > 0 and base[f"{RG_TASK} n"] == "6 x 16"
+    shown = (tmp_path / "tables/table1.md").read_text()
+    assert f"{float(base['Math']):.2f} ± {float(base['Math se']):.2f}" in shown and "| 6 x 16 |" in shown
+    assert "| 61.29 |" in shown  # the paper's printed Reasoning Gym average, as published
+    t3 = pd.read_csv(tmp_path / "tables/table3.csv", keep_default_na=False)
+    row = t3[(t3.benchmark == "synthetic_math") & (t3.arm == "trt")].iloc[0]
+    assert (
+        row["pass@1 n"] == "6 x 16" and f"{float(row['pass@1']):.2f} ± " in (tmp_path / "tables/table3.md").read_text()
+    )
     t5 = pd.read_csv(tmp_path / "tables/table5.csv", keep_default_na=False)
     assert (t5[t5.benchmark == "rg_geometry"]["pass@1"] == NOT_RUN).all()  # configured, not evaluated: kept
     tables = [tmp_path / f"tables/table{i}.csv" for i in (3, 4, 5)]
@@ -624,6 +676,7 @@ def test_cli_from_score_files_to_summary(tmp_path):
     assert "category mean of Reasoning Gym" in text and "pattern 3 (BroRL does not improve)" in text
     assert "with the printed average: BroRL +107 (98.1 h), 35.7 h before ProRL's +535 (133.8 h)" in text
     assert "tiny preset" in text and "delta 0.0033" in text and "over n = 12 instances" in text
+    assert f"{float(base['Math']):.2f} ± {float(base['Math se']):.2f} (n 6 x 16) (" in text
     assert "Table 2" in text and "not run: the throughput stage" in text
 
 
@@ -671,7 +724,7 @@ def arm_checkpoints(wildcards):
 """
 # The stage's outputs and the evaluation table (not `all`: the model and training stages' own targets stay out).
 TARGETS = (
-    ["results/SUMMARY.md", "results/tables/eval_summary.md"]
+    ["results/SUMMARY.md", "results/tables/eval_summary.md", "results/tables/math_verify_agreement.md"]
     + [
         f"results/figures/{f}.{e}"
         for f in ("figure1", "figure1_families", "figure4", "n_sweep")
@@ -776,6 +829,19 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
             assert (results / f"figures/{name}.png").stat().st_size > 1000
         summary = (results / "SUMMARY.md").read_text()
         assert "tiny preset" in summary and "over n = 12 instances" in summary
+        # every score shown has an error bar and n = problems x samples (4 problems per benchmark, 16 samples)
+        for table in ("table1", "table3", "table5", "eval_summary"):
+            text = (results / f"tables/{table}.md").read_text()
+            assert " ± " in text and " x 16 |" in text, table
+        t3 = pd.read_csv(results / "tables/table3.csv", keep_default_na=False)
+        shown = t3[t3["pass@1"] != NOT_RUN]
+        assert len(shown) >= 1 and (shown["pass@1 n"] == "4 x 16").all()  # synthetic_math's evaluated rows
+        assert all(float(x) > 0 for x in shown["pass@1 se"])
+        agreement = pd.read_csv(results / "tables/math_verify_agreement.csv")
+        assert set(agreement["benchmark"]) == {"synthetic_math", "Math avg"} and len(agreement) == 8
+        assert (agreement["ProRL only"] == 0).all() and (
+            agreement["math-verify only"] == 0
+        ).all()  # the synthetic verdicts agree by construction
         again = snakemake(*args, cwd=repo)
         assert "Nothing to be done" in output_of(again), output_of(again)[-3000:]
 

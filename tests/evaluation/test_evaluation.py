@@ -104,6 +104,7 @@ def test_summary_pass_at_1_is_the_mean_of_the_scores():
     scores = samples[["id", "sample_idx"]].assign(score=rng.random(len(samples)).round(2), error=None)
     scores.loc[::3, "score"] = 1.0
     scores["correct"] = scores["score"] == 1.0
+    scores["correct_math_verify"] = scores["correct"]
     shuffled = scores.sample(frac=1.0, random_state=1)  # order of rows must not matter
     summary = summarize(items, samples, shuffled)
     assert summary["pass_at_1"] == pytest.approx(scores["score"].mean())
@@ -126,7 +127,8 @@ def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     df = pd.read_parquet(scores)
-    assert list(df.columns) == ["id", "sample_idx", "score", "correct", "error"]
+    assert list(df.columns) == ["id", "sample_idx", "score", "correct", "error", "correct_math_verify"]
+    assert df["correct_math_verify"].tolist() == df["correct"].tolist()  # integer answers: the graders agree
     assert len(df) == 12 and set(zip(df.id, df.sample_idx)) == {(it["id"], s) for it in items[:3] for s in range(4)}
     expected = [1.0 if (i + s) % 2 == 0 else 0.0 for i in range(3) for s in range(4)]
     assert df["score"].tolist() == expected and df["correct"].tolist() == [e == 1.0 for e in expected]
@@ -157,6 +159,16 @@ def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
     assert s["pass_at_k"]["2"] == pytest.approx(1 - 1 / 6) and s["pass_at_k"]["4"] == 1.0
     assert s["arm"] == "base" and s["step"] == 0 and s["benchmark"] == "synthetic_math"
     assert s["truncation_rate"] == pytest.approx(0.25) and s["scorer_errors"] == {}
+    # each of the 3 items has 2 of 4 samples right: no spread over problems
+    assert s["pass_at_1_stderr"] == 0.0 and s["pass_at_1_ci95"] == [0.5, 0.5]
+    assert s["math_verify"] == {
+        "pass_at_1": 0.5,
+        "pass_at_1_stderr": 0.0,
+        "pass_at_1_ci95": [0.5, 0.5],
+        "prorl_only": 0,
+        "math_verify_only": 0,
+        "agree": 12,
+    }
     assert s["inputs"]["scores"]["sha256"] and "git" in s["provenance"]
 
 
@@ -193,7 +205,52 @@ def test_coverage_check_orders_rows_by_item_then_sample():
         check_coverage(items, df.iloc[:0], "x")
 
 
-def _summary(arm, step, bench, family, p1, n=16, tokens=10.0, trunc=0.0, errors=None):
+def test_summary_gives_standard_errors_intervals_and_math_verify_disagreements():
+    items, n = _items(4), 4
+    samples = _samples(items, n)
+    correct = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], dtype=bool)  # item x sample
+    math_verify = correct.copy()
+    math_verify[0, :2] = False  # the ProRL grader accepts, math-verify alone does not (e.g. "4.5e33")
+    math_verify[3, 0] = True  # and the other way
+    scores = samples[["id", "sample_idx"]].assign(
+        score=correct.ravel().astype(float),
+        correct=correct.ravel(),
+        error=None,
+        correct_math_verify=math_verify.ravel(),
+    )
+    s = summarize(items, samples, scores)
+    rates = np.array([1.0, 0.5, 0.25, 0.0])
+    se = rates.std(ddof=1) / 2
+    assert s["pass_at_1"] == pytest.approx(rates.mean()) and s["pass_at_1_stderr"] == pytest.approx(se)
+    assert s["pass_at_1_ci95"] == pytest.approx([rates.mean() - 1.959964 * se, rates.mean() + 1.959964 * se])
+    pass2 = pass_at_k_from_scores(correct.astype(float), 2)
+    assert s["pass_at_k_stderr"]["2"] == pytest.approx(pass2.std(ddof=1) / 2)
+    mv = s["math_verify"]
+    assert mv["pass_at_1"] == pytest.approx(math_verify.mean(axis=1).mean())
+    assert (mv["prorl_only"], mv["math_verify_only"], mv["agree"]) == (2, 1, 13)
+    # one problem: no spread estimate (null in the JSON); a non-math benchmark has no math-verify verdict
+    one = summarize(items[:1], samples[samples.id == items[0]["id"]], scores[scores.id == items[0]["id"]])
+    assert one["pass_at_1_stderr"] is None and one["pass_at_1_ci95"] == [None, None]
+    other = [{**it, "scorer": "stem", "family": "stem"} for it in items]
+    assert summarize(other, samples, scores.drop(columns="correct_math_verify"))["math_verify"] is None
+    with pytest.raises(EvaluationError, match="lack column correct_math_verify"):
+        summarize(items, samples, scores.drop(columns="correct_math_verify"))
+
+
+def test_scores_carry_the_math_verify_verdict_for_math_items_only():
+    from brorl.evaluation.score import score_samples
+
+    math = {**_items(1)[0], "id": "m/0", "answer": "4.5e33"}
+    stem = {**math, "id": "s/0", "scorer": "stem", "family": "stem"}
+    boxed = ["</think> \\boxed{4.5e33}", "</think> \\boxed{4.5 \\times 10^{33}}"]
+    samples = pd.DataFrame({"id": ["m/0", "m/0", "s/0", "s/0"], "sample_idx": [0, 1, 0, 1], "response": boxed * 2})
+    scores = score_samples([math, stem], samples, workers=1, progress=False, where="x")
+    assert scores["correct"].tolist() == [True] * 4  # the ProRL grader (and STEM, built on it) accept both forms
+    assert scores["correct_math_verify"].tolist()[:2] == [False, True]  # math-verify alone reads e as Euler's number
+    assert scores["correct_math_verify"][2:].isna().all()  # not a math item: no math-verify verdict
+
+
+def _summary(arm, step, bench, family, p1, n=16, tokens=10.0, trunc=0.0, errors=None, se=0.01, mv=None):
     return {
         "arm": arm,
         "step": step,
@@ -202,7 +259,10 @@ def _summary(arm, step, bench, family, p1, n=16, tokens=10.0, trunc=0.0, errors=
         "n_items": 10,
         "n_samples": n,
         "pass_at_1": p1,
+        "pass_at_1_stderr": se,
+        "pass_at_1_ci95": [p1 - 1.96 * se, p1 + 1.96 * se],
         "pass_at_k": {str(k): min(1.0, p1 * k) for k in ks_for(n)},
+        "math_verify": mv,
         "mean_response_tokens": tokens,
         "truncation_rate": trunc,
         "scorer_errors": errors or {},
@@ -238,6 +298,8 @@ def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_
     ]
     with pytest.raises(EvaluationError, match="two summaries"):
         collect(summaries + [summaries[0]])
+    assert avg.loc[("base", "Math avg"), "pass@1 se"] == pytest.approx(np.sqrt(3 * 0.01**2) / 3)
+    assert np.isnan(avg.loc[("base", "Math avg"), "pass@1 math-verify"])  # these summaries carry no verdicts
 
     paths = []
     for i, s in enumerate(summaries):
@@ -246,7 +308,40 @@ def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_
     md, csv = tmp_path / "t.md", tmp_path / "t.csv"
     proc = cli("collect", "--summaries", *paths, "--out-csv", csv, "--out-md", md)
     assert proc.returncode == 0, proc.stderr
-    assert len(pd.read_csv(csv)) == 11 and "| base | 0 | Math avg | math | 3 |" in md.read_text()
+    assert (
+        len(pd.read_csv(csv)) == 11 and "| base | 0 | Math avg | math | 3 | 30 x 16 | 40.00 ± 0.58 |" in md.read_text()
+    )
+    assert pd.read_csv(csv).loc[0, "pass@1 se"] == pytest.approx(0.01)  # the CSV keeps the numbers
+
+
+def test_collect_writes_the_math_verify_agreement_table(tmp_path):
+    mv = {"pass_at_1": 0.5, "pass_at_1_stderr": 0.02, "prorl_only": 7, "math_verify_only": 1, "agree": 152}
+    summaries = [
+        _summary("base", 0, "aime24", "math", 0.55, se=0.03, mv=mv),
+        _summary("base", 0, "math500", "math", 0.7, se=0.01, mv={**mv, "pass_at_1": 0.69, "prorl_only": 3}),
+        _summary("base", 0, "rg_games", "reasoning_gym", 0.5),
+    ]
+    df = collect(summaries)
+    math = df.set_index("benchmark").loc["Math avg"]
+    assert math["pass@1 math-verify"] == pytest.approx(0.595) and math["ProRL only"] == 10
+    assert math["pass@1 math-verify se"] == pytest.approx(np.sqrt(2 * 0.02**2) / 2)
+    assert np.isnan(df.set_index("benchmark").loc["rg_games", "pass@1 math-verify"])
+    paths = []
+    for i, s in enumerate(summaries):
+        paths.append(tmp_path / f"{i}.summary.json")
+        paths[-1].write_text(json.dumps(s))
+    out = {k: tmp_path / f"t.{k}" for k in ("md", "csv")}
+    agree = {k: tmp_path / f"agree.{k}" for k in ("md", "csv")}
+    args = ("collect", "--summaries", *paths, "--out-csv", out["csv"], "--out-md", out["md"])
+    proc = cli(*args, "--agreement-md", agree["md"], "--agreement-csv", agree["csv"])
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(agree["csv"])
+    assert table["benchmark"].tolist() == ["aime24", "math500", "Math avg"]  # math rows only
+    assert table.loc[0, "pass@1 math-verify"] == 0.5 and table.loc[0, "difference"] == pytest.approx(0.05)
+    assert table.loc[0, "ProRL only"] == 7 and table.loc[0, "n_items"] == 10 and table.loc[2, "ProRL only"] == 10
+    assert "| aime24 | 10 x 16 | 55.00 ± 3.00 | 50.00 ± 2.00 | +5.00 | 7 | 1 |" in agree["md"].read_text()
+    bad = cli(*args, "--agreement-md", agree["md"])
+    assert bad.returncode == 2 and "go together" in bad.stderr
 
 
 # ------------------------------------------------------------------------------------------------------- workflow
@@ -350,8 +445,17 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
             assert set(zip(scores.id, scores.sample_idx)) == set(zip(samples.id, samples.sample_idx))
             assert summary["pass_at_1"] == pytest.approx(scores.score.mean())
             assert summary["n_items"] == 3 and summary["n_samples"] == 16
+            assert "pass_at_1_stderr" in summary and len(summary["pass_at_1_ci95"]) == 2
+            mv = summary["math_verify"]
+            if bench == "synthetic_math":  # the real scorer's two verdicts, every sample counted once
+                assert mv["agree"] + mv["prorl_only"] + mv["math_verify_only"] == 48
+                assert scores["correct_math_verify"].notna().all()
+            else:
+                assert mv is None and scores["correct_math_verify"].isna().all()
         table = pd.read_csv(tmp_path / "results/tables/eval_summary.csv")
         assert {"synthetic_math", "rg_arithmetic", "Math avg", "Reasoning Gym avg"} <= set(table.benchmark)
+        agreement = pd.read_csv(tmp_path / "results/tables/math_verify_agreement.csv")
+        assert set(agreement.benchmark) == {"synthetic_math", "Math avg"}
 
         again = snakemake(*args, cwd=repo)
         assert again.returncode == 0 and "Nothing to be done" in output_of(again), output_of(again)
@@ -376,7 +480,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         assert len(pd.read_parquet(eval_dir / "synthetic_math.samples.parquet")) == 48
 
         # A verifier change reruns scoring (and what reads the scores), never generation.
-        verifier = repo / "workflow" / "brorl" / "scoring" / "math.py"
+        verifier = repo / "workflow" / "brorl" / "scoring" / "math" / "__init__.py"
         verifier.write_text(verifier.read_text() + "\n# a verifier edit\n")
         changed = job_counts(snakemake("-n", *args, cwd=repo))
         assert changed.get("score_samples") == 2, changed

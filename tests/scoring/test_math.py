@@ -282,3 +282,29 @@ def test_pathological_answer_is_bounded(pred):
     assert got is not None, f"{pred} still running after 30 s"
     assert elapsed < 15, elapsed
     assert got[1] is False and got[0] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the math-verify-only verdict beside the ProRL grader's
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "prorl", "math_verify"),
+    [
+        ("4.5e33", "4.5e33", True, False),  # math-verify reads e as Euler's number; the DeepScaleR side rewrites it
+        ("4.5 \\times 10^{33}", "4.5e33", True, True),
+        ("\\frac12", "0.5", True, True),
+        ("17", "17", True, True),  # plain integers: the ProRL verdict is exact equality, math-verify still runs
+        ("18", "17", False, False),
+        ("0.333", "\\frac13", False, False),
+    ],
+)
+def test_math_verify_verdict_is_kept_beside_the_prorl_grader(pred, gold, prorl, math_verify):
+    s = score_math(_item(gold), f"<think>...</think> \\boxed{{{pred}}}")
+    assert (s.correct, s.math_verify, s.error) == (prorl, math_verify, None), s
+
+
+def test_unjudged_math_responses_are_false_under_both_graders():
+    for response, error in (("<think>no end", "truncated"), ("</think> no box", "no_final_answer")):
+        s = score_math(_item("3"), response)
+        assert (s.score, s.correct, s.math_verify, s.error) == (0.0, False, False, error)

@@ -133,7 +133,8 @@ rule summarize_evaluation:
 
 
 rule collect_evaluation:
-    """The evaluation table: pass@k per benchmark of every evaluated checkpoint."""
+    """The evaluation table: pass@k (pass@1 with its standard error) per benchmark of every evaluated checkpoint,
+    and the math benchmarks' math-verify-only pass@1 beside the ProRL grader's."""
     input:
         summaries=evaluation_files("summary.json"),
     output:
@@ -151,6 +152,20 @@ rule collect_evaluation:
             table="pass@k per benchmark",
             format="csv",
         ),
+        agreement_md=report_file(
+            "results/tables/math_verify_agreement.md",
+            "math_verify_agreement",
+            "Evaluation",
+            table="math-verify alone vs the ProRL grader",
+            format="markdown",
+        ),
+        agreement_csv=report_file(
+            "results/tables/math_verify_agreement.csv",
+            "math_verify_agreement",
+            "Evaluation",
+            table="math-verify alone vs the ProRL grader",
+            format="csv",
+        ),
     log:
         "results/logs/collect_evaluation/eval_summary.log",
     localrule: True
@@ -166,5 +181,7 @@ rule collect_evaluation:
             --summaries {input.summaries:q} \
             --out-csv {output.csv:q} \
             --out-md {output.md:q} \
+            --agreement-md {output.agreement_md:q} \
+            --agreement-csv {output.agreement_csv:q} \
             >{log:q} 2>&1
         """

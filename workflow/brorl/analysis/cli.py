@@ -199,7 +199,7 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     _, hours = _hours(a, spec)
     labels = {arm["name"]: arm.get("label") or arm["name"] for arm in spec["arms"]}
     arms = [cfg["comparison"]["control"], cfg["comparison"]["treatment"]]
-    fam = with_hours(family_pass1(units, resamples=cfg["bootstrap"]["resamples"], seed=cfg["bootstrap"]["seed"]), hours)
+    fam = with_hours(family_pass1(units), hours)  # pass@1 with its 95% interval: the bands
     plot_figure1(fam, arms, labels, spec["base_arm"], spec["start_step"], a.figure1_png, a.figure1_pdf)
     plot_figure1(fam, arms, labels, spec["base_arm"], spec["start_step"], a.families_png, a.families_pdf, FAMILIES)
     tasks = with_hours(task_pass1(units), hours)

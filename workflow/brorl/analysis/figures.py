@@ -2,6 +2,8 @@
 
 As in the paper, Figure 1 is the Math score against training hours (every family: ``families=FAMILIES``, an extra
 figure), and Figure 4 plots per-task pass@1 against training hours with one row per trajectory pattern (patterns.py).
+Bands and error bars are the 95% intervals of the frames (``ci_low``, ``ci_high``: pass@1 +- 1.96 se over problems,
+the tables' error bars); a point without one (a task of one problem) has no band there.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ def _with_start(frame: pd.DataFrame, arms: Sequence[str], base_arm: str, start_s
     return pd.concat(parts, ignore_index=True) if parts else frame.iloc[:0]
 
 
+def _band(ax, d: pd.DataFrame, colour) -> None:
+    """The 95% interval of ``d`` (sorted by hours) as a shaded band, where it is defined."""
+    if "ci_low" in d:
+        ax.fill_between(d["hours"], 100 * d["ci_low"], 100 * d["ci_high"], color=colour, alpha=0.2, linewidth=0)
+
+
 def plot_figure1(
     family: pd.DataFrame,
     arms: Sequence[str],
@@ -50,7 +58,7 @@ def plot_figure1(
     families: Sequence[str] = ("math",),
 ) -> None:
     """One panel per family of ``families`` evaluated: pass@1 (%) against training hours, one line per arm with its
-    bootstrap CI band (the paper's Figure 1 is Math only)."""
+    95% interval as a band (the paper's Figure 1 is Math only)."""
     data = _with_start(family, arms, base_arm, start_step)
     fams = [f for f in families if f in set(data["family"])] or list(families[:1])
     sns.set_theme(style="whitegrid", context="paper")
@@ -62,8 +70,7 @@ def plot_figure1(
             if d.empty or d["hours"].isna().all():
                 continue
             ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
-            if "ci_low" in d:
-                ax.fill_between(d["hours"], 100 * d["ci_low"], 100 * d["ci_high"], color=colours[arm], alpha=0.2)
+            _band(ax, d, colours[arm])
         ax.set_title(FAMILY_LABELS[fam])
         ax.set_xlabel("training hours")
         ax.set_ylabel("pass@1 (%)")
@@ -101,7 +108,7 @@ def plot_figure4(
     pdf: Path,
 ) -> None:
     """Per-task pass@1 (%) against training hours, one row per trajectory pattern (its share of the classified
-    tasks in the row title), one line per arm."""
+    tasks in the row title), one line per arm with its 95% interval as a band."""
     data = _with_start(tasks, arms, base_arm, start_step)
     sns.set_theme(style="whitegrid", context="paper")
     cols = max(1, max((len(v) for v in rows.values()), default=1))
@@ -122,6 +129,7 @@ def plot_figure4(
                 d = data[(data["arm"] == arm) & (data["task"] == shown[c])].sort_values("hours")
                 if not d.empty:
                     ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
+                    _band(ax, d, colours[arm])
             ax.set_title(
                 shown[c] if c else f"pattern {k} ({100 * shares.get(k, 0):.0f}% of {n_tasks}): {shown[c]}", loc="left"
             )
@@ -137,7 +145,7 @@ def plot_figure4(
 
 
 def plot_n_sweep(family: pd.DataFrame, sweep: Sequence[Mapping], step: int, png: Path, pdf: Path) -> None:
-    """Family pass@1 (%) at ``step`` against N (log2 axis) over the sweep arms (name, n), with bootstrap CIs."""
+    """Family pass@1 (%) at ``step`` against N (log2 axis) over the sweep arms (name, n), with 95% intervals."""
     rows = []
     for arm in sweep:
         d = family[(family["arm"] == arm["name"]) & (family["step"] == step)]

@@ -4,6 +4,10 @@ Rows are checkpoints: the start checkpoint (arm base), every report step of ever
 of the paper's Table 1 that this configuration has no row for (marked NOT_RUN, never dropped). A reproduced row is
 paired with a paper row when its arm plays the paper row's role (analysis.comparison: control = ProRL, treatment =
 BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns. Values are pass@1 in percent.
+
+Every reproduced pass@1 column ``X`` has ``X se`` (its standard error, points) and ``X n`` (problems x samples)
+beside it when the input frames carry them (trajectories.py); ``display`` writes ``62.10 ± 0.80`` and drops the se
+column. The paper's values are shown as published (it gives no errors).
 """
 
 from __future__ import annotations
@@ -146,6 +150,20 @@ def _percent(x: object) -> object:
     return x * 100.0 if _is_num(x) else x
 
 
+def _n_text(frame: pd.DataFrame, arm: str | None, step: int | None, items: str = "n_items", **match) -> object:
+    """``problems x samples`` of one cell, or NOT_RUN."""
+    problems = _value(frame, arm, step, items, **match)
+    samples = _value(frame, arm, step, "n_samples", **match)
+    return f"{int(problems)} x {int(samples)}" if _is_num(problems) and _is_num(samples) else NOT_RUN
+
+
+def _with_error(row: dict, label: str, frame: pd.DataFrame, arm, step, se: str, items: str = "n_items", **match):
+    """``label se`` (points) and ``label n`` of one reproduced cell, when ``frame`` has the error columns."""
+    if se in frame.columns:
+        row[f"{label} se"] = _percent(_value(frame, arm, step, se, **match))
+        row[f"{label} n"] = _n_text(frame, arm, step, items, **match)
+
+
 def table1(
     paper: Mapping,
     rows: Sequence[Checkpoint],
@@ -185,10 +203,14 @@ def table1(
                 _triple(row, label, _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN, p.get(key))
         for fam in ("math", "code"):
             _triple(row, FAMILY_LABELS[fam], _percent(_value(family, cp.arm, cp.step, "pass1", family=fam)), p.get(fam))
+            _with_error(row, FAMILY_LABELS[fam], family, cp.arm, cp.step, "se", family=fam)
         category = column_mean(paper, "reasoning_gym", cp.paper_key) if cp.paper_key else None
         _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category)
+        _with_error(row, RG_CATEGORY, rg, cp.arm, cp.step, "category_mean_se")
         _triple(row, RG_TASK, _percent(_value(rg, cp.arm, cp.step, "task_mean")), p.get("reasoning_gym"))
+        _with_error(row, RG_TASK, rg, cp.arm, cp.step, "task_mean_se")
         row[RG_ITEM] = _percent(_value(rg, cp.arm, cp.step, "item_mean"))
+        _with_error(row, RG_ITEM, rg, cp.arm, cp.step, "item_mean_se")
         out.append(row)
     return pd.DataFrame(out)
 
@@ -202,8 +224,9 @@ def benchmark_table(
 ) -> pd.DataFrame:
     """Table 3, 4 or 5 (``family``): one row per (benchmark, checkpoint), pass@1 (%) reproduced / paper / diff.
 
-    bench: arm, step, family, benchmark, pass1 (fraction). Benchmarks: the paper's, then those of this family that
-    were evaluated or configured (evaluation.benchmarks, ``configured``) but are not in the paper's table.
+    bench: arm, step, family, benchmark, pass1 (fraction) and optionally se, n_items, n_samples. Benchmarks: the
+    paper's, then those of this family that were evaluated or configured (evaluation.benchmarks, ``configured``) but
+    are not in the paper's table.
     """
     cells = paper["benchmark_tables"][family]["benchmarks"]
     names = list(cells)
@@ -214,23 +237,33 @@ def benchmark_table(
             repro = _value(bench, cp.arm, cp.step, "pass1", benchmark=name)
             repro = repro * 100.0 if _is_num(repro) else repro
             given = (cells.get(name) or {}).get(cp.paper_key) if cp.paper_key else None
-            out.append(
-                {
-                    "benchmark": name,
-                    "in paper": name in cells,
-                    "method": cp.method,
-                    "arm": cp.arm or NOT_RUN,
-                    "continued steps": f"+{cp.continued}",
-                    "pass@1": repro,
-                    "pass@1, paper": given if given is not None else NOT_GIVEN,
-                    "diff": _diff(repro, given),
-                }
-            )
+            row = {
+                "benchmark": name,
+                "in paper": name in cells,
+                "method": cp.method,
+                "arm": cp.arm or NOT_RUN,
+                "continued steps": f"+{cp.continued}",
+                "pass@1": repro,
+            }
+            _with_error(row, "pass@1", bench, cp.arm, cp.step, "se", benchmark=name)
+            row["pass@1, paper"] = given if given is not None else NOT_GIVEN
+            row["diff"] = _diff(repro, given)
+            out.append(row)
     return pd.DataFrame(out)
 
 
+def plus_minus(value: object, se: object, digits: int = 2) -> str:
+    """``62.10 ± 0.80``; ``± n/a`` where the error is undefined (one problem); markers (not run) as they are."""
+    if not _is_num(value):
+        return str(value)
+    err = f"{round(float(se), digits) + 0.0:.{digits}f}" if _is_num(se) else "n/a"
+    return f"{round(float(value), digits) + 0.0:.{digits}f} ± {err}"
+
+
 def display(table: pd.DataFrame) -> pd.DataFrame:
-    """Text cells as the paper prints them: pass@1 and hours to 2 / 1 decimals, differences signed; markers kept."""
+    """Text cells as the paper prints them: pass@1 and hours to 2 / 1 decimals, differences signed; markers kept.
+    A column ``X`` with ``X se`` beside it shows ``X ± se`` (the se column goes)."""
+    errors = {c[: -len(" se")] for c in table.columns if c.endswith(" se") and c[: -len(" se")] in table.columns}
 
     def fmt(column: str, x: object) -> str:
         if not _is_num(x):
@@ -243,4 +276,12 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         sign = "+" if column.endswith("diff") else ""
         return f"{round(float(x), digits) + 0.0:{sign}.{digits}f}"  # + 0.0: no "-0.00" from rounding noise
 
-    return pd.DataFrame({c: [fmt(c, x) for x in table[c]] for c in table.columns})
+    return pd.DataFrame(
+        {
+            c: [plus_minus(x, e) for x, e in zip(table[c], table[c + " se"])]
+            if c in errors
+            else [fmt(c, x) for x in table[c]]
+            for c in table.columns
+            if not (c.endswith(" se") and c[: -len(" se")] in errors)
+        }
+    )

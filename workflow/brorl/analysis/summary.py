@@ -240,12 +240,21 @@ def _simulation(claims: pd.DataFrame | None) -> list[str]:
     return lines + [""]
 
 
+def _with_se(row: Mapping, column: str) -> str:
+    """``62.10 ± 0.80 (n 30 x 16)`` of a reproduced cell with its error columns; the marker of one not run."""
+    if _num(row[column]) is None or f"{column} se" not in row:
+        return _cell(row[column])
+    se = _num(row[f"{column} se"])
+    return f"{_cell(row[column])} ± {'n/a' if se is None else _cell(se)} (n {row.get(f'{column} n', '?')})"
+
+
 def _table1(table1: pd.DataFrame) -> list[str]:
     lines = [
         "### Table 1 (family pass@1, %)",
         "",
         "Reasoning Gym twice: the mean over its 11 categories beside the same mean of the paper's Table 5 "
-        "columns, and the mean over tasks beside the paper's printed average (rule unpublished).",
+        "columns, and the mean over tasks beside the paper's printed average (rule unpublished). Reproduced "
+        "values: pass@1 ± its standard error over problems, n = problems x samples (docs/design.md#error-bars).",
         "",
         "| row | arm | steps | time h (paper) | Math (paper, diff) | Code (paper, diff) | RG category mean (paper "
         "columns, diff) | RG task mean (paper printed, diff) |",
@@ -253,7 +262,7 @@ def _table1(table1: pd.DataFrame) -> list[str]:
     ]
     for r in table1.to_dict("records"):
         cells = [
-            f"{_cell(r[c])} ({_cell(r[c + ', paper'])}, {_cell(r[c + ' diff'], sign='+')})"
+            f"{_with_se(r, c)} ({_cell(r[c + ', paper'])}, {_cell(r[c + ' diff'], sign='+')})"
             for c in ("Math", "Code", RG_CATEGORY, RG_TASK)
         ]
         time = f"{_cell(r['time (h)'], 3)} ({_cell(r['time (h), paper'], 1)})"

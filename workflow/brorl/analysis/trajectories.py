@@ -1,82 +1,107 @@
-"""pass@1 per checkpoint from per-instance units: per benchmark, per family (with bootstrap CIs), per task.
+"""pass@1 per checkpoint from per-instance units: per benchmark, per family, per task, each with its error bar.
 
 pass@1 of a benchmark = mean over its instances of each instance's sample mean (the evaluation stage's number);
 a family's = the unweighted mean over its benchmarks present (the paper's Math and Code averages). Reasoning Gym has
 three averages (``reasoning_gym_averages``): over its 11 categories (that family mean), over tasks and over items; the
 paper's printed average follows an unpublished rule. Values are fractions in [0, 1].
+
+Every pass@1 carries ``se`` (its standard error over problems), ``ci_low`` / ``ci_high`` (the 95% interval) and
+``n_items`` / ``n_samples`` (problems x samples each), by brorl.stats.stderr: a benchmark's or a task's is the
+analytic error of a mean over its problems, a family's (and the category mean's) ``sqrt(sum se^2) / k`` over its
+benchmarks, the task mean's that of a weighted mean over items (docs/design.md#error-bars).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from ..stats import bootstrap_distribution
+from ..stats.stderr import MeanError, mean_error, mean_of_errors, weighted_mean_error
+
+ERROR_COLUMNS = ("se", "ci_low", "ci_high", "n_items", "n_samples")
+
+
+def _errors(err: MeanError, g: pd.DataFrame) -> dict:
+    return {"se": err.se, "ci_low": err.low, "ci_high": err.high, "n_items": len(g), "n_samples": _samples(g)}
+
+
+def _samples(g: pd.DataFrame) -> int:
+    """Samples per problem of a group (the fewest, should they differ)."""
+    return int(g["n_samples"].min()) if "n_samples" in g and len(g) else 0
+
+
+def _per_group(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    rows = []
+    for key, g in units.groupby(keys, sort=True):
+        err = mean_error(g["score"].to_numpy(dtype=float))
+        rows.append({**dict(zip(keys, key)), "pass1": err.mean, **_errors(err, g)})
+    return pd.DataFrame(rows, columns=[*keys, "pass1", *ERROR_COLUMNS])
 
 
 def benchmark_pass1(units: pd.DataFrame) -> pd.DataFrame:
-    """arm, step, family, benchmark, n_items, pass1 (one row per evaluated benchmark and checkpoint)."""
-    grouped = units.groupby(["arm", "step", "family", "benchmark"], sort=True)["score"]
-    return grouped.agg(n_items="size", pass1="mean").reset_index()
+    """arm, step, family, benchmark, pass1, se, ci_low, ci_high, n_items, n_samples (per benchmark and checkpoint)."""
+    return _per_group(units, ["arm", "step", "family", "benchmark"])
 
 
-def family_pass1(units: pd.DataFrame, *, resamples: int = 0, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """arm, step, family, n_benchmarks, benchmarks, pass1 and (``resamples`` > 0) ci_low, ci_high.
+def _family_error(g: pd.DataFrame) -> MeanError:
+    """The unweighted mean over the benchmarks of ``g`` and its error ``sqrt(sum se^2) / k``."""
+    errs = [mean_error(b["score"].to_numpy(dtype=float)) for _, b in g.groupby("benchmark", sort=True)]
+    return mean_of_errors([e.mean for e in errs], [e.se for e in errs], len(g))
 
-    The CI resamples instances within each benchmark (stratified percentile bootstrap) and averages the benchmark
-    means, so it is the CI of the family average as defined above. One Generator per (arm, step, family), spawned
-    from ``seed`` in sorted order: reproducible and independent of which other checkpoints exist.
-    """
+
+def family_pass1(units: pd.DataFrame) -> pd.DataFrame:
+    """arm, step, family, n_benchmarks, benchmarks, pass1, se, ci_low, ci_high, n_items, n_samples."""
     rows = []
-    groups = list(units.groupby(["arm", "step", "family"], sort=True))
-    rngs = np.random.default_rng(seed).spawn(len(groups)) if resamples else [None] * len(groups)
-    alpha = (1.0 - level) / 2.0
-    for rng, ((arm, step, family), g) in zip(rngs, groups):
-        by_bench = [grp["score"].to_numpy(dtype=float) for _, grp in g.groupby("benchmark", sort=True)]
-        row = {
-            "arm": arm,
-            "step": int(step),
-            "family": family,
-            "n_benchmarks": len(by_bench),
-            "benchmarks": ",".join(sorted(g["benchmark"].unique())),
-            "pass1": float(np.mean([v.mean() for v in by_bench])),
-        }
-        if resamples:
-            dist = np.mean([bootstrap_distribution(v, np.mean, resamples, rng=rng) for v in by_bench], axis=0)
-            row["ci_low"], row["ci_high"] = (float(x) for x in np.quantile(dist, [alpha, 1.0 - alpha]))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def reasoning_gym_averages(units: pd.DataFrame) -> pd.DataFrame:
-    """arm, step, category_mean, task_mean, item_mean, n_tasks, n_items of the Reasoning Gym units per checkpoint.
-
-    category_mean: mean of the category benchmarks' pass@1; task_mean: mean of each task's pass@1 (a task = one
-    Reasoning Gym dataset, ``task`` of its units); item_mean: mean over all items. They differ when categories hold
-    different numbers of tasks, or tasks different numbers of items.
-    """
-    rg = units[units["family"] == "reasoning_gym"]
-    rows = []
-    for (arm, step), g in rg.groupby(["arm", "step"], sort=True):
+    for (arm, step, family), g in units.groupby(["arm", "step", "family"], sort=True):
+        err = _family_error(g)
         rows.append(
             {
                 "arm": arm,
                 "step": int(step),
-                "category_mean": float(g.groupby("benchmark")["score"].mean().mean()),
-                "task_mean": float(g.groupby("task")["score"].mean().mean()),
-                "item_mean": float(g["score"].mean()),
-                "n_tasks": int(g["task"].nunique()),
-                "n_items": int(len(g)),
+                "family": family,
+                "n_benchmarks": int(g["benchmark"].nunique()),
+                "benchmarks": ",".join(sorted(g["benchmark"].unique())),
+                "pass1": err.mean,
+                **_errors(err, g),
             }
         )
-    columns = ["arm", "step", "category_mean", "task_mean", "item_mean", "n_tasks", "n_items"]
+    return pd.DataFrame(rows)
+
+
+RG_AVERAGES = ("category_mean", "task_mean", "item_mean")
+
+
+def reasoning_gym_averages(units: pd.DataFrame) -> pd.DataFrame:
+    """arm, step, then per average of ``RG_AVERAGES`` its value and ``<average>_se``, and n_tasks, n_items, n_samples
+    of the Reasoning Gym units per checkpoint.
+
+    category_mean: mean of the category benchmarks' pass@1 (se over categories as for a family); task_mean: mean of
+    each task's pass@1 (a task = one Reasoning Gym dataset, ``task`` of its units; se of a weighted mean over items,
+    as tasks may hold one item); item_mean: mean over all items. They differ when categories hold different numbers
+    of tasks, or tasks different numbers of items.
+    """
+    rg = units[units["family"] == "reasoning_gym"]
+    rows = []
+    for (arm, step), g in rg.groupby(["arm", "step"], sort=True):
+        scores = g["score"].to_numpy(dtype=float)
+        per_task = g.groupby("task")["score"].transform("size").to_numpy(dtype=float)
+        errs = {
+            "category_mean": _family_error(g),
+            "task_mean": weighted_mean_error(scores, 1.0 / per_task),
+            "item_mean": mean_error(scores),
+        }
+        row = {"arm": arm, "step": int(step)}
+        for name, err in errs.items():
+            row[name], row[f"{name}_se"] = err.mean, err.se
+        row.update(n_tasks=int(g["task"].nunique()), n_items=int(len(g)), n_samples=_samples(g))
+        rows.append(row)
+    columns = ["arm", "step", *[c for a in RG_AVERAGES for c in (a, f"{a}_se")], "n_tasks", "n_items", "n_samples"]
     return pd.DataFrame(rows, columns=columns)
 
 
 def task_pass1(units: pd.DataFrame) -> pd.DataFrame:
-    """arm, step, benchmark, task, n_items, pass1 (Reasoning Gym tasks; other benchmarks are their own task)."""
-    grouped = units.groupby(["arm", "step", "benchmark", "task"], sort=True)["score"]
-    return grouped.agg(n_items="size", pass1="mean").reset_index()
+    """arm, step, benchmark, task, pass1 and its errors (Reasoning Gym tasks; other benchmarks are their own task;
+    a task of one item has se NaN)."""
+    return _per_group(units, ["arm", "step", "benchmark", "task"])
 
 
 def with_hours(frame: pd.DataFrame, hours: pd.DataFrame) -> pd.DataFrame:

@@ -47,12 +47,26 @@ def _cmd_summarize(a: argparse.Namespace) -> None:
 
 def _cmd_collect(a: argparse.Namespace) -> None:
     from ..tables import write_table
-    from .summary import collect
+    from .summary import agreement_table, collect, display_agreement, display_collected
 
     summaries = [json.loads(Path(p).read_text()) for p in a.summaries]
     df = collect(summaries)
-    write_table(df, a.out_md, a.out_csv, title="Evaluation: pass@k per arm, step and benchmark, with family averages")
+    title = (
+        "Evaluation: pass@k per arm, step and benchmark, with family averages "
+        "(pass@1 ± standard error; n = problems x samples)"
+    )
+    write_table(display_collected(df), a.out_md, a.out_csv, title=title)
+    df.to_csv(a.out_csv, index=False)  # the CSV keeps the numbers (standard errors and 95% intervals as columns)
     print(f"{len(summaries)} summaries -> {len(df)} rows -> {a.out_md}, {a.out_csv}")
+    if a.agreement_md:
+        agree = agreement_table(df)
+        title = (
+            "Math: pass@1 under the ProRL grader (DeepScaleR OR math-verify) and math-verify alone, "
+            "and the samples they disagree on"
+        )
+        write_table(display_agreement(agree), a.agreement_md, a.agreement_csv, title=title)
+        agree.to_csv(a.agreement_csv, index=False)  # fractions and counts
+        print(f"{len(agree)} math rows -> {a.agreement_md}, {a.agreement_csv}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--summaries", required=True, nargs="+", type=Path)
     c.add_argument("--out-csv", required=True, type=Path)
     c.add_argument("--out-md", required=True, type=Path)
+    c.add_argument("--agreement-md", type=Path, default=None, help="math-verify agreement table (markdown)")
+    c.add_argument("--agreement-csv", type=Path, default=None, help="... and CSV (both or neither)")
     c.set_defaults(func=_cmd_collect)
     return p
 
@@ -93,5 +109,8 @@ def main(argv: list[str] | None = None) -> None:
     from ..benchmarks.records import RecordError
     from .score import EvaluationError
 
-    a = build_parser().parse_args(argv)
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if a.command == "collect" and (a.agreement_md is None) != (a.agreement_csv is None):
+        parser.error("--agreement-md and --agreement-csv go together")
     run_command(a, (EvaluationError, RecordError))

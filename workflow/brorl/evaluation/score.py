@@ -2,7 +2,10 @@
 exactly once, and run the verifiers through ``brorl.scoring.score_batch``.
 
 Samples (brorl.generation): ``id, sample_idx, response, n_tokens, finish_reason``.
-Scores (written here):     ``id, sample_idx, score, correct, error``, in the samples' item order, then sample_idx.
+Scores (written here):     ``id, sample_idx, score, correct, error, correct_math_verify``, in the samples' item order,
+then sample_idx. ``correct_math_verify`` is math-verify's verdict alone on the same extracted answer (the math
+verifier's second verdict, beside ``correct`` = DeepScaleR OR math-verify); False for a math sample that could not
+be judged (truncated, no answer, timeout: ``error`` says why), null (NA) for every non-math sample.
 
 Truncated responses (finish_reason "length") are scored like the others and keep the verifier's verdict: the math
 verifier gives 0 to a response without ``</think>`` (the protocol's "truncated responses score 0"); the summary
@@ -19,6 +22,7 @@ from ..benchmarks.records import read_records
 
 SAMPLE_COLUMNS = ("id", "sample_idx", "response", "n_tokens", "finish_reason")
 SCORE_COLUMNS = ("id", "sample_idx", "score", "correct", "error")
+MATH_VERIFY_COLUMN = "correct_math_verify"  # written for every benchmark; required by the summary of a math one
 
 
 class EvaluationError(ValueError):
@@ -103,6 +107,9 @@ def score_samples(
     responses = ["" if r is None or (isinstance(r, float) and r != r) else str(r) for r in samples["response"]]
     pairs = [(by_id[i], r) for i, r in zip(samples["id"].astype(str), responses)]
     results = score_batch(pairs, workers=workers, timeout_s=timeout_s, progress=progress)
+    math_verify = [
+        (bool(r.math_verify) if item.get("scorer") == "math" else pd.NA) for (item, _), r in zip(pairs, results)
+    ]
     return pd.DataFrame(
         {
             "id": samples["id"].astype(str).to_numpy(),
@@ -110,6 +117,7 @@ def score_samples(
             "score": [float(r.score) for r in results],
             "correct": [bool(r.correct) for r in results],
             "error": pd.array([r.error for r in results], dtype="string"),
+            MATH_VERIFY_COLUMN: pd.array(math_verify, dtype="boolean"),
         }
     )
 

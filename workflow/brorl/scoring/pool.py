@@ -24,7 +24,7 @@ MAX_CHUNK = 16
 
 
 def _worker(conn: Connection) -> None:
-    """Worker loop: receive a chunk [(index, item, response), ...], send back (index, score fields) per call."""
+    """Worker loop: receive a chunk [(index, item, response), ...], send back (index, Score fields) per call."""
     while True:
         try:
             chunk = conn.recv()
@@ -34,7 +34,7 @@ def _worker(conn: Connection) -> None:
             return
         for i, item, response in chunk:
             s = score(item, response)
-            conn.send((i, s.score, s.correct, s.error))
+            conn.send((i, s.score, s.correct, s.error, s.math_verify))
 
 
 class _Slot:
@@ -116,9 +116,9 @@ def _drain(s: _Slot, ready: list, finish: Callable[[int, Score], None], limits: 
         return None if s.proc.is_alive() else "worker died"
     try:
         while s.calls and s.conn.poll():
-            i, value, correct, error = s.conn.recv()
+            i, value, correct, error, math_verify = s.conn.recv()
             assert i == s.calls[0], "worker answered out of order"
-            finish(s.calls.popleft(), Score(value, correct, error))
+            finish(s.calls.popleft(), Score(value, correct, error, math_verify))
             if s.calls:
                 s.deadline = time.monotonic() + limits[s.calls[0]]
     except (EOFError, OSError):

@@ -8,11 +8,14 @@ from dataclasses import asdict, dataclass
 @dataclass(frozen=True)
 class Score:
     """score in [0, 1] (partial credit where the verifier gives it), correct (score == 1 for binary verifiers),
-    error: None, or a short reason why the response scored 0 without being judged (timeout, crash, no answer)."""
+    error: None, or a short reason why the response scored 0 without being judged (timeout, crash, no answer),
+    math_verify: the math verifier's second verdict, math-verify alone on the same extracted answer (False where
+    the response could not be judged); None where no math verdict was taken (other verifiers, a pool timeout)."""
 
     score: float
     correct: bool
     error: str | None = None
+    math_verify: bool | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.score <= 1.0:

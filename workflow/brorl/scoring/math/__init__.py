@@ -13,6 +13,10 @@ DeepScaleR-style grader OR math-verify accepts it against any of the item's gold
   with ``LatexExtractionConfig`` only, so unboxed text is never accepted. Its timeouts are signal.alarm based and
   work in a process's main thread (as in brorl.scoring's worker pool); elsewhere, or when ``set_timeouts(None,
   None)`` was called, they are off and the caller must enforce a hard timeout from outside.
+* Two verdicts: ``correct`` is the ProRL grader's (DeepScaleR OR math-verify); ``Score.math_verify`` (the scores'
+  ``correct_math_verify``) is math-verify's alone on the same answer, as lighteval / open-r1 judge, on our
+  extraction. math-verify runs once per judged response, and the DeepScaleR comparison only where it rejects;
+  plain integers on both sides are compared exactly for the ProRL verdict.
 
 math_verify and sympy are imported lazily, on the first call that needs them. The parts: extract.py (the answer),
 normalize.py (golds and the canonical string), latex_eval.py (the numeric evaluator), grade.py (the two graders
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from ..result import Score, failed
+from ..result import Score
 from .extract import _is_truncated, extract_final_answer, last_boxed
 from .grade import deepscaler_equal, math_verify_equal, set_timeouts
 from .normalize import fix_e_notation, normalize_gold
@@ -41,25 +45,31 @@ __all__ = [
 
 
 def score_math(item: dict, response: str) -> Score:
-    """1.0 if the final boxed answer matches any gold (DeepScaleR grader OR math-verify), else 0.0."""
+    """1.0 if the final boxed answer matches any gold (DeepScaleR grader OR math-verify), else 0.0; ``math_verify``
+    holds math-verify's verdict alone on the same answer (one math-verify call per judged response: the ProRL
+    verdict reuses it when the DeepScaleR comparison rejects)."""
     if not isinstance(response, str):
-        return failed("no_final_answer")
+        return _unjudged("no_final_answer")
     if _is_truncated(response):
-        return failed("truncated")
+        return _unjudged("truncated")
     pred = extract_final_answer(response)
     if pred is None:
-        return failed("no_final_answer")
+        return _unjudged("no_final_answer")
     golds = normalize_gold(item["answer"])
     if not golds:
-        return failed("no_gold")
+        return _unjudged("no_gold")
+    math_verify = math_verify_equal(pred, golds)
     if _plain_integer(pred) and all(_plain_integer(g) for g in golds):
-        # both sides are plain integers: equality is exact, and the graders below cost ~10 ms a call
-        return Score(1.0, True) if any(int(pred) == int(g) for g in golds) else Score(0.0, False)
-    if any(deepscaler_equal(pred, g) for g in golds):
-        return Score(1.0, True)
-    if math_verify_equal(pred, golds):
-        return Score(1.0, True)
-    return Score(0.0, False)
+        # both sides are plain integers: equality is exact, and the DeepScaleR grader costs ~10 ms a call
+        prorl = any(int(pred) == int(g) for g in golds)
+    else:
+        prorl = math_verify or any(deepscaler_equal(pred, g) for g in golds)
+    return Score(float(prorl), prorl, None, math_verify)
+
+
+def _unjudged(reason: str) -> Score:
+    """A response neither grader could judge: 0 under both."""
+    return Score(0.0, False, reason, False)
 
 
 _INTEGER = re.compile(r"^\s*-?\d{1,30}\s*$")
