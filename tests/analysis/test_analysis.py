@@ -31,7 +31,6 @@ from brorl.analysis.paper_tables import (
     benchmark_table,
     checkpoint_rows,
     display,
-    plus_minus,
     table1,
 )
 from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
@@ -39,6 +38,7 @@ from brorl.analysis.significance import compare_checkpoints
 from brorl.analysis.summary import first_beating
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
+from brorl.tables import plus_minus
 from brorl.training.metrics import FIELDS
 from helpers import copy_workflow
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..tables import plus_minus
 from .paper import FAMILY_LABELS, NOT_APPLICABLE, NOT_GIVEN, NOT_RUN, checkpoint_key, column_mean
 
 # Table 1's Reasoning Gym columns: the mean over the 11 categories is compared with the same mean of the paper's own
@@ -250,14 +251,6 @@ def benchmark_table(
             row["diff"] = _diff(repro, given)
             out.append(row)
     return pd.DataFrame(out)
-
-
-def plus_minus(value: object, se: object, digits: int = 2) -> str:
-    """``62.10 ± 0.80``; ``± n/a`` where the error is undefined (one problem); markers (not run) as they are."""
-    if not _is_num(value):
-        return str(value)
-    err = f"{round(float(se), digits) + 0.0:.{digits}f}" if _is_num(se) else "n/a"
-    return f"{round(float(value), digits) + 0.0:.{digits}f} ± {err}"
 
 
 def display(table: pd.DataFrame) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..provenance import sha256_file
 from ..stats.stderr import MeanError, mean_error, mean_of_errors
+from ..tables import plus_minus
 from .passk import DEFAULT_KS, ks_for, pass_at_k_from_scores
 from .score import MATH_VERIFY_COLUMN, SAMPLE_COLUMNS, SCORE_COLUMNS, EvaluationError, check_coverage
 
@@ -230,27 +231,19 @@ def collect(summaries: list[dict], ks=DEFAULT_KS) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def pm(value: float, se: float, scale: float = 100.0, digits: int = 2) -> str:
-    """A score cell ``62.10 ± 0.80`` (percent by default); ``± n/a`` when the error is undefined (one problem)."""
-    if value is None or np.isnan(value):
-        return ""
-    err = "n/a" if se is None or np.isnan(se) else f"{round(scale * se, digits) + 0.0:.{digits}f}"
-    return f"{round(scale * value, digits) + 0.0:.{digits}f} ± {err}"
-
-
 def display_collected(df: pd.DataFrame) -> pd.DataFrame:
     """The collected table as text for markdown: pass@1 (%) ``± se`` with its 95% interval and ``n`` (problems x
     samples), the math-verify pass@1 the same way; the other pass@k as fractions."""
     out = df.drop(columns=[*ERROR_COLUMNS, "pass@1 math-verify se", "pass@1", "pass@1 math-verify"])
     at = out.columns.get_loc("n_samples") + 1
     out.insert(at, "n", [f"{int(i)} x {int(k)}" for i, k in zip(df["n_items"], df["n_samples"])])
-    out.insert(at + 1, "pass@1 (%)", [pm(v, e) for v, e in zip(df["pass@1"], df["pass@1 se"])])
+    out.insert(at + 1, "pass@1 (%)", [plus_minus(v, e, scale=100) for v, e in zip(df["pass@1"], df["pass@1 se"])])
     ci = [
         "" if np.isnan(lo) else f"[{100 * lo:.2f}, {100 * hi:.2f}]"
         for lo, hi in zip(df["pass@1 ci95 low"], df["pass@1 ci95 high"])
     ]
     out.insert(at + 2, "pass@1 95% CI", ci)
-    mv = [pm(v, e) for v, e in zip(df["pass@1 math-verify"], df["pass@1 math-verify se"])]
+    mv = [plus_minus(v, e, scale=100) for v, e in zip(df["pass@1 math-verify"], df["pass@1 math-verify se"])]
     out.insert(out.columns.get_loc("ProRL only"), "pass@1 math-verify (%)", mv)
     return out.drop(columns=["n_items", "n_samples"])
 
@@ -286,9 +279,11 @@ def display_agreement(table: pd.DataFrame) -> pd.DataFrame:
             "step": table["step"],
             "benchmark": table["benchmark"],
             "n": [f"{int(i)} x {int(k)}" for i, k in zip(table["n_items"], table["n_samples"])],
-            "pass@1 ProRL grader (%)": [pm(v, e) for v, e in zip(table["pass@1"], table["pass@1 se"])],
+            "pass@1 ProRL grader (%)": [
+                plus_minus(v, e, scale=100) for v, e in zip(table["pass@1"], table["pass@1 se"])
+            ],
             "pass@1 math-verify (%)": [
-                pm(v, e) for v, e in zip(table["pass@1 math-verify"], table["pass@1 math-verify se"])
+                plus_minus(v, e, scale=100) for v, e in zip(table["pass@1 math-verify"], table["pass@1 math-verify se"])
             ],
             "difference (points)": [f"{100 * d:+.2f}" for d in table["difference"]],
             "ProRL only (samples)": table["ProRL only"],
