@@ -5,12 +5,12 @@ The real golds are the repository's copy of DeepScaleR's test sets (data/benchma
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import time
 from pathlib import Path
 
 import pytest
+from brorl.scoring.bench_math import MATH_FILES, load_items
 from brorl.scoring.math import (
     deepscaler_equal,
     extract_final_answer,
@@ -18,8 +18,6 @@ from brorl.scoring.math import (
     score_math,
     set_timeouts,
 )
-
-MATH_FILES = ("aime", "amc", "math", "minerva", "olympiad_bench")
 
 
 def _deepscaler_dir() -> Path:
@@ -31,21 +29,7 @@ def load_math_items() -> list[dict]:
     folder = _deepscaler_dir()
     missing = [name for name in MATH_FILES if not (folder / f"{name}.json").is_file()]
     assert not missing, f"the repository's DeepScaleR files are missing under {folder}: {missing}"
-    items = []
-    for name in MATH_FILES:
-        for k, row in enumerate(json.loads((folder / f"{name}.json").read_text())):
-            items.append(
-                {
-                    "id": f"{name}/{k}",
-                    "benchmark": name,
-                    "family": "math",
-                    "prompt": row["problem"],
-                    "answer": row["answer"],
-                    "scorer": "math",
-                    "metadata": {},
-                }
-            )
-    return items
+    return load_items(folder)
 
 
 def model_style(gold) -> str:

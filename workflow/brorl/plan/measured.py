@@ -106,6 +106,12 @@ def _json(path: Path) -> dict:
         raise MeasuredError(f"{path}: cannot read it as JSON: {err}") from err
 
 
+def _generation_timing(results: Path, key: tuple[str, str, str]) -> Path:
+    """The timing file of generate_samples for (arm, step<k>, benchmark)."""
+    arm, step, benchmark = key
+    return results / "timings" / "generate_samples" / arm / step / f"{benchmark}.tsv"
+
+
 def read_measured(
     root: Path, config: Mapping[str, Any], problems: Mapping[str, int], samples_per_step: Mapping[str, int]
 ) -> MeasuredRun:
@@ -133,7 +139,7 @@ def read_measured(
         if why:
             reasons[key] = why
             continue
-        timing = results / "timings" / "generate_samples" / key[0] / key[1] / f"{key[2]}.tsv"
+        timing = _generation_timing(results, key)
         summary = meta.get("summary") or {}
         run.eval_jobs.append(
             EvalJob(
@@ -186,7 +192,7 @@ def read_measured(
             continue
         run.rule_seconds.setdefault(rule, []).append(read_timing(timing))
     for key, why in reasons.items():
-        if not (results / "timings" / "generate_samples" / key[0] / key[1] / f"{key[2]}.tsv").is_file():
+        if not _generation_timing(results, key).is_file():
             aside("generate_samples", why)
     return run
 
