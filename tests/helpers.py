@@ -66,6 +66,8 @@ def write_yaml(path: Path, data: dict) -> Path:
 
 # ------------------------------------------------------------------------------------ the local Slurm (tests/cluster)
 DRIVER = ROOT / ".venv-slurm" / "bin" / "python"  # snakemake + the slurm executor plugin (numpy >= 2.4.5)
+# `python -m snakemake` of the driver environment with the plugin's status polling capped (tests/slurm_driver.py)
+DRIVER_SNAKEMAKE = [str(DRIVER), str(Path(__file__).resolve().parent / "slurm_driver.py")]
 # The emulated nodes are smaller than H100 nodes: the production profile reads these overrides.
 CI_SITE = {
     "BRORL_SLURM_GPU_NODE_CPUS": "16",

@@ -25,7 +25,18 @@ from pathlib import Path
 
 import pytest
 from helpers import BIN as ENGINE_BIN
-from helpers import CI_SITE, DRIVER, ROOT, TINY, copy_slurm_workflow, output_of, sacct, slurm_up, write_yaml
+from helpers import (
+    CI_SITE,
+    DRIVER,
+    DRIVER_SNAKEMAKE,
+    ROOT,
+    TINY,
+    copy_slurm_workflow,
+    output_of,
+    sacct,
+    slurm_up,
+    write_yaml,
+)
 
 WHY_NOT = slurm_up()
 REHEARSAL = ROOT / "workflow" / "presets" / "rehearsal.yaml"
@@ -120,7 +131,7 @@ class Workflow:
     def start(self, name: str, targets: list[str], extra: dict | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")
         return subprocess.Popen(
-            ["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
+            ["timeout", "-k", "15", "1500", *DRIVER_SNAKEMAKE, *targets, *self.args],
             cwd=self.repo,
             env=self.env(extra),
             stdout=log,
@@ -130,7 +141,7 @@ class Workflow:
 
     def finish(self, name: str, targets: list[str]) -> str:
         proc = subprocess.run(
-            ["timeout", "-k", "15", "1500", str(DRIVER), "-m", "snakemake", *targets, *self.args],
+            ["timeout", "-k", "15", "1500", *DRIVER_SNAKEMAKE, *targets, *self.args],
             cwd=self.repo,
             env=self.env(),
             capture_output=True,
@@ -159,7 +170,7 @@ class Workflow:
             os.killpg(driver.pid, 9)
             driver.wait()
         unlock = subprocess.run(
-            [str(DRIVER), "-m", "snakemake", "--unlock", *self.args],
+            [*DRIVER_SNAKEMAKE, "--unlock", *self.args],
             cwd=self.repo,
             env=self.env(),
             capture_output=True,

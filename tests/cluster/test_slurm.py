@@ -22,6 +22,7 @@ from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the
 from helpers import (
     CI_SITE,
     DRIVER,
+    DRIVER_SNAKEMAKE,
     ROOT,
     TINY,
     copy_slurm_workflow,
@@ -40,7 +41,14 @@ E2E_TARGET = "results/eval/base/step0/synthetic_math.summary.json"
 E2E_OVERRIDE = {
     "simulation": {"enabled": False},
     "throughput": {"enabled": False},
-    "evaluation": {"benchmarks": ["synthetic_math"], "max_items": 2, "n_samples": 4, "max_tokens": 8, "shard_size": 1},
+    "evaluation": {
+        "benchmarks": ["synthetic_math"],
+        "max_items": 2,
+        "n_samples": 4,
+        "max_tokens": 8,
+        "shard_size": 1,
+        "one_engine_per_checkpoint": False,  # the paper's generation job (one per checkpoint x benchmark)
+    },
 }
 
 needs_driver = pytest.mark.skipif(not DRIVER.exists(), reason=f"no driver environment {DRIVER} (make slurm-env)")
@@ -51,7 +59,7 @@ def driver(*args, cwd: Path, timeout: int = 900, env: dict | None = None) -> sub
     can hang the plugin; SIGTERM alone may not end it)."""
     full = {**os.environ, **CI_SITE, **(env or {}), "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
     return subprocess.run(
-        ["timeout", "-k", "15", str(timeout), str(DRIVER), "-m", "snakemake", *map(str, args)],
+        ["timeout", "-k", "15", str(timeout), *DRIVER_SNAKEMAKE, *map(str, args)],
         cwd=cwd,
         env=full,
         capture_output=True,
@@ -214,7 +222,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
 
     # 1. run, and cancel the generation job while it runs: Snakemake sees CANCELLED in sacct and fails
     full = {**os.environ, **CI_SITE, **env, "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
-    cmd = ["timeout", "-k", "15", "900", str(DRIVER), "-m", "snakemake", *map(str, args)]
+    cmd = ["timeout", "-k", "15", "900", *DRIVER_SNAKEMAKE, *map(str, args)]
     with open(tmp_path / "run1.log", "w") as log:
         run1 = subprocess.Popen(cmd, cwd=repo, env=full, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         cancelled = None
@@ -227,9 +235,15 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
             time.sleep(1)
         # snakemake-executor-plugin-slurm 2.8.0 reads a manual cancel as `CANCELLED by <uid>` from sacct and does
         # not count it as failed: the driver waits forever. Users stop it and rerun
-        # (docs/cluster.md#what-the-slurm-side-does-to-a-failed-job); so does the test.
+        # (docs/cluster.md#what-the-slurm-side-does-to-a-failed-job); so does the test, once sacct has recorded the
+        # cancel and the driver has had two status checks (capped at 5 s apart) to see it.
+        deadline = time.time() + 60
+        while cancelled and time.time() < deadline and run1.poll() is None:
+            if any(row[0].startswith("CANCELLED") for row in sacct("-X", "-j", cancelled, "-o", "State")):
+                break
+            time.sleep(1)
         try:
-            run1.wait(timeout=180)
+            run1.wait(timeout=15)
         except subprocess.TimeoutExpired:
             os.killpg(run1.pid, 9)  # timeout and the driver under it: the process group this test started
             run1.wait()

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from brorl.plan.estimate import STAGES
 from brorl.plan.profile import read_profile
-from helpers import TINY, copy_workflow, job_counts, output_of, snakemake
+from helpers import TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = read_profile(ROOT / "profiles" / "slurm")
@@ -52,8 +52,11 @@ def faked(tmp_path_factory):
     work.mkdir()
     shared = os.environ.get("BRORL_DATA_ROOT")
     os.environ["BRORL_DATA_ROOT"] = str(tmp / "no-data")  # offline, like the embedded default's tests
+    # the paper's generation jobs (one per checkpoint x benchmark), whose rerun granularity these tests check; the
+    # tiny preset's one engine per checkpoint reruns a checkpoint's benchmarks together
+    paper_jobs = write_yaml(tmp / "paper_jobs.yaml", {"evaluation": {"one_engine_per_checkpoint": False}})
     # --configfile last: an override file passed to planned() joins its list
-    args = ("--directory", work, "--rerun-triggers", *TRIGGERS, "--configfile", TINY)
+    args = ("--directory", work, "--rerun-triggers", *TRIGGERS, "--configfile", TINY, paper_jobs)
     for _ in range(12):  # one DAG level per round: touch what exists, create what is missing
         proc = snakemake("--touch", "--keep-going", "--cores", "1", *args, cwd=repo)
         missing = re.findall(r"Output files not touched because they don't exist: (.*)", output_of(proc))

@@ -362,7 +362,8 @@ def expected_evaluation_counts(cfg: dict) -> dict[str, int]:
         "prepare_train_data": int(bool(arms)),
         "train_ppo": sum(len(arm_plan(cfg, arm).segments) for arm in arms),
         "export_checkpoint": points - 1,
-        "generate_samples": points * len(benches),
+        # one job per checkpoint where one engine serves every benchmark (the tiny preset), else per benchmark
+        "generate_samples": points * (1 if cfg["evaluation"].get("one_engine_per_checkpoint") else len(benches)),
         "score_samples": points * len(benches),
         "summarize_evaluation": points * len(benches),
         "collect_evaluation": 1,
@@ -475,7 +476,8 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         jobs = job_counts(resumed)
         assert jobs["generate_samples"] == 1 and "build_tiny_model" not in jobs, jobs
         assert {"score_samples", "summarize_evaluation", "collect_evaluation"} <= set(jobs)  # new samples, rescored
-        log = (tmp_path / "results/logs/generate_samples/base/step0/synthetic_math.log").read_text()
+        # the tiny preset's one generation job per checkpoint (evaluation.one_engine_per_checkpoint): one log
+        log = (tmp_path / "results/logs/generate_samples/base/step0/all_benchmarks.log").read_text()
         assert f"1 of {len(kept) + 1} shard(s) to generate" in log, log[-3000:]
         assert len(pd.read_parquet(eval_dir / "synthetic_math.samples.parquet")) == 48
 

@@ -236,6 +236,9 @@ def test_cli_errors_before_starting_an_engine(tiny, bench_file, tmp_path):
     ]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "model folder does not exist" in proc.stderr
+    two = cmd[: cmd.index("--benchmark") + 2] + [str(bench_file)] + cmd[cmd.index("--benchmark") + 2 :]
+    proc = subprocess.run(two, env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--benchmark names 2 file(s) and --out 1" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_bench_layouts_smoke(engine):
@@ -254,3 +257,37 @@ def test_benchmarks_do_not_share_random_streams() -> None:
 
     assert shard_seed(0, 0, "rg_arithmetic/basic_arithmetic/0") != shard_seed(0, 0, "rg_geometry/advanced_geometry/0")
     assert shard_seed(0, 3, "x/0") == shard_seed(0, 3, "x/0")
+
+
+def test_one_engine_for_several_benchmarks_writes_what_each_would_alone(tiny, bench_file, engine, tmp_path):
+    """generate_many (the tiny preset's one generate_samples job per checkpoint) gives every benchmark exactly the
+    samples and shard seeds of its own run, whatever the order, and starts no engine when all is done."""
+    from brorl.generation.generate import StartedOnFirstUse, generate_many
+
+    other = tmp_path / "other.jsonl"
+    write_records(
+        other,
+        [{**json.loads(line), "id": f"other-{i}", "benchmark": "other"} for i, line in enumerate(bench_file.open())],
+    )
+    alone = {name: tmp_path / "alone" / f"{name}.samples.parquet" for name in ("toy", "other")}
+    run(tiny, bench_file, alone["toy"], engine)
+    run(tiny, other, alone["other"], engine)
+    settings = dict(n=N, temperature=0.6, top_p=0.95, max_tokens=MAX_TOKENS, max_model_len=MAX_LEN, seed=7)
+    settings.update(shard_size=2, engine_kind="embedded", progress=False)
+    together = {name: tmp_path / "together" / f"{name}.samples.parquet" for name in ("other", "toy")}
+    metas = generate_many(tiny, [(other, together["other"]), (bench_file, together["toy"])], engine=engine, **settings)
+    for name in ("toy", "other"):
+        assert pq.read_table(together[name]).to_pandas().equals(pq.read_table(alone[name]).to_pandas()), name
+    assert [m["shards"]["seeds"] for m in metas] == [
+        json.loads(alone[name].with_name(alone[name].name + ".json").read_text())["shards"]["seeds"]
+        for name in ("other", "toy")
+    ]
+
+    def never_started():
+        raise AssertionError("an engine was started although every shard was done")
+
+    generate_many(tiny, [(bench_file, together["toy"])], engine=StartedOnFirstUse(never_started), **settings)
+    with pytest.raises(ValueError, match="same file"):
+        generate_many(tiny, [(bench_file, together["toy"]), (other, together["toy"])], engine=engine, **settings)
+    with pytest.raises(ValueError, match="data_parallel_size must be 1"):
+        generate_many(tiny, [(bench_file, alone["toy"]), (other, alone["other"])], data_parallel_size=2, **settings)

@@ -10,12 +10,13 @@ from ..cli import run_command
 
 
 def _cmd_generate(a: argparse.Namespace) -> None:
-    from .generate import generate_samples
+    from .generate import generate_many, generate_samples
 
-    meta = generate_samples(
-        a.model,
-        a.benchmark,
-        a.out,
+    if len(a.benchmark) != len(a.out):
+        raise ValueError(
+            f"--benchmark names {len(a.benchmark)} file(s) and --out {len(a.out)}: give one out per benchmark"
+        )
+    settings = dict(
         n=a.n,
         temperature=a.temperature,
         top_p=a.top_p,
@@ -29,14 +30,18 @@ def _cmd_generate(a: argparse.Namespace) -> None:
         dtype=a.dtype,
         data_parallel_size=a.dp_size,
         tensor_parallel_size=a.tensor_parallel_size,
-        dp_rank=a.dp_rank,
     )
+    if len(a.benchmark) == 1:
+        metas = [generate_samples(a.model, a.benchmark[0], a.out[0], **settings, dp_rank=a.dp_rank)]
+    else:  # one engine for all of them (the tiny preset's evaluation.one_engine_per_checkpoint)
+        metas = generate_many(a.model, list(zip(a.benchmark, a.out)), **settings)
     if a.dp_rank is None:
-        s = meta["summary"]
-        print(
-            f"{a.out}: {meta['benchmark']['items']} items x {a.n} samples, {s['length_finished']} of {s['rows']} "
-            f"cut at max_tokens, mean {s['mean_n_tokens']:.1f} tokens"
-        )
+        for out, meta in zip(a.out, metas):
+            s = meta["summary"]
+            print(
+                f"{out}: {meta['benchmark']['items']} items x {a.n} samples, {s['length_finished']} of {s['rows']} "
+                f"cut at max_tokens, mean {s['mean_n_tokens']:.1f} tokens"
+            )
 
 
 def _cmd_bench(a: argparse.Namespace) -> None:
@@ -95,8 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("generate", help="N samples per benchmark item -> samples parquet (resumable shards)")
     _add_engine_args(p)
-    p.add_argument("--benchmark", required=True, type=Path, help="normalized benchmark JSONL")
-    p.add_argument("--out", required=True, type=Path, help="samples parquet (sidecar <out>.json, shards <out>.shards/)")
+    p.add_argument(
+        "--benchmark", required=True, type=Path, nargs="+", help="normalized benchmark JSONL (several: one engine)"
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        nargs="+",
+        help="samples parquet per benchmark, in the same order (sidecar <out>.json, shards <out>.shards/)",
+    )
     p.add_argument("--n", type=int, default=16, help="samples per item")
     p.add_argument("--temperature", type=float, default=0.6)
     p.add_argument("--top-p", type=float, default=0.95)

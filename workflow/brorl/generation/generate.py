@@ -258,6 +258,38 @@ def generate_samples(
     )
 
 
+class StartedOnFirstUse:
+    """An engine that starts when first used, so that benchmarks whose shards are all done never start vLLM."""
+
+    def __init__(self, start) -> None:
+        self._start, self._engine = start, None
+
+    def __getattr__(self, name: str):
+        if self._engine is None:
+            self._engine = self._start()
+        return getattr(self._engine, name)
+
+
+def generate_many(model_dir, jobs: list[tuple[Path, Path]], **kwargs) -> list[dict]:
+    """``generate_samples`` for several (benchmark, out) pairs of one checkpoint with one engine, started once.
+
+    Each pair gets exactly the files, shards, seeds and sidecar it would get alone (a shard's seed depends on its own
+    benchmark's items, never on the order here). One engine process only: ``data_parallel_size`` must be 1.
+    """
+    if not jobs:
+        raise ValueError("no benchmark to generate")
+    outs = [Path(out) for _, out in jobs]
+    if len(set(outs)) != len(outs):
+        raise ValueError(f"two benchmarks would write the same file: {sorted(str(o) for o in outs)}")
+    if kwargs.get("data_parallel_size", 1) != 1 and len(jobs) > 1:
+        raise ValueError("several benchmarks in one process run one engine: data_parallel_size must be 1")
+    if "engine" not in kwargs or kwargs["engine"] is None:
+        kind, dtype, tp = kwargs["engine_kind"], kwargs.get("dtype", "auto"), kwargs.get("tensor_parallel_size", 1)
+        length, seed = kwargs["max_model_len"], kwargs["seed"]
+        kwargs["engine"] = StartedOnFirstUse(lambda: make_engine(kind, Path(model_dir), length, seed, dtype, tp))
+    return [generate_samples(model_dir, benchmark, out, **kwargs) for benchmark, out in jobs]
+
+
 def _merge(
     out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash
 ) -> dict:

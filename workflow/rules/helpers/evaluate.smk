@@ -27,3 +27,13 @@ def data_parallel_size(wildcards, resources):
 def max_model_len():
     """Longest prompt + response at evaluation (tokens): context.prompt_max_len + evaluation.max_tokens."""
     return CONTEXT["prompt_max_len"] + EVAL["max_tokens"]
+
+
+def checkpoint_files(suffix):
+    """The files of one checkpoint on every evaluation.benchmarks, with the {arm} and {step} wildcards left open:
+    results/eval/{arm}/step{step}/<benchmark>.<suffix> (the one-engine generate_samples writes them all).
+    """
+    return [
+        f"results/eval/{{arm}}/step{{step}}/{benchmark}.{suffix}"
+        for benchmark in EVAL["benchmarks"]
+    ]
