@@ -133,7 +133,7 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
     assert (gen["slurm_partition"], gen["nodes"], gen["gpu"], gen["gpu_model"]) == ("h100", "1", "8", "h100"), gen
     assert resources["score_samples"]["slurm_partition"] == "cpu" and "gpu" not in resources["score_samples"]
     assert {"simulate_token_level", "simulate_sensitivity", "generate_samples", "score_samples"} <= set(counts)
-    assert counts["simulate_token_level"] == 15 + 8 and counts["simulate_sensitivity"] == 40  # + the N grid
+    assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # all runs / one per variant
 
 
 def test_the_profile_names_jobs_and_writes_the_efficiency_report_under_results():

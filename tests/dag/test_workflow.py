@@ -36,8 +36,9 @@ def expected_simulation_counts(cfg: dict) -> dict[str, int]:
     runs = {(n, s) for n in sim["n_values"] for s in sim["seeds"]}
     if grid["enabled"]:  # the grid's runs are files of the same rule; shared (N, seed) are one job
         runs |= {(n, s) for n in grid["n_values"] for s in grid["seeds"]}
+    assert runs  # every (N, seed) in one job: torch's import was most of a separate run's time
     counts = {
-        "simulate_token_level": len(runs),
+        "simulate_token_level": 1,
         "check_theory": 1,
         "plot_simulation": 1,
         "tabulate_simulation": 1,
@@ -46,7 +47,7 @@ def expected_simulation_counts(cfg: dict) -> dict[str, int]:
     if grid["enabled"]:
         counts["tabulate_n_grid"] = 1
     if sens["enabled"]:
-        counts["simulate_sensitivity"] = len(sens["variants"]) * len(sens["n_values"]) * len(sens["seeds"])
+        counts["simulate_sensitivity"] = len(sens["variants"])  # one job per variant, all its (N, seed) in it
     return counts
 
 
@@ -59,8 +60,10 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
     # the simulation's jobs (the other stages' jobs: tests/evaluation/test_evaluation.py, tests/training/test_recipe.py)
     counts = {k: v for k, v in job_counts(proc).items() if k in expected_simulation_counts(cfg)}
     assert counts == expected_simulation_counts(cfg)
-    assert counts["simulate_token_level"] == 15 + 8 and counts["simulate_sensitivity"] == 40  # 5 N x 3 seeds + grid
+    assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # 1 job of 15 + 8 runs; 10 x 4
     text = output_of(proc)
+    (main,) = re.findall(r"python -m brorl.simulation run .*?--label main .*", text)
+    assert len(re.search(r"--out (.*?)>", main)[1].split()) == 5 * 3 + 8  # 5 N x 3 seeds + the grid's other 8 N
     for n in cfg["simulation"]["n_values"]:
         for seed in cfg["simulation"]["seeds"]:
             assert f"results/simulation/N{n}_seed{seed}.parquet" in text

@@ -211,6 +211,27 @@ def test_cli_run_writes_parquet(tmp_path) -> None:
     assert meta["spec"]["n"] == 16 and meta["label"] == "main"
 
 
+def test_cli_runs_several_n_and_seeds_in_one_process_as_it_would_one_by_one(tmp_path) -> None:
+    """simulate_token_level and simulate_sensitivity run a list of (N, seed) in one process: each file equals the run
+    made alone, whatever ran before it; counts that do not pair up are refused before any run."""
+    base = [sys.executable, "-m", "brorl.simulation", "run", "--vocab", "2000", "--correct", "200", "--steps", "20"]
+    together = [tmp_path / "N16_seed1.parquet", tmp_path / "N4_seed0.parquet"]
+    cmd = [*base, "--n", "16", "4", "--seed", "1", "0", "--out", *map(str, together)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert done.stdout.count("Q_pos") == 2
+    for (n, seed), path in zip([(16, 1), (4, 0)], together):
+        alone = tmp_path / f"alone_{path.name}"
+        subprocess.run(
+            [*base, "--n", str(n), "--seed", str(seed), "--out", str(alone)], capture_output=True, check=True
+        )
+        assert read_run(path)[0].equals(read_run(alone)[0]), path.name
+        assert read_run(path)[1]["spec"]["seed"] == seed
+    bad = subprocess.run(
+        [*base, "--n", "4", "16", "--out", str(tmp_path / "x.parquet")], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "pair up run by run" in bad.stderr and not (tmp_path / "x.parquet").exists()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -321,6 +321,18 @@ def test_run_bench_checks_inputs_and_records_model_and_machine(tiny, mix, tmp_pa
     assert record["model"]["manifest_hash"] and record["machine"]["device"] == "cpu"
     assert record["machine"]["vllm"] and record["machine"]["torch"]
     assert record["engine"]["settings"]["enable_prefix_caching"] is True
+    # several layouts on one engine (the tiny preset's one_engine_per_setting): a record each, own prompts and runs
+    outs = [tmp_path / "many" / "p2_n2_pcon.json", tmp_path / "many" / "p1_n4_pcon.json"]
+    many = run_bench(tiny, mix[0], [Configuration(2, 2, True), Configuration(1, 4, True)], outs, **kw)
+    assert [json.loads(o.read_text()) for o in outs] == many and [r["name"] for r in many] == [
+        "p2_n2_pcon",
+        "p1_n4_pcon",
+    ]
+    assert many[0]["prompts"]["ids"] == record["prompts"]["ids"] and len(many[1]["runs"]) == 2
+    with pytest.raises(ThroughputError, match="one prefix-caching setting"):
+        run_bench(tiny, mix[0], [Configuration(2, 2, True), Configuration(2, 2, False)], outs, **kw)
+    with pytest.raises(ThroughputError, match="one out each"):
+        run_bench(tiny, mix[0], [Configuration(2, 2, True)], outs, **kw)
 
 
 def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):

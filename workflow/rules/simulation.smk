@@ -3,19 +3,21 @@
 
 
 rule simulate_token_level:
-    """One run of the token-level simulation (paper section 4.1) at N rollouts per prompt and one seed."""
+    """Every run of the token-level simulation (paper section 4.1): simulation.n_values x seeds and the N grid, one
+    file per (N, seed), in one process (torch's import was most of a separate job's time).
+    """
     output:
-        "results/simulation/N{n}_seed{seed}.parquet",
+        simulation_all_runs(),
     log:
-        "results/logs/simulate_token_level/N{n}_seed{seed}.log",
+        "results/logs/simulate_token_level/all_runs.log",
     benchmark:
-        "results/timings/simulate_token_level/N{n}_seed{seed}.tsv"
+        "results/timings/simulate_token_level/all_runs.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
     resources:
         mem_mb=1024,
-        runtime=30,
+        runtime=60,
     params:
         vocab=SIM["vocab"],
         correct=SIM["correct"],
@@ -28,6 +30,8 @@ rule simulate_token_level:
         eps=SIM["optimizer"]["eps"],
         weight_decay=SIM["optimizer"]["weight_decay"],
         anchor=anchor_flags(),
+        n=[n for n, _ in simulation_all_pairs()],
+        seed=[seed for _, seed in simulation_all_pairs()],
     shell:
         """
         python -m brorl.simulation run \
@@ -35,7 +39,7 @@ rule simulate_token_level:
             --correct {params.correct} \
             --init-correct {params.init_correct} \
             --init-anchor {params.init_anchor} \
-            --n {wildcards.n} \
+            --n {params.n} \
             --steps {params.steps} \
             --optimizer {params.optimizer:q} \
             --lr {params.lr} \
@@ -43,7 +47,7 @@ rule simulate_token_level:
             --eps {params.eps} \
             --weight-decay {params.weight_decay} \
             {params.anchor} \
-            --seed {wildcards.seed} \
+            --seed {params.seed} \
             --label main \
             --out {output:q} \
             >{log:q} 2>&1
@@ -51,19 +55,20 @@ rule simulate_token_level:
 
 
 rule simulate_sensitivity:
-    """One run of the simulation with a sensitivity variant's optimizer and anchor settings."""
+    """The runs of one sensitivity variant (its optimizer and anchor settings) at every N and seed of the study,
+    one file per (N, seed), in one process."""
     output:
-        "results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet",
+        sensitivity_variant_runs(),
     log:
-        "results/logs/simulate_sensitivity/{variant}/N{n}_seed{seed}.log",
+        "results/logs/simulate_sensitivity/{variant}.log",
     benchmark:
-        "results/timings/simulate_sensitivity/{variant}/N{n}_seed{seed}.tsv"
+        "results/timings/simulate_sensitivity/{variant}.tsv"
     conda:
         "../../envs/sim.yaml"
     threads: 1
     resources:
         mem_mb=1024,
-        runtime=30,
+        runtime=60,
     params:
         vocab=SIM["vocab"],
         correct=SIM["correct"],
@@ -76,6 +81,8 @@ rule simulate_sensitivity:
         eps=variant_optimizer_key("eps"),
         weight_decay=variant_optimizer_key("weight_decay"),
         anchor=variant_anchor_flags,
+        n=[n for n, _ in sensitivity_pairs()],
+        seed=[seed for _, seed in sensitivity_pairs()],
     shell:
         """
         python -m brorl.simulation run \
@@ -83,7 +90,7 @@ rule simulate_sensitivity:
             --correct {params.correct} \
             --init-correct {params.init_correct} \
             --init-anchor {params.init_anchor} \
-            --n {wildcards.n} \
+            --n {params.n} \
             --steps {params.steps} \
             --optimizer {params.optimizer:q} \
             --lr {params.lr} \
@@ -91,7 +98,7 @@ rule simulate_sensitivity:
             --eps {params.eps} \
             --weight-decay {params.weight_decay} \
             {params.anchor} \
-            --seed {wildcards.seed} \
+            --seed {params.seed} \
             --label {wildcards.variant:q} \
             --out {output:q} \
             >{log:q} 2>&1

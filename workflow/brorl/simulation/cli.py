@@ -55,18 +55,27 @@ def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
 
 
 def _cmd_run(a: argparse.Namespace) -> None:
+    """One run per (--n, --seed, --out) triple, in one process: torch's import is most of a short run's time."""
     from ..provenance import provenance
     from .engine import simulate
     from .io import write_run
 
-    spec = _spec(a, a.n, a.seed)
-    df = simulate(spec, progress=True)
-    write_run(df, {"spec": spec.as_dict(), "label": a.label, "provenance": provenance()}, a.out)
-    last = df.iloc[-1]
-    print(
-        f"N={spec.n} seed={spec.seed}: Q_pos {df.q_pos.iloc[0]:.4f} -> {last.q_pos:.4f}, "
-        f"{last.pct_improved:.1f}% of correct tokens improved, worst drop {last.worst_drop:.3g} -> {a.out}"
-    )
+    if not len(a.n) == len(a.seed) == len(a.out):
+        raise SimulationError(
+            f"--n, --seed and --out pair up run by run: got {len(a.n)} N, {len(a.seed)} seeds and {len(a.out)} outputs"
+        )
+    if len(set(a.out)) != len(a.out):
+        raise SimulationError("two runs would write the same --out file")
+    specs = [_spec(a, n, seed) for n, seed in zip(a.n, a.seed)]  # every spec checked before the first run
+    for spec, out in zip(specs, a.out):
+        df = simulate(spec, progress=True)
+        write_run(df, {"spec": spec.as_dict(), "label": a.label, "provenance": provenance()}, out)
+        last = df.iloc[-1]
+        print(
+            f"N={spec.n} seed={spec.seed}: Q_pos {df.q_pos.iloc[0]:.4f} -> {last.q_pos:.4f}, "
+            f"{last.pct_improved:.1f}% of correct tokens improved, worst drop {last.worst_drop:.3g} -> {out}",
+            flush=True,
+        )
 
 
 def _cmd_check_theory(a: argparse.Namespace) -> None:
@@ -132,14 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m brorl.simulation", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="one simulation run -> parquet with step, q_pos, pct_improved, worst_drop, ...")
+    run = sub.add_parser(
+        "run", help="simulation runs (one per --n/--seed/--out triple) -> parquet with step, q_pos, pct_improved, ..."
+    )
     _add_problem_args(run)
     _add_optimizer_args(run)
-    run.add_argument("--n", type=int, required=True, help="i.i.d. draws (rollouts) per step")
+    run.add_argument("--n", type=int, nargs="+", required=True, help="i.i.d. draws (rollouts) per step, per run")
     run.add_argument("--steps", type=int, default=1000)
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, nargs="+", default=[0], help="seed per run, paired with --n")
     run.add_argument("--label", default="main", help="run family (e.g. a sensitivity variant), stored in the file")
-    run.add_argument("--out", required=True)
+    run.add_argument("--out", nargs="+", required=True, help="parquet per run, paired with --n")
     run.set_defaults(func=_cmd_run)
 
     th = sub.add_parser("check-theory", help="Theorem 1 (first order) and Lemma 2 (Monte Carlo) checks -> JSON")

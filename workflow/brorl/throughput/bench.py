@@ -262,8 +262,8 @@ def write_json(path: Path | str, record: dict) -> None:
 def run_bench(
     model: Path,
     prompts_file: Path,
-    config: Configuration,
-    out: Path,
+    config: Configuration | list[Configuration],
+    out: Path | list[Path],
     *,
     max_tokens: int,
     temperature: float,
@@ -277,22 +277,33 @@ def run_bench(
     dtype: str = "auto",
     tensor_parallel_size: int = 1,
     max_num_seqs: int | None = None,
-) -> dict:
-    """Check inputs, start the engine with the configuration's prefix-caching setting, measure, write ``out``."""
+) -> dict | list[dict]:
+    """Check inputs, start the engine with the configuration's prefix-caching setting, measure, write ``out``.
+
+    Several configurations (lists of equal length, one prefix-caching setting) are measured one after another on
+    one engine, each with its own warm-up, prompts and repeats, as bench_configuration does on a shared engine (the
+    tiny preset's throughput.one_engine_per_setting); a list in gives a list of records out."""
     from ..benchmarks.records import read_records
     from ..generation.engine import VllmEngine, check_sampling
     from ..models.check import check_model_dir, manifest_hash
     from ..provenance import provenance
     from .machine import describe_machine
 
-    check_sampling(config.n, temperature, top_p, max_tokens)
+    configs, outs = (config, out) if isinstance(config, list) else ([config], [out])
+    if not configs or len(configs) != len(outs):
+        raise ThroughputError(f"{len(configs)} configuration(s) for {len(outs)} output file(s): give one out each")
+    if len({c.prefix_caching for c in configs}) != 1:
+        raise ThroughputError("one engine has one prefix-caching setting: measure on and off in separate runs")
+    for c in configs:
+        check_sampling(c.n, temperature, top_p, max_tokens)
     if engine_kind not in ("embedded", "cluster"):
         raise ThroughputError(f"engine must be embedded or cluster, got {engine_kind!r}")
     if not max_cv > 0:
         raise ThroughputError(f"max_cv must be > 0, got {max_cv}")
     check_model_dir(model)
     records = read_records(prompts_file)
-    select_prompts(records, config.prompts, seed, source=str(prompts_file))  # fail before the engine starts
+    for c in configs:
+        select_prompts(records, c.prompts, seed, source=str(prompts_file))  # fail before the engine starts
     machine = describe_machine()  # before vLLM: nvidia-smi only, CUDA stays uninitialised here
     engine = VllmEngine(
         model,
@@ -302,27 +313,30 @@ def run_bench(
         embedded=engine_kind == "embedded",
         tensor_parallel_size=tensor_parallel_size,
         max_num_seqs=max_num_seqs,
-        enable_prefix_caching=config.prefix_caching,
+        enable_prefix_caching=configs[0].prefix_caching,
         log_stats=True,
     )
-    record = bench_configuration(
-        engine,
-        config,
-        records,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-        warmup=warmup,
-        repeats=repeats,
-        max_cv=max_cv,
-    )
-    record |= {
-        "model": {"path": str(model), "manifest_hash": manifest_hash(model)},
-        "engine": engine.info(),
-        "machine": machine,
-        "provenance": provenance(),
-    }
-    record["prompts"]["source"] = str(prompts_file)
-    write_json(out, record)
-    return record
+    results = []
+    for c, path in zip(configs, outs):
+        record = bench_configuration(
+            engine,
+            c,
+            records,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            warmup=warmup,
+            repeats=repeats,
+            max_cv=max_cv,
+        )
+        record |= {
+            "model": {"path": str(model), "manifest_hash": manifest_hash(model)},
+            "engine": engine.info(),
+            "machine": machine,
+            "provenance": provenance(),
+        }
+        record["prompts"]["source"] = str(prompts_file)
+        write_json(path, record)
+        results.append(record)
+    return results if isinstance(config, list) else results[0]

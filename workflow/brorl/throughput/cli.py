@@ -14,13 +14,19 @@ from .spec import Configuration, parse_config_name
 def _cmd_bench(a: argparse.Namespace) -> None:
     from .bench import run_bench
 
-    config = Configuration(a.prompts, a.n, a.prefix_caching == "on")
-    if a.out.stem != config.name:  # the file name is the configuration (results/throughput/<name>.json)
-        raise ValueError(f"--out {a.out} does not match the configuration: expected {config.name}.json")
-    r = run_bench(
+    if not len(a.prompts) == len(a.n) == len(a.out):
+        raise ValueError(
+            f"--prompts, --n and --out pair up configuration by configuration: got {len(a.prompts)}, {len(a.n)} and "
+            f"{len(a.out)} values"
+        )
+    configs = [Configuration(p, n, a.prefix_caching == "on") for p, n in zip(a.prompts, a.n)]
+    for config, out in zip(configs, a.out):
+        if out.stem != config.name:  # the file name is the configuration (results/throughput/<name>.json)
+            raise ValueError(f"--out {out} does not match the configuration: expected {config.name}.json")
+    records = run_bench(
         a.model,
         a.prompts_file,
-        config,
+        configs,
         a.out,
         max_tokens=a.max_tokens,
         temperature=a.temperature,
@@ -35,15 +41,16 @@ def _cmd_bench(a: argparse.Namespace) -> None:
         tensor_parallel_size=a.tensor_parallel_size,
         max_num_seqs=a.max_num_seqs,
     )
-    s, t, pc, v = r["samples_per_s"], r["output_tokens_per_s"], r["prefix_cache"], r["variability"]
-    hit = "n/a" if pc["hit_rate"] is None else f"{pc['hit_rate']:.1%}"
-    cv = "n/a" if s["cv"] is None else f"{s['cv']:.1%}"
-    print(
-        f"{config.name}: {s['median']:.1f} samples/s (min {s['min']:.1f}, max {s['max']:.1f}, CV {cv}), "
-        f"{t['median']:.0f} output tokens/s, prefix-cache hit rate {hit}"
-        + ("" if v["trusted"] else f" [{v['reason']}]")
-    )
-    print(f"-> {a.out}")
+    for config, out, r in zip(configs, a.out, records):
+        s, t, pc, v = r["samples_per_s"], r["output_tokens_per_s"], r["prefix_cache"], r["variability"]
+        hit = "n/a" if pc["hit_rate"] is None else f"{pc['hit_rate']:.1%}"
+        cv = "n/a" if s["cv"] is None else f"{s['cv']:.1%}"
+        print(
+            f"{config.name}: {s['median']:.1f} samples/s (min {s['min']:.1f}, max {s['max']:.1f}, CV {cv}), "
+            f"{t['median']:.0f} output tokens/s, prefix-cache hit rate {hit}"
+            + ("" if v["trusted"] else f" [{v['reason']}]")
+        )
+        print(f"-> {out}")
 
 
 def _read_result(path: Path) -> dict:
@@ -163,11 +170,15 @@ def _positive_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m brorl.throughput", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("bench", help="one configuration (prompts x N, prefix caching) -> results JSON")
+    p = sub.add_parser(
+        "bench", help="configurations (prompts x N, one prefix-caching setting) on one engine -> a results JSON each"
+    )
     p.add_argument("--model", required=True, type=Path, help="model folder (checked before the engine starts)")
     p.add_argument("--prompts-file", required=True, type=Path, help="training mix JSONL (real prompts)")
-    p.add_argument("--prompts", required=True, type=int, help="distinct prompts per batch")
-    p.add_argument("--n", required=True, type=int, help="samples per prompt")
+    p.add_argument(
+        "--prompts", required=True, type=int, nargs="+", help="distinct prompts per batch, per configuration"
+    )
+    p.add_argument("--n", required=True, type=int, nargs="+", help="samples per prompt, paired with --prompts")
     p.add_argument("--prefix-caching", required=True, choices=("on", "off"))
     p.add_argument("--max-tokens", required=True, type=int, help="tokens per sample (exact: ignore_eos)")
     p.add_argument("--temperature", type=float, default=1.2, help="sampling temperature (training rollouts)")
@@ -191,7 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="auto")
     p.add_argument("--tensor-parallel-size", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int, default=None, help="vLLM's concurrent sequences (default: vLLM's)")
-    p.add_argument("--out", required=True, type=Path, help="results/throughput/p<P>_n<N>_pc<on|off>.json")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        nargs="+",
+        help="results/throughput/p<P>_n<N>_pc<on|off>.json, per configuration",
+    )
     p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("tabulate", help="Table 2 (md, tex, csv), pass rate per step, samples/s-vs-N figure")
     p.add_argument("--results", nargs="*", default=[], type=Path, help="configuration JSONs")

@@ -47,6 +47,40 @@ def simulation_grid_runs():
     )
 
 
+def simulation_all_pairs():
+    """The (N, seed) of every main-sweep and N-grid run, each once, in a fixed order (simulate_token_level's
+    outputs and its --n/--seed lists pair up in this order)."""
+    pairs = [(n, seed) for n in SIM["n_values"] for seed in SIM["seeds"]]
+    if SIM["n_grid"]["enabled"]:
+        pairs += [
+            (n, seed)
+            for n in SIM["n_grid"]["n_values"]
+            for seed in SIM["n_grid"]["seeds"]
+        ]
+    return list(dict.fromkeys(pairs))
+
+
+def simulation_all_runs():
+    """The files of simulation_all_pairs(): results/simulation/N{n}_seed{seed}.parquet."""
+    return [
+        f"results/simulation/N{n}_seed{seed}.parquet"
+        for n, seed in simulation_all_pairs()
+    ]
+
+
+def sensitivity_pairs():
+    """The (N, seed) of each sensitivity variant's runs (simulation.sensitivity.n_values x seeds)."""
+    return [(n, seed) for n in SENSITIVITY["n_values"] for seed in SENSITIVITY["seeds"]]
+
+
+def sensitivity_variant_runs():
+    """The files of one variant's runs, the {variant} wildcard left open (simulate_sensitivity's outputs)."""
+    return [
+        f"results/simulation/sensitivity/{{variant}}/N{n}_seed{seed}.parquet"
+        for n, seed in sensitivity_pairs()
+    ]
+
+
 def training_sweep_n():
     """N values of analysis.n_sweep's arms (marked in the simulation's N-grid figure)."""
     by_name = {arm["name"]: arm["n"] for arm in config["arms"]}

@@ -15,6 +15,14 @@ def throughput_results():
     ]
 
 
+def setting_results():
+    """One JSON per throughput.layouts at the {pc} wildcard's prefix-caching setting (the one-engine rule's outputs)."""
+    return [
+        f"results/throughput/p{layout['prompts']}_n{layout['n']}_pc{{pc}}.json"
+        for layout in THROUGHPUT["layouts"]
+    ]
+
+
 def throughput_targets():
     """Table 2, the figure and machine.json; none when throughput is disabled."""
     if not THROUGHPUT["enabled"]:
