@@ -44,13 +44,19 @@ demo: setup
 	snakemake --profile profiles/local
 	@$(VENV)/bin/python -m brorl.outputs results
 
+# Three pytest-xdist workers on 2 cores: much of the suite waits on subprocesses (Slurm jobs, Snakemake, vLLM start-up);
+# a module's tests stay on one worker and the Slurm tests on one worker in turn (tests/conftest.py). The ten slowest
+# tests and pytest's wall time close every run, so growth shows in each CI log (docs/testing.md).
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10 --durations-min=1
+
 ## Run the test suite (as root on Debian it also installs and starts the local Slurm for tests/cluster/test_slurm.py).
 test: setup slurm-env slurm-ci
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q $(PYTEST_PARALLEL)
 
 ## The edit loop: the tests that start no Snakemake, vLLM, trainer or Slurm (a few minutes; markers in pyproject.toml).
 test-fast: setup
-	$(VENV)/bin/python -m pytest -q -m "not workflow and not engine and not slurm and not slow"
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup --durations=5 -m "not workflow and not engine and not slurm and not slow"
 
 ## Format and lint: ruff (Python), snakefmt (the Snakefile and rules), snakemake --lint.
 lint: setup

@@ -95,6 +95,10 @@ def resolve(env_file: Path, workdir: Path) -> str | None:
             "--dry-run",
             "--ignore-installed",
             "--quiet",
+            # one retry, not pip's five with back-off: an index this machine cannot reach (sim.yaml's PyTorch CPU
+            # index where only PyPI is open) cost ~8 s per package, 5 minutes for the sim env; PyPI is retried once
+            "--retries",
+            "1",
             "--report",
             str(report),
             "-r",
@@ -135,6 +139,8 @@ def test_every_env_resolves_with_pip(tmp_path):
             "--ignore-installed",
             "--no-deps",
             "--quiet",
+            "--retries",
+            "1",
             *no_deps_pins(),
         ],
         capture_output=True,
