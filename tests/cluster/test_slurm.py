@@ -36,7 +36,7 @@ RAY_LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
 # The end-to-end subset: the full tiny preset (~60 jobs, training included) takes > 15 min through sbatch on 2
 # cores; data + the start checkpoint's evaluation of one benchmark exercises CPU jobs, a GPU job and local rules in
 # ~3 min. (The 2-node train_ppo jobs of the tiny preset also completed through this profile:
-# docs/cluster.md#ci-against-a-real-slurm.)
+# docs/testing.md#the-slurm-tests.)
 E2E_TARGET = "results/eval/base/step0/synthetic_math.summary.json"
 E2E_OVERRIDE = {
     "simulation": {"enabled": False},
