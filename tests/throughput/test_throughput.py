@@ -436,3 +436,23 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
         timeout=300,
     )
     assert bad.returncode == 2 and "ARM=PATH" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--out", "p8_n4_pcon.json", "p4_n16_pcon.json"], None),  # the layouts from the file names: accepted
+        (["--out", "8x4.json"], "must look like p512_n16_pcon"),
+        (["--prompts", "8", "--n", "4", "16", "--out", "p8_n4_pcon.json"], "pair up configuration by configuration"),
+        (["--out", "p8_n4_pcoff.json"], "does not match the configuration: expected p8_n4_pcon.json"),
+    ],
+)
+def test_bench_command_reads_configurations_from_its_outputs_and_refuses_what_does_not_pair(tmp_path, args, words):
+    """The tiny preset's one-engine job passes only --out: each file's name is its configuration. Checked before
+    anything else, so a model folder that does not exist is never reached unless the arguments are right."""
+    out = [str(tmp_path / a) if a.endswith(".json") else a for a in args]
+    cmd = [sys.executable, "-m", "brorl.throughput", "bench", "--model", str(tmp_path / "no-model"), "--prefix-caching"]
+    cmd += ["on", "--prompts-file", str(tmp_path / "mix.jsonl"), "--max-tokens", "4", *out]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert (words or "model folder does not exist") in proc.stderr, proc.stderr[-2000:]

@@ -6,117 +6,58 @@
 #   results/eval/{arm}/step{step}/{benchmark}.scores.parquet   results/eval/{arm}/step{step}/{benchmark}.summary.json
 
 
-if EVAL["one_engine_per_checkpoint"]:
-
-    rule generate_samples:
-        """The samples of one checkpoint (arm, step) on every benchmark, one vLLM engine for all of them (the tiny
-        preset: start-up is most of a job there); the same per-benchmark files as the per-benchmark rule.
+rule generate_samples:
+    """The samples of one checkpoint (arm, step) on one benchmark: evaluation.n_samples per problem, vLLM. With
+    evaluation.one_engine_per_checkpoint (the tiny preset) one job and one engine serve all of a checkpoint's
+    benchmarks, writing the same per-benchmark files."""
+    input:
+        model=evaluation_model,
+        benchmark=generation_benchmarks(),
+        preflight=preflight_input(),
+    output:
+        samples=[ensure(p, non_empty=True) for p in generation_files("samples.parquet")],
+        sidecar=generation_files("samples.parquet.json"),
+    log:
+        generation_log("results/logs/generate_samples"),
+    benchmark:
+        generation_log("results/timings/generate_samples", ".tsv")
+    conda:
+        "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
+    threads: 2
+    resources:
+        mem_mb=16384,
+        runtime=240,
+    params:
+        engine=config["engine"],
+        n=EVAL["n_samples"],
+        temperature=EVAL["temperature"],
+        top_p=EVAL["top_p"],
+        max_tokens=EVAL["max_tokens"],
+        max_model_len=max_model_len(),
+        seed=EVAL["seed"],
+        shard_size=EVAL["shard_size"],
+        max_items=max_items_flag(),
+        data_parallel=data_parallel_size,
+    shell:
         """
-        input:
-            model=evaluation_model,
-            benchmarks=benchmark_files(),
-            preflight=preflight_input(),
-        output:
-            samples=[
-                ensure(p, non_empty=True) for p in checkpoint_files("samples.parquet")
-            ],
-            sidecars=checkpoint_files("samples.parquet.json"),
-        log:
-            "results/logs/generate_samples/{arm}/step{step}/all_benchmarks.log",
-        benchmark:
-            "results/timings/generate_samples/{arm}/step{step}/all_benchmarks.tsv"
-        conda:
-            "../../envs/eval.yaml"
-        container:
-            GPU_CONTAINER
-        threads: 2
-        resources:
-            mem_mb=16384,
-            runtime=240,
-        params:
-            engine=config["engine"],
-            n=EVAL["n_samples"],
-            temperature=EVAL["temperature"],
-            top_p=EVAL["top_p"],
-            max_tokens=EVAL["max_tokens"],
-            max_model_len=max_model_len(),
-            seed=EVAL["seed"],
-            shard_size=EVAL["shard_size"],
-            max_items=max_items_flag(),
-        shell:
-            """
-            python -m brorl.generation generate \
-                --model {input.model:q} \
-                --benchmark {input.benchmarks:q} \
-                --n {params.n} \
-                --temperature {params.temperature} \
-                --top-p {params.top_p} \
-                --max-tokens {params.max_tokens} \
-                --max-model-len {params.max_model_len} \
-                --seed {params.seed} \
-                --shard-size {params.shard_size} \
-                --engine {params.engine:q} \
-                --data-parallel-size 1 \
-                {params.max_items:q} \
-                --out {output.samples:q} \
-                >{log:q} 2>&1
-            """
-
-else:
-
-    rule generate_samples:
-        """The samples of one checkpoint (arm, step) on one benchmark: evaluation.n_samples per problem, vLLM."""
-        input:
-            model=evaluation_model,
-            benchmark="resources/benchmarks/{benchmark}.jsonl",
-            preflight=preflight_input(),
-        output:
-            samples=ensure(
-                "results/eval/{arm}/step{step}/{benchmark}.samples.parquet",
-                non_empty=True,
-            ),
-            sidecar="results/eval/{arm}/step{step}/{benchmark}.samples.parquet.json",
-        log:
-            "results/logs/generate_samples/{arm}/step{step}/{benchmark}.log",
-        benchmark:
-            "results/timings/generate_samples/{arm}/step{step}/{benchmark}.tsv"
-        conda:
-            "../../envs/eval.yaml"
-        container:
-            GPU_CONTAINER
-        threads: 2
-        resources:
-            mem_mb=16384,
-            runtime=240,
-        params:
-            engine=config["engine"],
-            n=EVAL["n_samples"],
-            temperature=EVAL["temperature"],
-            top_p=EVAL["top_p"],
-            max_tokens=EVAL["max_tokens"],
-            max_model_len=max_model_len(),
-            seed=EVAL["seed"],
-            shard_size=EVAL["shard_size"],
-            max_items=max_items_flag(),
-            data_parallel=data_parallel_size,
-        shell:
-            """
-            python -m brorl.generation generate \
-                --model {input.model:q} \
-                --benchmark {input.benchmark:q} \
-                --n {params.n} \
-                --temperature {params.temperature} \
-                --top-p {params.top_p} \
-                --max-tokens {params.max_tokens} \
-                --max-model-len {params.max_model_len} \
-                --seed {params.seed} \
-                --shard-size {params.shard_size} \
-                --engine {params.engine:q} \
-                --data-parallel-size {params.data_parallel} \
-                {params.max_items:q} \
-                --out {output.samples:q} \
-                >{log:q} 2>&1
-            """
+        python -m brorl.generation generate \
+            --model {input.model:q} \
+            --benchmark {input.benchmark:q} \
+            --n {params.n} \
+            --temperature {params.temperature} \
+            --top-p {params.top_p} \
+            --max-tokens {params.max_tokens} \
+            --max-model-len {params.max_model_len} \
+            --seed {params.seed} \
+            --shard-size {params.shard_size} \
+            --engine {params.engine:q} \
+            --data-parallel-size {params.data_parallel} \
+            {params.max_items:q} \
+            --out {output.samples:q} \
+            >{log:q} 2>&1
+        """
 
 
 rule score_samples:

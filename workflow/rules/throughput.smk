@@ -7,125 +7,64 @@
 #   results/throughput/pass_rate_by_step.csv          pass rate per step and arm (empty until training has run)
 
 
-if THROUGHPUT["one_engine_per_setting"]:
-
-    rule bench_throughput:
-        """vLLM generation samples/s of the start model for every layout (prompts x N) at one prefix-caching
-        setting, on one engine, each layout with its own warm-up and repeats (the tiny preset).
+rule bench_throughput:
+    """vLLM generation samples/s of the start model for one layout (prompts x N) and prefix-caching setting. With
+    throughput.one_engine_per_setting (the tiny preset) one job and one engine measure every layout of a setting,
+    each with its own warm-up and repeats, into the same per-configuration files. A file's name is its
+    configuration (p<prompts>_n<N>_pc<on|off>.json): the command reads the layouts from --out.
+    """
+    input:
+        model=base_model_dir(),
+        prompts=TRAIN_MIX,
+    output:
+        bench_files(),
+    log:
+        bench_log("results/logs/bench_throughput"),
+    benchmark:
+        bench_log("results/timings/bench_throughput", ".tsv")
+    wildcard_constraints:
+        prompts=r"[1-9]\d*",
+        n=r"[1-9]\d*",
+        pc="on|off",
+    conda:
+        "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
+    threads: 8  # all cores locally (capped by --cores), so nothing else runs beside a timed job
+    resources:
+        gpu=1,
+        mem_mb=32768,
+        runtime=720,
+    params:
+        engine=config["engine"],
+        max_tokens=THROUGHPUT["max_tokens"],
+        max_model_len=config["context"]["prompt_max_len"] + THROUGHPUT["max_tokens"],
+        temperature=throughput_temperature(),
+        top_p=config["training"]["rollout_top_p"],
+        warmup=THROUGHPUT["warmup"],
+        repeats=THROUGHPUT["repeats"],
+        seed=THROUGHPUT["seed"],
+        max_cv=THROUGHPUT["max_cv"],
+        max_num_seqs=throughput_max_num_seqs_flag(),
+    shell:
         """
-        input:
-            model=base_model_dir(),
-            prompts=TRAIN_MIX,
-        output:
-            setting_results(),
-        log:
-            "results/logs/bench_throughput/all_layouts_pc{pc}.log",
-        benchmark:
-            "results/timings/bench_throughput/all_layouts_pc{pc}.tsv"
-        wildcard_constraints:
-            pc="on|off",
-        conda:
-            "../../envs/eval.yaml"
-        container:
-            GPU_CONTAINER
-        threads: 8  # all cores locally (capped by --cores), so nothing else runs beside a timed job
-        resources:
-            gpu=1,
-            mem_mb=32768,
-            runtime=720,
-        params:
-            engine=config["engine"],
-            prompts=[layout["prompts"] for layout in THROUGHPUT["layouts"]],
-            n=[layout["n"] for layout in THROUGHPUT["layouts"]],
-            max_tokens=THROUGHPUT["max_tokens"],
-            max_model_len=config["context"]["prompt_max_len"] + THROUGHPUT["max_tokens"],
-            temperature=throughput_temperature(),
-            top_p=config["training"]["rollout_top_p"],
-            warmup=THROUGHPUT["warmup"],
-            repeats=THROUGHPUT["repeats"],
-            seed=THROUGHPUT["seed"],
-            max_cv=THROUGHPUT["max_cv"],
-            max_num_seqs=throughput_max_num_seqs_flag(),
-        shell:
-            """
-            python -m brorl.throughput bench \
-                --model {input.model:q} \
-                --prompts-file {input.prompts:q} \
-                --prompts {params.prompts} \
-                --n {params.n} \
-                --prefix-caching {wildcards.pc:q} \
-                --max-tokens {params.max_tokens} \
-                --max-model-len {params.max_model_len} \
-                --temperature {params.temperature} \
-                --top-p {params.top_p} \
-                --warmup {params.warmup} \
-                --repeats {params.repeats} \
-                --seed {params.seed} \
-                --max-cv {params.max_cv} \
-                --engine {params.engine:q} \
-                {params.max_num_seqs:q} \
-                --out {output:q} \
-                >{log:q} 2>&1
-            """
-
-else:
-
-    rule bench_throughput:
-        """vLLM generation samples/s of the start model for one layout (prompts x N) and prefix-caching setting."""
-        input:
-            model=base_model_dir(),
-            prompts=TRAIN_MIX,
-        output:
-            "results/throughput/p{prompts}_n{n}_pc{pc}.json",
-        log:
-            "results/logs/bench_throughput/p{prompts}_n{n}_pc{pc}.log",
-        benchmark:
-            "results/timings/bench_throughput/p{prompts}_n{n}_pc{pc}.tsv"
-        wildcard_constraints:
-            prompts=r"[1-9]\d*",
-            n=r"[1-9]\d*",
-            pc="on|off",
-        conda:
-            "../../envs/eval.yaml"
-        container:
-            GPU_CONTAINER
-        threads: 8  # all cores locally (capped by --cores), so nothing else runs beside a timed job
-        resources:
-            gpu=1,
-            mem_mb=32768,
-            runtime=720,
-        params:
-            engine=config["engine"],
-            max_tokens=THROUGHPUT["max_tokens"],
-            max_model_len=config["context"]["prompt_max_len"] + THROUGHPUT["max_tokens"],
-            temperature=throughput_temperature(),
-            top_p=config["training"]["rollout_top_p"],
-            warmup=THROUGHPUT["warmup"],
-            repeats=THROUGHPUT["repeats"],
-            seed=THROUGHPUT["seed"],
-            max_cv=THROUGHPUT["max_cv"],
-            max_num_seqs=throughput_max_num_seqs_flag(),
-        shell:
-            """
-            python -m brorl.throughput bench \
-                --model {input.model:q} \
-                --prompts-file {input.prompts:q} \
-                --prompts {wildcards.prompts} \
-                --n {wildcards.n} \
-                --prefix-caching {wildcards.pc:q} \
-                --max-tokens {params.max_tokens} \
-                --max-model-len {params.max_model_len} \
-                --temperature {params.temperature} \
-                --top-p {params.top_p} \
-                --warmup {params.warmup} \
-                --repeats {params.repeats} \
-                --seed {params.seed} \
-                --max-cv {params.max_cv} \
-                --engine {params.engine:q} \
-                {params.max_num_seqs:q} \
-                --out {output:q} \
-                >{log:q} 2>&1
-            """
+        python -m brorl.throughput bench \
+            --model {input.model:q} \
+            --prompts-file {input.prompts:q} \
+            --prefix-caching {wildcards.pc:q} \
+            --max-tokens {params.max_tokens} \
+            --max-model-len {params.max_model_len} \
+            --temperature {params.temperature} \
+            --top-p {params.top_p} \
+            --warmup {params.warmup} \
+            --repeats {params.repeats} \
+            --seed {params.seed} \
+            --max-cv {params.max_cv} \
+            --engine {params.engine:q} \
+            {params.max_num_seqs:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
 
 
 rule tabulate_throughput:

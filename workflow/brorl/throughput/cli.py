@@ -14,10 +14,12 @@ from .spec import Configuration, parse_config_name
 def _cmd_bench(a: argparse.Namespace) -> None:
     from .bench import run_bench
 
-    if not len(a.prompts) == len(a.n) == len(a.out):
+    if a.prompts is None and a.n is None:  # the file names say it (results/throughput/p<P>_n<N>_pc<on|off>.json)
+        a.prompts, a.n = zip(*((c.prompts, c.n) for c in map(parse_config_name, (o.stem for o in a.out))))
+    if a.prompts is None or a.n is None or not len(a.prompts) == len(a.n) == len(a.out):
         raise ValueError(
-            f"--prompts, --n and --out pair up configuration by configuration: got {len(a.prompts)}, {len(a.n)} and "
-            f"{len(a.out)} values"
+            "--prompts, --n and --out pair up configuration by configuration (or give --out alone, named "
+            f"p<P>_n<N>_pc<on|off>.json): got {len(a.prompts or ())}, {len(a.n or ())} and {len(a.out)} values"
         )
     configs = [Configuration(p, n, a.prefix_caching == "on") for p, n in zip(a.prompts, a.n)]
     for config, out in zip(configs, a.out):
@@ -176,9 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, type=Path, help="model folder (checked before the engine starts)")
     p.add_argument("--prompts-file", required=True, type=Path, help="training mix JSONL (real prompts)")
     p.add_argument(
-        "--prompts", required=True, type=int, nargs="+", help="distinct prompts per batch, per configuration"
+        "--prompts", type=int, nargs="+", help="distinct prompts per batch, per configuration (default: from --out)"
     )
-    p.add_argument("--n", required=True, type=int, nargs="+", help="samples per prompt, paired with --prompts")
+    p.add_argument("--n", type=int, nargs="+", help="samples per prompt, paired with --prompts (default: from --out)")
     p.add_argument("--prefix-caching", required=True, choices=("on", "off"))
     p.add_argument("--max-tokens", required=True, type=int, help="tokens per sample (exact: ignore_eos)")
     p.add_argument("--temperature", type=float, default=1.2, help="sampling temperature (training rollouts)")

@@ -20,7 +20,11 @@ def max_items_flag():
 
 
 def data_parallel_size(wildcards, resources):
-    """vLLM engines of one generation job: one per GPU the profile gives it (resource `gpu`), else 1 (CPU)."""
+    """vLLM engines of one generation job: one per GPU the profile gives it (resource `gpu`), else 1 (CPU); 1 where
+    one engine serves every benchmark of a checkpoint (evaluation.one_engine_per_checkpoint).
+    """
+    if EVAL["one_engine_per_checkpoint"]:
+        return 1
     return max(1, int(resources.get("gpu", 0) or 0))
 
 
@@ -29,11 +33,27 @@ def max_model_len():
     return CONTEXT["prompt_max_len"] + EVAL["max_tokens"]
 
 
-def checkpoint_files(suffix):
-    """The files of one checkpoint on every evaluation.benchmarks, with the {arm} and {step} wildcards left open:
-    results/eval/{arm}/step{step}/<benchmark>.<suffix> (the one-engine generate_samples writes them all).
-    """
-    return [
-        f"results/eval/{{arm}}/step{{step}}/{benchmark}.{suffix}"
-        for benchmark in EVAL["benchmarks"]
-    ]
+# The shape of generate_samples: one job per checkpoint x benchmark (the paper: its own GPUs, its own rerun), or with
+# evaluation.one_engine_per_checkpoint one job per checkpoint for every benchmark (the tiny preset: vLLM's start-up
+# was most of a 27-second job there). The files are the same either way.
+def generation_benchmarks():
+    """Input `benchmark` of generate_samples: the {benchmark} wildcard's records, or every benchmark's."""
+    if EVAL["one_engine_per_checkpoint"]:
+        return benchmark_files()
+    return "resources/benchmarks/{benchmark}.jsonl"
+
+
+def generation_files(suffix):
+    """Outputs of generate_samples: results/eval/{arm}/step{step}/<benchmark>.<suffix> for its benchmark(s)."""
+    if EVAL["one_engine_per_checkpoint"]:
+        return [
+            f"results/eval/{{arm}}/step{{step}}/{name}.{suffix}"
+            for name in EVAL["benchmarks"]
+        ]
+    return [f"results/eval/{{arm}}/step{{step}}/{{benchmark}}.{suffix}"]
+
+
+def generation_log(folder, suffix=".log"):
+    """The log (or timing file) of a generate_samples job under `folder`: per benchmark, or all_benchmarks."""
+    name = "all_benchmarks" if EVAL["one_engine_per_checkpoint"] else "{benchmark}"
+    return f"{folder}/{{arm}}/step{{step}}/{name}{suffix}"

@@ -15,12 +15,27 @@ def throughput_results():
     ]
 
 
-def setting_results():
-    """One JSON per throughput.layouts at the {pc} wildcard's prefix-caching setting (the one-engine rule's outputs)."""
-    return [
-        f"results/throughput/p{layout['prompts']}_n{layout['n']}_pc{{pc}}.json"
-        for layout in THROUGHPUT["layouts"]
-    ]
+# The shape of bench_throughput: one job (a fresh engine) per configuration (the paper), or with
+# throughput.one_engine_per_setting one job per prefix-caching setting for every layout (the tiny preset, where
+# vLLM's start-up was most of a 25-second job). The files are the same either way.
+def bench_files():
+    """Outputs of bench_throughput: results/throughput/p{prompts}_n{n}_pc{pc}.json, or every layout's at {pc}."""
+    if THROUGHPUT["one_engine_per_setting"]:
+        return [
+            f"results/throughput/p{lay['prompts']}_n{lay['n']}_pc{{pc}}.json"
+            for lay in THROUGHPUT["layouts"]
+        ]
+    return "results/throughput/p{prompts}_n{n}_pc{pc}.json"
+
+
+def bench_log(folder, suffix=".log"):
+    """The log (or timing file) of a bench_throughput job under `folder`."""
+    name = (
+        "all_layouts_pc{pc}"
+        if THROUGHPUT["one_engine_per_setting"]
+        else "p{prompts}_n{n}_pc{pc}"
+    )
+    return f"{folder}/{name}{suffix}"
 
 
 def throughput_targets():
