@@ -24,6 +24,7 @@ from helpers import (
     DRIVER,
     DRIVER_SNAKEMAKE,
     ROOT,
+    SHORT_WARM_START,
     TINY,
     copy_slurm_workflow,
     job_counts,
@@ -39,6 +40,7 @@ RAY_LAUNCHER = ROOT / "workflow" / "scripts" / "ray_on_slurm.sh"
 # docs/testing.md#the-slurm-tests.)
 E2E_TARGET = "results/eval/base/step0/synthetic_math.summary.json"
 E2E_OVERRIDE = {
+    **SHORT_WARM_START,
     "simulation": {"enabled": False},
     "throughput": {"enabled": False},
     "evaluation": {

@@ -22,7 +22,7 @@ from brorl.config import load_yaml_config
 from brorl.evaluation.passk import ks_for, pass_at_k, pass_at_k_from_scores
 from brorl.evaluation.score import EvaluationError, check_coverage
 from brorl.evaluation.summary import collect, summarize
-from helpers import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
+from helpers import CONFIG, SHORT_WARM_START, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
@@ -414,6 +414,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
     override = write_yaml(
         tmp_path / "small.yaml",
         {
+            **SHORT_WARM_START,
             "simulation": {"enabled": False},
             "throughput": {"enabled": False},
             "arms": untrained,

@@ -32,7 +32,7 @@ from brorl.models import (
     verify_model_dir,
 )
 from brorl.models.files import select_files
-from helpers import CONFIG, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
+from helpers import CONFIG, SHORT_WARM_START, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_OFFLINE": "1"}
@@ -427,7 +427,7 @@ def test_tiny_model_rules_run_for_real_then_are_up_to_date(tmp_path):
     ctx = cfg["context"]
     lengths = [ctx["prompt_max_len"] + ctx[k] for k in ("train_max_len", "eval_max_len")]
     targets = [f"resources/models/tiny-qwen2-ctx{n}" for n in lengths]
-    override = write_yaml(tmp_path / "small.yaml", {"simulation": {"enabled": False}})
+    override = write_yaml(tmp_path / "small.yaml", {"simulation": {"enabled": False}, **SHORT_WARM_START})
     args = ("--cores", "2", "--directory", tmp_path, "--configfile", TINY, override)
     proc = snakemake(*targets, *args, cwd=repo)
     assert proc.returncode == 0, output_of(proc)[-6000:]
