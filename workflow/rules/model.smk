@@ -25,6 +25,7 @@ rule build_tiny_model:
         directory(TINY_BUILD_DIR),
     log:
         "results/logs/build_tiny_model/tiny-qwen2.log",
+    priority: 10  # the critical path (the chain to trained checkpoints) starts first
     conda:
         "../../envs/eval.yaml"
     threads: 1
@@ -69,6 +70,7 @@ rule warm_start_tiny_model:
         "results/logs/warm_start_tiny_model/tiny-qwen2.log",
     benchmark:
         "results/timings/warm_start_tiny_model/tiny-qwen2.tsv"
+    priority: 10  # the critical path (the chain to trained checkpoints) starts first
     conda:
         "../../envs/train.yaml"
     threads: 1
@@ -105,6 +107,7 @@ rule download_base_model:
         "results/logs/download_base_model/base_model.log",
     benchmark:
         "results/timings/download_base_model/base_model.tsv"
+    priority: 10  # the critical path (the chain to trained checkpoints) starts first
     # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
     retries: 0
     localrule: True
@@ -145,6 +148,7 @@ rule extend_context:
         "results/timings/extend_context/ctx{length}.tsv"
     wildcard_constraints:
         length=r"\d+",
+    priority: 10  # the critical path (the chain to trained checkpoints) starts first
     conda:
         "../../envs/eval.yaml"
     container:

@@ -39,6 +39,7 @@ rule train_ppo:
         "results/timings/train_ppo/{arm}/segment{segment}.tsv"
     wildcard_constraints:
         segment=r"\d+",
+    priority: 10  # the critical path (the chain to trained checkpoints) starts first
     conda:
         "../../envs/train.yaml"
     container:
