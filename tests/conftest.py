@@ -4,10 +4,9 @@ order and grouping that let `make test` run the suite on several pytest-xdist wo
 Markers (declared in pyproject.toml): `workflow` starts Snakemake, `engine` starts vLLM or a trainer, `slurm` needs the
 local Slurm, `slow` takes minutes. `make test-fast` runs the rest, the edit loop; `make test` runs everything.
 
-Workers (`-n 3 --dist loadgroup --no-loadscope-reorder`, docs/testing.md#how-the-suite-runs-in-parallel): every test
-of a module goes to one worker (module fixtures such as a faked DAG or a started vLLM engine are built once), the
-tests that use the local Slurm all go to one worker one after another (they share its emulated nodes), and the units
-that take minutes are handed out first so that none of them starts last.
+Workers (`-n 3 --dist loadgroup --no-loadscope-reorder`, docs/testing.md#how-the-suite-runs-in-parallel): the units
+that take minutes are handed out first so that none of them starts last. Each test is marked with an xdist group (its
+module; one group for the local-Slurm tests), which the measured run did not honour (the docs say what that costs).
 """
 
 import sys
