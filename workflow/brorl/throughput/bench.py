@@ -316,6 +316,7 @@ def run_bench(
         enable_prefix_caching=configs[0].prefix_caching,
         log_stats=True,
     )
+    model_record = {"path": str(model), "manifest_hash": manifest_hash(model)}  # hashed once for every record
     results = []
     for c, path in zip(configs, outs):
         record = bench_configuration(
@@ -331,7 +332,7 @@ def run_bench(
             max_cv=max_cv,
         )
         record |= {
-            "model": {"path": str(model), "manifest_hash": manifest_hash(model)},
+            "model": dict(model_record),
             "engine": engine.info(),
             "machine": machine,
             "provenance": provenance(),
