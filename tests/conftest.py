@@ -1,12 +1,13 @@
 """pytest's shared setup: the tests' own helpers (tests/helpers.py) are importable from every test folder, and the
-order and grouping that let `make test` run the suite on several pytest-xdist workers.
+order that lets `make test` run the suite on several pytest-xdist workers.
 
 Markers (declared in pyproject.toml): `workflow` starts Snakemake, `engine` starts vLLM or a trainer, `slurm` needs the
 local Slurm, `slow` takes minutes. `make test-fast` runs the rest, the edit loop; `make test` runs everything.
 
-Workers (`-n 3 --dist loadgroup --no-loadscope-reorder`, docs/testing.md#how-the-suite-runs-in-parallel): the units
-that take minutes are handed out first so that none of them starts last. Each test is marked with an xdist group (its
-module; one group for the local-Slurm tests), which the measured run did not honour (the docs say what that costs).
+Workers (`-n 3 --dist loadscope --no-loadscope-reorder`, docs/testing.md#how-the-suite-runs-in-parallel): every test
+module is one unit that runs on one worker, so a module's fixtures are built once; the units that take minutes are
+handed out first so that none of them starts last. (pytest-xdist's `loadgroup` cannot be used: with pytest 9 it no
+longer sees the group marks, because xdist 3.8 renames `item._nodeid`, which pytest 9 no longer reads.)
 """
 
 import sys
@@ -18,23 +19,34 @@ TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
-SLURM_GROUP = "local-slurm"
+# The modules that take longest, longest first (measured: docs/testing.md#what-the-suite-costs). Every other module
+# with a `slurm` or `slow` test follows them, then the rest in collection order.
+LONGEST_FIRST = (
+    "tests/cluster/test_rehearsal.py",
+    "tests/training/test_embedded.py",
+    "tests/evaluation/test_evaluation.py",
+    "tests/test_envs.py",
+    "tests/cluster/test_slurm.py",
+)
 
 
-def unit_of(item) -> str:
-    """The xdist group of a test: the local Slurm's group for `slurm` tests, else its module."""
-    return SLURM_GROUP if item.get_closest_marker("slurm") else item.nodeid.split("::", 1)[0]
+def module_of(item) -> str:
+    """The unit pytest-xdist's loadscope hands to one worker: the test's module."""
+    return item.nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
+def rank_of(module: str, slow_modules: set[str]) -> tuple[int, int]:
+    """Sort key of a module: the measured longest first, then the other slow ones, then the rest."""
+    if module in LONGEST_FIRST:
+        return (0, LONGEST_FIRST.index(module))
+    return (1, 0) if module in slow_modules else (2, 0)
+
+
 def pytest_collection_modifyitems(items):
-    """Mark vLLM users, group tests into units, and put the long units first (the same order on every worker)."""
-
+    """Mark vLLM users and put the long modules first (the same order on every worker)."""
     for item in items:
         # a test that takes the `engine` fixture (a vLLM engine, in tests/generation and tests/throughput) starts vLLM
         if "engine" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.engine)
-        item.add_marker(pytest.mark.xdist_group(unit_of(item)))
-    slow_units = {unit_of(i) for i in items if i.get_closest_marker("slow")}
-    rank = {SLURM_GROUP: 0, **{u: 1 for u in slow_units if u != SLURM_GROUP}}
-    items.sort(key=lambda i: rank.get(unit_of(i), 2))  # stable: collection order within each rank
+    slow = {module_of(i) for i in items if i.get_closest_marker("slow") or i.get_closest_marker("slurm")}
+    items.sort(key=lambda i: rank_of(module_of(i), slow))  # stable: collection order within each rank

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEEPSCALER = REPO / "data" / "benchmarks" / "deepscaler"  # the repository's own copy of the real files
 
 TL = 2.0  # time limit for hostile programs (s)
-MARGIN = 1.5  # sandbox start-up grace (1 s) + slack on a loaded machine
+MARGIN = 8.0  # sandbox start-up grace (1 s) + slack for a loaded machine (the suite runs on 3 workers); the
+# hostile programs would run 100 s or forever without the limit, so the bound still shows that it was enforced
 
 ADD = {"tests": {"inputs": ["1 2\n", "3 4\n", "10 -3\n"], "outputs": ["3\n", "7\n", "7\n"], "fn_name": None}}
 
@@ -217,7 +218,7 @@ def test_network_blocked():
     )
     start = time.monotonic()
     res = run_sandboxed(code, b"", Limits(wall_s=TL))
-    assert time.monotonic() - start < TL
+    assert time.monotonic() - start < TL + MARGIN
     out = res.stdout.decode()
     assert "CONNECTED" not in out and out.count("FAILED") == 3, out
     with pytest.raises(socket.timeout):
@@ -290,7 +291,8 @@ def test_concurrent_sandboxes():
     results = []
 
     def work(code):
-        results.append(score_code(ADD, fenced(code), time_limit_s=TL).correct)
+        # a right program must not time out because four others share the machine's cores
+        results.append(score_code(ADD, fenced(code), time_limit_s=30.0).correct)
 
     threads = [
         threading.Thread(target=work, args=("a, b = map(int, input().split())\nprint(a + b)",)) for _ in range(4)

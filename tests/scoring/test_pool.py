@@ -50,7 +50,7 @@ def test_hang_crash_and_exception_are_recorded_not_fatal(fake_scorers) -> None:
     pairs = [({"id": str(i), "scorer": "behave"}, r) for i, r in enumerate(responses)]
     t0 = time.monotonic()
     out = score_batch(pairs, workers=2, timeout_s=1.0)
-    assert time.monotonic() - t0 < 8.0  # two 1 s timeouts on two workers, plus restarts
+    assert time.monotonic() - t0 < 30.0  # the hangs were cut (two 1 s timeouts, restarts, slack for a loaded machine)
     assert [s.correct for s in out] == [r == "ok" for r in responses]
     assert out[1].error == "timeout after 1 s" and out[6].error == "timeout after 1 s"
     assert out[3].error == "worker died"

@@ -231,8 +231,11 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
         wall_s_before=250.0,
         launches=launches,
         reward_calls=calls,
+        # the job hook's partition log: the killed launch's call (t=150) is not the rerun step's
+        partition_calls=[(150.0, 9.0), (350.0, 0.5), (351.0, 2.0), (450.0, 0.25)],
     )
     first = records[0]
+    assert (first["partition_s"], records[1]["partition_s"]) == (2.5, 0.25)
     assert first["step"] == 202 and first["segment"] == 9
     assert first["prompts"] == 512 and first["samples"] == 8192
     assert first["generated_prompts"] == round(512 / 0.41) and first["generated_samples"] == 16 * round(512 / 0.41)
@@ -273,6 +276,7 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
         reward_calls=None,
     )[0]
     assert record["generated_samples"] == 8192 and record["reward_mean"] == 0.5 and record["wall_s"] == 100.0
+    assert record["partition_s"] is None  # nothing partitioned (no dynamic batching, or no job hook)
 
 
 def test_metrics_read_from_real_tensorboard_events(tmp_path):

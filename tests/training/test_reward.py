@@ -68,10 +68,14 @@ def test_code_reward_is_partial_credit_and_binary_score_needs_all_tests():
     half = "```python\nn = int(input())\nprint(4 if n == 2 else 0)\n```"
     full = "```python\nprint(int(input()) * 2)\n```"
     loop = "```python\nwhile True:\n    pass\n```"
-    scores = score_rollouts([CODE_ITEM] * 3, [half, full, loop], code_reward="fraction", code_timeout_s=1.0)
-    assert [s.score for s in scores] == [0.5, 1.0, 0.0]
-    assert [s.correct for s in scores] == [False, True, False]
-    assert scores[2].error  # the infinite loop is recorded, not raised
+    # the time limit is wall-clock over all tests of a program: generous for the programs that finish (a loaded
+    # machine must not turn a right answer into a timeout), short for the loop that never does
+    scores = score_rollouts([CODE_ITEM] * 2, [half, full], code_reward="fraction", code_timeout_s=30.0)
+    assert [s.score for s in scores] == [0.5, 1.0]
+    assert [s.correct for s in scores] == [False, True]
+    (looped,) = score_rollouts([CODE_ITEM], [loop], code_reward="fraction", code_timeout_s=1.0)
+    assert (looped.score, looped.correct) == (0.0, False)
+    assert looped.error == "timeout"  # the infinite loop is recorded, not raised
 
 
 def test_response_of_strips_the_prompt():

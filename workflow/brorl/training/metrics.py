@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2  # 2: overhead_s, reward_errors, reward_timeouts
+SCHEMA_VERSION = 3  # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -37,7 +37,8 @@ FIELDS: dict[str, str] = {
     "lr": "learning rate of the step",
     "gen_s": "seconds generating rollouts",
     "reward_s": "seconds scoring rollouts",
-    "logprob_s": "seconds computing old/reference log-probabilities",
+    "logprob_s": "seconds computing old/reference log-probabilities (cluster: OpenRLHF's make_experience, partition_s included)",
+    "partition_s": "seconds splitting the step's samples into token-balanced micro-batches (cluster with dynamic batching; null otherwise)",
     "update_s": "seconds in forward/backward/optimizer",
     "reload_s": "seconds loading the new weights into the inference engine",
 }

@@ -1,13 +1,16 @@
 """Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
 
 brorl.training.openrlhf.run puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
-imports it everywhere. It changes no library code and no algorithm; it does one thing:
+imports it everywhere. It edits no installed file and changes no training algorithm; it does two things:
 
   * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).
     torch 2.13 seeds that RNG from the OS in every new process, and OpenRLHF 0.11.2's prompt loader (a torchdata
     StatefulDataLoader with shuffle=True and no generator) draws its shuffling seed from it inside the PPOTrainer
     actor, which never calls set_seed: without this hook the prompt order differs at every launch. Model actors
     and vLLM seed themselves from --train.seed afterwards, as before.
+  * times the trainer's micro-batch partition (dynamic batching) and, with $BRORL_PARTITION=lpt (the default of
+    training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
+    is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/cluster.md#brorls-step-partition).
 
 It also offers `after_import(name, patch)`, which the CPU rehearsal's device layer (workflow/rehearsal) uses to
 register its patches on the same import hook.
@@ -70,7 +73,15 @@ def _seed_torch(torch) -> None:
     torch.manual_seed(int(os.environ["BRORL_TORCH_SEED"]))
 
 
+def _partition(experience_maker) -> None:
+    from brorl.training.openrlhf.partition_hook import install_from_env  # workflow/ is on the job's PYTHONPATH
+
+    install_from_env(experience_maker)
+
+
 if not any(isinstance(finder, _PatchingFinder) for finder in sys.meta_path):
     sys.meta_path.insert(0, _PatchingFinder())
 if os.environ.get("BRORL_TORCH_SEED", "").lstrip("-").isdigit():
     after_import("torch", _seed_torch)
+if os.environ.get("BRORL_PARTITION"):
+    after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)

@@ -277,6 +277,7 @@ class EmbeddedRun:
             "gen_s": out.gen_s,
             "reward_s": out.reward_s,
             "logprob_s": update["logprob_s"],
+            "partition_s": None,  # micro-batches of a fixed size: nothing is partitioned
             "update_s": update["update_s"],
             "reload_s": update["reload_s"],
         }

@@ -88,6 +88,10 @@ class ClusterPaths:
     def reward_log_dir(self) -> Path:  # one jsonl per reward process: every generated sample's reward and score
         return self.openrlhf_dir / "rewards"
 
+    @property
+    def partition_log_dir(self) -> Path:  # one jsonl per trainer process: each micro-batch partition and its time
+        return self.openrlhf_dir / "partition"
+
     def ckpt_dir(self, run_index: int) -> Path:
         return self.openrlhf_dir / f"ckpt{run_index}"
 

@@ -71,6 +71,9 @@ def launch_env(
             "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
             "BRORL_CODE_REWARD": reward["code"],
             "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
+            # the job hook times the trainer's micro-batch partition and installs the chosen one (partition_hook)
+            "BRORL_PARTITION": cluster["partition"],
+            "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
         }
     )
     if emulated is not None:

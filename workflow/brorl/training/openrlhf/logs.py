@@ -106,6 +106,24 @@ def read_reward_log(log_dir: Path, since: float = 0.0) -> list[RewardCall]:
     return sorted(calls, key=lambda c: c.time)
 
 
+def read_partition_log(log_dir: Path, since: float = 0.0) -> list[tuple[float, float]]:
+    """(unix time, seconds) of every micro-batch count and partition the trainer made at or after `since` (the job
+    hook's log, brorl.training.openrlhf.partition_hook), in time order; torn lines are skipped, counted aloud."""
+    calls, torn = [], 0
+    paths = sorted(Path(log_dir).glob("*.jsonl")) if Path(log_dir).is_dir() else []
+    for path in (p for p in paths if p.stat().st_mtime >= since):
+        for line in path.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+                if float(entry["t"]) >= since:
+                    calls.append((float(entry["t"]), float(entry["seconds"])))
+            except (ValueError, KeyError, TypeError):
+                torn += 1
+    if torn:
+        print(f"partition log {log_dir}: {torn} torn line(s) ignored")
+    return sorted(calls)
+
+
 @dataclass(frozen=True)
 class Launch:
     """One start of the launcher for a segment: when it began and ended (unix seconds) and how."""
@@ -144,12 +162,14 @@ def to_records(
     wall_s_before: float,
     launches: list[Launch],
     reward_calls: list[RewardCall] | None,
+    partition_calls: list[tuple[float, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
     offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
     since this launch began (so start-ups, saves and relaunches count; `overhead_s` is the part of a step's
     interval outside OpenRLHF's own step timing). Reward calls count into the step whose interval holds them,
-    never across a launch start (a killed launch's calls are not the rerun step's)."""
+    never across a launch start (a killed launch's calls are not the rerun step's); so do partition calls, whose
+    seconds sum into `partition_s` (null where none was logged: dynamic batching off, or no job hook)."""
     records = []
     previous_wall, previous_time = wall_s_before, 0.0
     for log in logs:
@@ -163,6 +183,7 @@ def to_records(
         start = max(previous_time, launch.start)
         window = [c for c in reward_calls or [] if start < c.time <= log.wall_time]
         errors = [e for c in window for e in c.errors]
+        partition = [sec for t, sec in partition_calls or [] if start < t <= log.wall_time]
         reward_errors = reward_timeouts = None
         if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
             reward_errors = sum(e is not None for e in errors)
@@ -203,6 +224,7 @@ def to_records(
             "gen_s": gen_s,
             "reward_s": None,  # rewards are computed inside generation (not timed apart)
             "logprob_s": _get(s, "timing/make_experience"),
+            "partition_s": sum(partition) if partition else None,
             "update_s": _get(s, "timing/ppo_train"),
             "reload_s": _get(s, "timing/broadcast"),
         }

@@ -32,6 +32,7 @@ from ..metrics import append_metrics, read_metrics, truncate_after
 from ..recipe import ArmPlan, recipe_fingerprint
 from ..run_folder import atomic_json, check_fingerprint
 from ..segments import CheckpointError, SegmentJob
+from ..tracking import run_name
 from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
 from .dataset import TrainDataError, chat_prompt_tokens, write_openrlhf_dataset
@@ -45,7 +46,7 @@ from .launch import (
     read_launches,
     record_launch,
 )
-from .logs import read_reward_log, read_tensorboard, to_records
+from .logs import read_partition_log, read_reward_log, read_tensorboard, to_records
 from .parse import OpenRLHFArgError, parse_argv
 from .validate import ClusterConfigError, validate_cluster_config
 
@@ -248,11 +249,15 @@ def run_segment(
             _link_tree(source, paths.export(step))
     pruned = prune_exports(ckpt, keep=set())  # linked above where needed; the rest are 3.5 GB each at paper scale
 
-    logs_by_step = read_tensorboard(paths.tensorboard_dir)
+    # this segment's own folder (OpenRLHF writes <tensorboard_dir>/<run name>/): the previous segment's job may have
+    # logged a step past its end before it was stopped, which belongs to that segment's reference and optimizer
+    # state, never to this one's step of the same number
+    segment_tb = paths.tensorboard_dir / run_name(arm, segment_index)
+    logs_by_step = read_tensorboard(segment_tb)
     wanted = list(range(first_global + 1, last_global + 1))
     missing = [g for g in wanted if g not in logs_by_step]
     if missing:
-        raise ClusterRunError(f"{paths.tensorboard_dir}: no logged metrics for global steps {missing}")
+        raise ClusterRunError(f"{segment_tb}: no logged metrics for global steps {missing}")
     partial = [g for g in wanted if round(logs_by_step[g].scalars["rollout/num_samples"]) != plan.samples_per_step]
     if partial:
         raise ClusterRunError(
@@ -271,6 +276,7 @@ def run_segment(
         wall_s_before=before[-1]["wall_s"] if before else 0.0,
         launches=launches,
         reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start),
+        partition_calls=read_partition_log(paths.partition_log_dir, since=segment_start),
     )
     for record in records:
         append_metrics(metrics_path, record)
