@@ -131,3 +131,30 @@ def wandb_runs(folder: Path) -> list[dict]:
         run = next(r["run"] for r in records if r["type"] == "run")
         runs.append({"run": run, "history": history, "exit_code": exits[-1] if exits else None, "file": path})
     return sorted(runs, key=lambda r: r["run"]["start_time"])
+
+
+R1_TEMPLATE = (
+    "{{ bos_token }}{%- for message in messages %}"
+    "{%- if message['role'] == 'user' %}{{ '<｜User｜>' + message['content'] }}"
+    "{%- else %}{{ '<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>' }}{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ '<｜Assistant｜><think>\\n' }}{%- endif %}"
+)
+"""The shape of the DeepSeek-R1-Distill chat template: BOS, user and assistant markers, and a generation prompt that
+opens the reasoning block itself."""
+
+
+def r1_style_tokenizer():
+    """The tiny byte-level tokenizer with R1-distill's special tokens and template (BOS, EOS, turn markers)."""
+    from brorl.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer(1024)
+    tokenizer.add_special_tokens(
+        {
+            "bos_token": "<｜begin▁of▁sentence｜>",
+            "eos_token": "<｜end▁of▁sentence｜>",
+            "additional_special_tokens": ["<｜User｜>", "<｜Assistant｜>"],
+        }
+    )
+    tokenizer.chat_template = R1_TEMPLATE
+    return tokenizer

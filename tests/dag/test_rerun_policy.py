@@ -8,6 +8,7 @@ of edit and asserts which jobs a dry run with the slurm profile's rerun-triggers
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from pathlib import Path
@@ -186,3 +187,26 @@ def test_an_analysis_code_edit_reruns_only_analysis(faked, module):
     # the rules running that code rerun; downstream of them only analysis (the summary reads tables and figures)
     assert ANALYSIS_CODE[module] <= set(jobs) <= ANALYSIS_CODE[module] | ANALYSIS_RULES, jobs
     assert_no_training(jobs)
+
+
+@pytest.mark.workflow
+def test_operational_training_keys_and_a_started_arms_segment_length_rerun_nothing(faked):
+    """Tuning a running arm's job (threads and micro-batch size here; the cluster's watchdog, polling, prompt-file
+    size, checkpoints kept and partition the same way, tests/training/test_layout.py) or the segment length of an
+    arm that has trained changes no weight: nothing reruns, nothing is renumbered."""
+    _, work, _ = faked
+    operational = {"training": {"embedded": {"threads": 1, "micro_batch_size": 7}}}
+    assert planned(faked, write_override(faked, "operational", operational)) == {}
+
+    arms = [a["name"] for a in yaml.safe_load(TINY.read_text())["arms"] if a.get("enabled", True)]
+    shorter = write_override(faked, "shorter", {"training": {"segment_max_steps": 1}})
+    assert "train_ppo" in planned(faked, shorter)  # without a recorded layout the arms would be split anew
+    layouts = [work / "results" / "train" / arm / "run" / "layout.json" for arm in arms]
+    for path in layouts:  # what each arm's first job records (brorl.training.layout)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"segment_max_steps": 25}))
+    try:
+        assert planned(faked, shorter) == {}
+    finally:
+        for path in layouts:
+            path.unlink()

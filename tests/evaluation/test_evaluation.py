@@ -172,6 +172,44 @@ def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
     assert s["inputs"]["scores"]["sha256"] and "git" in s["provenance"]
 
 
+def test_the_score_cli_gives_responses_the_think_tag_a_template_opened(tmp_path):
+    """Generation records whether the model's chat template opened <think> (brorl.generation.engine); scoring
+    then reads a response cut off inside its reasoning as truncated, as the training reward does."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from brorl.evaluation.score import SAMPLES_META_KEY
+    from brorl.generation.generate import META_KEY
+
+    assert SAMPLES_META_KEY == META_KEY  # evaluation never imports generation: the key is written twice
+    items = _items(1)
+    bench = tmp_path / "synthetic_math.jsonl"
+    write_records(bench, items)
+    answer = items[0]["answer"]
+    responses = [f"reasoning</think> \\boxed{{{answer}}}", f"maybe \\boxed{{{answer}}}, but wait"]  # 2nd: cut off
+    table = pa.Table.from_pandas(
+        pd.DataFrame(
+            {
+                "id": [items[0]["id"]] * 2,
+                "sample_idx": [0, 1],
+                "response": responses,
+                "n_tokens": [10, 10],
+                "finish_reason": ["stop", "length"],
+            }
+        ),
+        preserve_index=False,
+    )
+    correct = {}
+    for opened in (False, True):
+        meta = {"engine": {"info": {"template_opens_reasoning": opened}}}
+        samples = tmp_path / f"opened-{opened}.samples.parquet"
+        pq.write_table(table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()}), samples)
+        out = tmp_path / f"opened-{opened}.scores.parquet"
+        proc = cli("score", "--benchmark", bench, "--samples", samples, "--n", 2, "--workers", 1, "--out", out)
+        assert proc.returncode == 0, proc.stderr
+        correct[opened] = pd.read_parquet(out)["correct"].tolist()
+    assert correct == {False: [True, True], True: [True, False]}
+
+
 @pytest.mark.parametrize(
     "mutate, words",
     [

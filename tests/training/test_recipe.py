@@ -195,7 +195,8 @@ def test_paper_dry_run_has_one_train_job_per_segment_and_one_export_per_evaluate
     assert proc.returncode == 0, output_of(proc)
     counts = job_counts(proc)
     arms = enabled_arms(cfg)
-    assert counts["train_ppo"] == sum(len(arm_plan(cfg, a).segments) for a in arms) == 23 + 9
+    # ProRL: 25-step jobs within 3 reset periods (23); BroRL: 15-step jobs (its own segment_max_steps) within 3 (14)
+    assert counts["train_ppo"] == sum(len(arm_plan(cfg, a).segments) for a in arms) == 23 + 14
     assert counts["export_checkpoint"] == sum(len(evaluation_steps(cfg, a)) for a in arms)
     assert counts["finish_training"] == len(arms)
     text = output_of(proc)

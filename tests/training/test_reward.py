@@ -81,3 +81,60 @@ def test_code_reward_is_partial_credit_and_binary_score_needs_all_tests():
 def test_response_of_strips_the_prompt():
     assert response_of(PROMPT + "abc", PROMPT) == "abc"
     assert response_of("other text", PROMPT) == "other text"
+
+
+IF_ITEM = {
+    "id": "if/1",
+    "benchmark": "if",
+    "family": "instruction_following",
+    "prompt": "Describe a lamp.",
+    "scorer": "instruction_following",
+    "metadata": {
+        "problem": "Describe a lamp.",
+        "instruction_id_list": ["startend:end_checker"],
+        "kwargs": [{"end_phrase": "Any other questions?"}],
+    },
+}
+
+
+def test_the_cluster_reward_scores_the_text_openrlhfs_decode_path_gives_it(tmp_path, monkeypatch):
+    """OpenRLHF 0.11.2's SingleTurnExecutor: prompt ids (no special tokens added) + the generated ids, decoded with
+    skip_special_tokens=False, so a response that stopped on EOS ends in the EOS string; with an R1-style template
+    the prompt opened <think>. The reward strips the EOS (the launcher's token list, from the model folder) and
+    scores the reasoning as opened by the template."""
+    import brorl.training.reward as reward
+    from brorl.training.openrlhf.dataset import reward_text
+    from helpers import r1_style_tokenizer
+
+    r1_style_tokenizer().save_pretrained(tmp_path / "model")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tmp_path / "model")  # the tokenizer OpenRLHF loads from the model folder
+    text = reward_text(tmp_path / "model")  # what the segment runner hands the launcher
+    assert text["template_opens_reasoning"]
+    monkeypatch.setattr(reward, "SPECIAL_TOKENS", tuple(text["special_tokens"]))
+    assert "<｜end▁of▁sentence｜>" in reward.SPECIAL_TOKENS and "<think>" not in reward.SPECIAL_TOKENS
+
+    def sample(item: dict, response: str, stopped_on_eos: bool = True, keep_prompt_tokens: int | None = None):
+        prompt = tok.apply_chat_template(
+            [{"role": "user", "content": item["prompt"]}], tokenize=False, add_generation_prompt=True
+        )
+        prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        if keep_prompt_tokens:  # OpenRLHF cuts a prompt too long for max_len from the left
+            prompt_ids = prompt_ids[-keep_prompt_tokens:]
+        ids = prompt_ids + tok(response, add_special_tokens=False)["input_ids"]
+        query = tok.decode(ids + ([tok.eos_token_id] if stopped_on_eos else []), skip_special_tokens=False)
+        return query, prompt, json.dumps(item)
+
+    answer = ITEM["answer"]
+    cases = [
+        sample(IF_ITEM, "plan</think>It glows. Any other questions?"),  # ends with the phrase, then EOS
+        sample(ITEM, f"a + b</think> \\boxed{{{answer}}}"),
+        sample(ITEM, f"maybe \\boxed{{{answer}}} but wait", stopped_on_eos=False),  # cut off inside the reasoning
+        sample(ITEM, f"a + b</think> \\boxed{{{answer}}}", keep_prompt_tokens=40),  # the decoded prompt differs
+    ]
+    queries, prompts, labels = map(list, zip(*cases))
+    assert queries[0].endswith("<｜end▁of▁sentence｜>") and not queries[3].startswith(prompts[3])
+    out = reward.reward_func(queries, prompts, labels)
+    assert out["rewards"].tolist() == [1.0, 1.0, 0.0, 1.0]
+    assert reward.response_of(queries[0], prompts[0]) == "<think>plan</think>It glows. Any other questions?"

@@ -14,16 +14,26 @@ from ..cli import run_command
 
 
 def _cmd_score(a: argparse.Namespace) -> None:
-    from .score import SAMPLE_COLUMNS, load_items, read_table, score_samples, write_scores
+    from .score import SAMPLE_COLUMNS, load_items, read_table, score_samples, template_opened_reasoning, write_scores
 
     items = load_items(a.benchmark, a.max_items)
     samples = read_table(a.samples, SAMPLE_COLUMNS, "samples")
+    reasoning_opened = template_opened_reasoning(a.samples)
     print(
         f"scoring {len(samples)} samples of {len(items)} items of {a.benchmark} with {a.workers} workers",
         file=sys.stderr,
     )
+    if reasoning_opened:
+        print("the chat template opened <think>: responses are scored with that tag", file=sys.stderr)
     scores = score_samples(
-        items, samples, workers=a.workers, timeout_s=a.timeout_s, progress=True, n=a.n, where=str(a.samples)
+        items,
+        samples,
+        workers=a.workers,
+        timeout_s=a.timeout_s,
+        progress=True,
+        n=a.n,
+        where=str(a.samples),
+        reasoning_opened=reasoning_opened,
     )
     write_scores(scores, a.out)
     errors = int(scores["error"].notna().sum())

@@ -9,20 +9,24 @@ be judged (truncated, no answer, timeout: ``error`` says why), null (NA) for eve
 
 Truncated responses (finish_reason "length") are scored like the others and keep the verifier's verdict: the math
 verifier gives 0 to a response without ``</think>`` (the protocol's "truncated responses score 0"); the summary
-reports the truncation rate from finish_reason.
+reports the truncation rate from finish_reason. Where the model's chat template opened ``<think>`` itself, each
+response is scored with that opening tag (brorl.scoring.reasoning), as in training.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from ..benchmarks.records import read_records
 
 SAMPLE_COLUMNS = ("id", "sample_idx", "response", "n_tokens", "finish_reason")
 SCORE_COLUMNS = ("id", "sample_idx", "score", "correct", "error")
 MATH_VERIFY_COLUMN = "correct_math_verify"  # written for every benchmark; required by the summary of a math one
+SAMPLES_META_KEY = b"brorl.samples"  # = brorl.generation.generate.META_KEY (this stage never imports generation)
 
 
 class EvaluationError(ValueError):
@@ -90,6 +94,14 @@ def check_coverage(items: list[dict], df: pd.DataFrame, where: str, n: int | Non
     return out.drop(columns="_order").reset_index(drop=True), n
 
 
+def template_opened_reasoning(samples_path: Path | str) -> bool:
+    """Whether the generating model's chat template opened the reasoning block itself (recorded by generation in
+    the samples' metadata, brorl.generation.engine; files written before it was recorded: False)."""
+    raw = (pq.read_schema(samples_path).metadata or {}).get(SAMPLES_META_KEY)
+    engine = (json.loads(raw).get("engine") or {}) if raw else {}
+    return bool((engine.get("info") or {}).get("template_opens_reasoning", False))
+
+
 def score_samples(
     items: list[dict],
     samples: pd.DataFrame,
@@ -98,13 +110,19 @@ def score_samples(
     progress: bool = True,
     n: int | None = None,
     where: str = "samples",
+    reasoning_opened: bool = False,
 ) -> pd.DataFrame:
-    """One score row per sample, in item order then sample_idx (coverage checked first)."""
+    """One score row per sample, in item order then sample_idx (coverage checked first). `reasoning_opened`: the
+    chat template opened <think>, so each response is scored with that tag (brorl.scoring.reasoning)."""
     from ..scoring import score_batch
+    from ..scoring.reasoning import as_scored
 
     samples, n = check_coverage(items, samples, where, n)
     by_id = {item["id"]: item for item in items}
-    responses = ["" if r is None or (isinstance(r, float) and r != r) else str(r) for r in samples["response"]]
+    responses = [
+        as_scored("" if r is None or (isinstance(r, float) and r != r) else str(r), reasoning_opened)
+        for r in samples["response"]
+    ]
     pairs = [(by_id[i], r) for i, r in zip(samples["id"].astype(str), responses)]
     results = score_batch(pairs, workers=workers, timeout_s=timeout_s, progress=progress)
     math_verify = [

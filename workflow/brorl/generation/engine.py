@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..scoring.reasoning import template_opens_reasoning
+
 FINISH_REASONS = ("stop", "length")
 EMBEDDED_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 EMBEDDED_ENV_DEFAULTS = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -151,6 +153,8 @@ class VllmEngine:
             **self.settings,
         )
         self.tokenizer = self.llm.get_tokenizer()
+        # a template that opens <think> itself: the verifiers are given the opening tag (brorl.scoring.reasoning)
+        self.reasoning_opened = template_opens_reasoning(self.tokenizer)
 
     def prompt_token_ids(self, prompts: Sequence[str]) -> list[list[int]]:
         """Token ids of each user message with the chat template applied once (generation prompt appended)."""
@@ -230,4 +234,5 @@ class VllmEngine:
             "vllm_distribution": "vllm-cpu" if version("vllm-cpu") else "vllm",
             "settings": dict(self.settings),
             "env": {k: os.environ.get(k) for k in (*EMBEDDED_ENV, *EMBEDDED_ENV_DEFAULTS, "CUDA_VISIBLE_DEVICES")},
+            "template_opens_reasoning": self.reasoning_opened,
         }

@@ -28,12 +28,14 @@ def engine(name: str) -> ModuleType:
 
 
 def cmd_segment(args: argparse.Namespace) -> None:
+    from .layout import record_layout
     from .segments import write_segment_manifest
 
     config = load_job_config(text_or_file(args.config))
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
+    record_layout(config, args.arm, Path(args.out_dir))  # the arm's segment length, frozen from its first job on
     tracking = Tracking.from_json(args.tracking or os.environ.get(TRACKING_ENV))
     check_key(tracking.wandb)  # before any training: online W&B without its key fails here
     job = SegmentJob(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,9 +153,45 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
             reset_steps(arm["continued_steps"], reset["resets"], reset["period_steps"], reset["round_to"])
             if reset["enabled"]
             else (),
-            train.get("segment_max_steps"),
+            segment_max_steps(config, name),
         ),
     )
+
+
+def segment_max_steps(config: Mapping[str, Any], name: str) -> int | None:
+    """Most continued steps per job of arm `name`: its own `segment_max_steps`, else training.segment_max_steps."""
+    own = find_arm(config, name).get("segment_max_steps")
+    return own if own is not None else config["training"].get("segment_max_steps")
+
+
+# Settings that change how a job runs, never the weights it writes (docs/cluster.md#rerun-policy): they reach the
+# job in OPERATIONS_ENV, not in params.recipe, so editing them mid-run reruns nothing. The run folder's recipe
+# fingerprint leaves them out too. (Layout keys such as nodes or zero_stage stay in the recipe: a checkpoint cannot
+# be resumed on another layout.)
+OPERATIONAL_KEYS = {
+    "cluster": ("poll_seconds", "watchdog_minutes", "pass_rate_floor", "keep_checkpoints", "resume_every", "partition"),
+    "embedded": ("threads", "micro_batch_size"),
+}
+OPERATIONS_ENV = "BRORL_TRAIN_OPERATIONS"
+
+
+def split_operations(training: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the training section without its operational keys, those keys by engine section)."""
+    recipe = dict(training)
+    operations: dict[str, Any] = {}
+    for section, keys in OPERATIONAL_KEYS.items():
+        if section in recipe:
+            recipe[section] = {k: v for k, v in recipe[section].items() if k not in keys}
+            operations[section] = {k: v for k, v in training[section].items() if k in keys}
+    return recipe, operations
+
+
+def merge_operations(config: dict[str, Any], operations: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` with the operational keys of `operations` put back into its training sections (in place)."""
+    for section, values in operations.items():
+        if section in config["training"]:
+            config["training"][section] = {**config["training"][section], **values}
+    return config
 
 
 def load_job_config(text: str) -> dict[str, Any]:
@@ -164,6 +201,16 @@ def load_job_config(text: str) -> dict[str, Any]:
     missing = [k for k in ("arms", "training", "context") if k not in config]
     if missing:
         raise RecipeError(f"--config lacks the section(s) {missing} (pass the rule's params.recipe)")
+    operations = os.environ.get(OPERATIONS_ENV)
+    if operations:  # the workflow hands the operational keys apart from the recipe (train.smk)
+        merge_operations(config, json.loads(operations))
+    for section, keys in OPERATIONAL_KEYS.items():
+        absent = [k for k in keys if section in config["training"] and k not in config["training"][section]]
+        if absent:
+            raise RecipeError(
+                f"training.{section} lacks {absent}: the workflow passes them in ${OPERATIONS_ENV} "
+                "(run the job through Snakemake, or pass the whole training section)"
+            )
     return config
 
 
@@ -192,7 +239,7 @@ def recipe_fingerprint(config: Mapping[str, Any], name: str) -> dict[str, Any]:
         "arm": {
             k: v
             for k, v in find_arm(config, name).items()
-            if k not in ("label", "description", "enabled", "report_steps", "continued_steps")
+            if k not in ("label", "description", "enabled", "report_steps", "continued_steps", "segment_max_steps")
         },
         "training": {
             k: v for k, v in config["training"].items() if k not in ("embedded", "cluster", "segment_max_steps")

@@ -24,6 +24,7 @@ import brorl.scoring.math  # noqa: E402,F401
 import brorl.scoring.reasoning_gym  # noqa: E402,F401
 import brorl.scoring.stem  # noqa: E402,F401
 from brorl.scoring import Score, failed, score_batch
+from brorl.scoring.reasoning import as_scored, opens_reasoning, strip_special_tail
 
 try:  # the IFEval checkers as well (lighteval and NLTK load in about a second)
     brorl.scoring.instructions.registry()
@@ -35,6 +36,8 @@ except Exception as error:  # reported, and every instruction-following sample t
 
 CODE_REWARD = os.environ.get("BRORL_CODE_REWARD", "fraction")  # training.reward.code, set by the launcher
 CODE_TIMEOUT_S = float(os.environ.get("BRORL_CODE_TIMEOUT_S", "5.0"))  # training.reward.code_timeout_s
+# the start model tokenizer's special tokens (EOS, padding, ...), set by the launcher (launch.special_tokens)
+SPECIAL_TOKENS: tuple[str, ...] = tuple(json.loads(os.environ.get("BRORL_SPECIAL_TOKENS", "[]")))
 
 
 def parse_label(label: Any) -> dict:
@@ -45,9 +48,24 @@ def parse_label(label: Any) -> dict:
     return item
 
 
-def response_of(query: str, prompt: str) -> str:
-    """The generated text: OpenRLHF's query is the templated prompt followed by the response."""
-    return query[len(prompt) :] if query.startswith(prompt) else query
+def after_prompt(query: str, prompt: str, tail: int = 64) -> str:
+    """The generated part of OpenRLHF's query (the decoded prompt + response tokens). Where the decoded prompt does
+    not reproduce the prompt text (a tokenizer that does not round-trip it, or a prompt OpenRLHF cut to fit
+    max_len), the response starts after the last occurrence of the prompt's final characters."""
+    if query.startswith(prompt):
+        return query[len(prompt) :]
+    end = prompt[-tail:]
+    position = query.rfind(end) if end else -1
+    return query[position + len(end) :] if position >= 0 else query
+
+
+def response_of(query: str, prompt: str, special_tokens: Sequence[str] | None = None) -> str:
+    """The text the verifiers score for one OpenRLHF sample: the response without the special tokens OpenRLHF's
+    decode leaves at its end (EOS; default: the launcher's SPECIAL_TOKENS), with the reasoning block's opening tag
+    where the chat template wrote it (brorl.scoring.reasoning: the text the embedded engine and evaluation score)."""
+    tokens = SPECIAL_TOKENS if special_tokens is None else special_tokens
+    response = strip_special_tail(after_prompt(query, prompt), tokens)
+    return as_scored(response, opens_reasoning(prompt))
 
 
 def training_item(item: dict, code_reward: str, code_timeout_s: float) -> dict:

@@ -1,7 +1,14 @@
 # Input functions of the train stage (workflow/rules/train.smk).
 import json
 
-from brorl.training.recipe import arm_plan, enabled_arms
+from brorl.training.layout import freeze_layouts
+from brorl.training.recipe import (
+    OPERATIONS_ENV,
+    arm_plan,
+    enabled_arms,
+    segment_max_steps,
+    split_operations,
+)
 from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
 
 TRAIN = config["training"]
@@ -19,14 +26,33 @@ if TRAINED_ARMS:
     check_key(Tracking.from_config(config["logging"]).wandb)
 
 
+# An arm that has started training keeps the segment length it started with (brorl.training.layout): changing
+# training.segment_max_steps (or the arm's own) never renumbers, reruns or blocks its finished jobs.
+for note in freeze_layouts(config, Path("results/train")):
+    print(f"note: {note}", file=sys.stderr)
+# The operational keys of the engine sections (brorl.training.recipe.OPERATIONAL_KEYS: polling, watchdog, prompt
+# file size, checkpoints kept, the micro-batch partition, threads) change how a job runs, never its weights: they
+# reach train_ppo's jobs in BRORL_TRAIN_OPERATIONS (declared with envvars: in train.smk), not in params.recipe, so
+# tuning them during a run reruns nothing (docs/cluster.md#rerun-policy).
+_RECIPE_TRAINING, _OPERATIONS = split_operations(TRAIN)
+os.environ[OPERATIONS_ENV] = json.dumps(_OPERATIONS, sort_keys=True)
+
+
 def train_recipe(wildcards):
     """The config the training CLI needs for one arm, as JSON (params: a change here reruns the arm)."""
     arm = next(a for a in config["arms"] if a["name"] == wildcards.arm)
     other_engine = "cluster" if TRAIN_ENGINE == "embedded" else "embedded"
+    own = {k: v for k, v in arm.items() if k not in PRESENTATION_KEYS}
+    # the arm's effective segment length (its own, else the training default), frozen once its run started
+    own["segment_max_steps"] = segment_max_steps(config, wildcards.arm)
     recipe = {
-        "arms": [{k: v for k, v in arm.items() if k not in PRESENTATION_KEYS}],
+        "arms": [own],
         # the other engine's settings cannot change these weights: leaving them out keeps them from rerunning
-        "training": {k: v for k, v in TRAIN.items() if k != other_engine},
+        "training": {
+            k: v
+            for k, v in _RECIPE_TRAINING.items()
+            if k not in (other_engine, "segment_max_steps")
+        },
         "context": config["context"],
         "train_data": {"name": config["train_data"]["name"]},
     }

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...scoring.reasoning import as_scored
 from .. import metrics as metrics_io
 from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
 from ..run_folder import check_fingerprint
@@ -185,7 +186,7 @@ class EmbeddedRun:
             flat = [r for group in groups for r in group]
             scores = score_rollouts(
                 flat_items,
-                [r.text for r in flat],
+                [as_scored(r.text, self.engine.engine.reasoning_opened) for r in flat],  # brorl.scoring.reasoning
                 workers=2,
                 code_reward=self.train["reward"]["code"],
                 code_timeout_s=self.train["reward"]["code_timeout_s"],

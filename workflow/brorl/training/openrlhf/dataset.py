@@ -120,3 +120,18 @@ def chat_prompt_tokens(model_dir: Path) -> Callable[[str], int]:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     return count
+
+
+def reward_text(model_dir: Path) -> dict:
+    """What the reward needs to know of the model's tokenizer (brorl.scoring.reasoning): the special tokens
+    (EOS, padding, ...) that OpenRLHF's decode can leave at the end of a response, never the reasoning tags, which
+    the verifiers read; and whether the chat template opens <think> in the generation prompt."""
+    from transformers import AutoTokenizer
+
+    from brorl.scoring.reasoning import CLOSE, OPEN, template_opens_reasoning
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    return {
+        "special_tokens": sorted(t for t in set(tokenizer.all_special_tokens) if t not in (OPEN, CLOSE)),
+        "template_opens_reasoning": template_opens_reasoning(tokenizer),
+    }

@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,14 @@ def launch_env(
     base: Mapping[str, str],
     emulated: str | None = None,
     tracking: Tracking | None = None,
+    special_tokens: Sequence[str] = (),
 ) -> dict[str, str]:
     """The environment of the launcher, hence of `ray start` on every node and of every Ray worker (they inherit
     the raylet's environment, not the driver's): the job hook, the reward settings, and on CPU the device layer.
     `emulated`: the launcher's RAY_SLURM_EMULATED (the slurm profile passes 0: real nodes), None to leave it.
     `tracking` with W&B on: WANDB_MODE and WANDB_DIR (run/openrlhf/, unless the job's environment sets it) for
-    OpenRLHF's trainer; WANDB_API_KEY comes with `base` (the job's environment), as HF_TOKEN does."""
+    OpenRLHF's trainer; WANDB_API_KEY comes with `base` (the job's environment), as HF_TOKEN does.
+    `special_tokens`: the model tokenizer's, which the reward strips from the end of each decoded response."""
     cluster, reward = config["training"]["cluster"], config["training"]["reward"]
     env = dict(base)
     front = [str(JOB_HOOK), str(WORKFLOW)]
@@ -71,6 +73,7 @@ def launch_env(
             "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
             "BRORL_CODE_REWARD": reward["code"],
             "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
+            "BRORL_SPECIAL_TOKENS": json.dumps(list(special_tokens)),
             # the job hook times the trainer's micro-batch partition and installs the chosen one (partition_hook)
             "BRORL_PARTITION": cluster["partition"],
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),

@@ -35,7 +35,7 @@ from ..segments import CheckpointError, SegmentJob
 from ..tracking import run_name
 from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
-from .dataset import TrainDataError, chat_prompt_tokens, write_openrlhf_dataset
+from .dataset import TrainDataError, chat_prompt_tokens, reward_text, write_openrlhf_dataset
 from .launch import (
     LAUNCHER,
     REWARD_SCRIPT,
@@ -190,6 +190,13 @@ def run_segment(
                 "the compute nodes (Debian/Ubuntu: python3-minimal)"
             )
 
+    text = reward_text(reference)  # what the reward strips and whether the template opened <think>
+    style = "opens <think> in the generation prompt (responses are scored with that tag)"
+    if not text["template_opens_reasoning"]:
+        style = "leaves <think> to the response"
+    print(
+        f"chat template of {reference}: {style}; stripped from the end of decoded responses: {text['special_tokens']}"
+    )
     flags = openrlhf_flags(config, plan, segment_index, paths, job.tracking)
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
     argv = [python, "-m", MODULE, *flags]
@@ -197,7 +204,7 @@ def run_segment(
     if latest is None or latest < last_global:
         for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        env = launch_env(config, layout, paths, os.environ, job.ray_emulated, job.tracking)
+        env = launch_env(config, layout, paths, os.environ, job.ray_emulated, job.tracking, text["special_tokens"])
         attempt = 1 + sum(1 for run in read_launches(launches_path, paths.logs_dir) if run.segment == segment_index)
         logs = f"segment{segment_index:03d}-{attempt}"
         single_host = cluster["device"] == "cpu" and not (
@@ -289,6 +296,7 @@ def run_segment(
         "layout": dataclasses.asdict(layout),
         "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
         "launches": [dataclasses.asdict(run) for run in this],
+        "reward_text": text,
         "checkpoint_repair": dataclasses.asdict(fixed),
         "removed_after_last_step": overshoot,
         "pruned_exports": pruned,
