@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup sandbox demo test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan rehearsal
+.PHONY: help setup sandbox demo test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
@@ -108,9 +108,21 @@ slurm-ci:
 rehearsal: setup slurm-env
 	bash workflow/scripts/rehearse.sh
 
-## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm.
+## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm;
+## PLAN_ARGS="--configfile workflow/presets/one_node.yaml" prices a preset.
+PLAN_ARGS ?=
 plan: setup
-	$(VENV)/bin/python -m brorl.plan
+	$(VENV)/bin/python -m brorl.plan $(PLAN_ARGS)
+
+# The cluster commands, run by the driver environment (.venv-slurm: Snakemake + the slurm executor plugin) with the
+# engine environment (.venv) first on PATH for the jobs' `python -m brorl...`; SUBMIT_ARGS adds options (presets).
+SUBMIT_ARGS ?=
+## Every job of the paper with its sbatch resources, without submitting anything (no cluster needed).
+dry-run: setup slurm-env
+	$(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS)
+## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md).
+submit: setup slurm-env
+	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
 
 ## Train the tiny arms (embedded engine) and report steps/s, where the time goes and the reward by step.
 bench-train: setup

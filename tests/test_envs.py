@@ -54,7 +54,11 @@ def test_every_env_names_its_python_and_pins_its_packages():
         assert not unpinned, (env_file.name, unpinned)
     post_deploy = ROOT / "envs" / "train.post-deploy.sh"  # Snakemake runs it after building train.yaml
     text = post_deploy.read_text()
-    assert post_deploy.stat().st_mode & 0o111 and "flash-attn==2.8.3" in text and "--no-deps openrlhf==0.11.2" in text
+    assert (
+        post_deploy.stat().st_mode & 0o111
+        and "flash-attn==2.8.3.post1" in text
+        and "--no-deps openrlhf==0.11.2" in text
+    )
 
 
 def no_deps_pins() -> list[str]:
@@ -159,3 +163,89 @@ def test_gpu_dockerfile_lints_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = (ROOT / "envs" / "gpu" / "Dockerfile").read_text()
     assert "envs/train.yaml" in text and "train.post-deploy.sh" in text and "bubblewrap" in text
+
+
+def test_packages_pinned_in_several_places_have_one_version():
+    """A package pinned by several envs (and pyproject.toml, the local environment) has the same version in all."""
+    import tomllib
+
+    pins: dict[str, dict[str, str]] = {}
+    for env_file in ENVS:
+        for line in requirements(env_file)[1]:
+            if "==" in line:
+                name, version = line.split("==", 1)
+                pins.setdefault(_name(name), {})[env_file.name] = version.split()[0]
+    for line in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins.setdefault(_name(name), {})["pyproject.toml"] = version.strip()
+    disagree = {name: where for name, where in pins.items() if len(set(where.values())) > 1}
+    assert not disagree, disagree
+
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+# records each call with the build settings it saw; runs the final check (python -) with the real interpreter
+echo "$* | DS_ACCELERATOR=${DS_ACCELERATOR-} DS_BUILD_FUSED_ADAM=${DS_BUILD_FUSED_ADAM-} \
+TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST-} FLASH_ATTN_CUDA_ARCHS=${FLASH_ATTN_CUDA_ARCHS-}" >> "$FAKE_LOG"
+if [ "$1" = "-" ]; then exec "$REAL_PYTHON" -; fi
+"""
+
+
+def _fake_build_host(tmp_path: Path, accelerator: str, fused_adam: bool, nvcc: bool = True) -> dict:
+    """PATH with a recording `python` (and `nvcc`), and on PYTHONPATH what the builds would have installed: the
+    DeepSpeed build record (accelerator, ops) and flash-attn / openrlhf distributions."""
+    bin_dir, site = tmp_path / "bin", tmp_path / "site"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").write_text(FAKE_PYTHON)
+    if nvcc:
+        (bin_dir / "nvcc").write_text("#!/bin/sh\nexit 0\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    (site / "deepspeed").mkdir(parents=True)
+    (site / "deepspeed" / "__init__.py").write_text("")
+    (site / "deepspeed" / "git_version_info.py").write_text(
+        f"accelerator_name = {accelerator!r}\ninstalled_ops = {{'fused_adam': {fused_adam}, 'cpu_adam': True}}\n"
+    )
+    (site / "flash_attn").mkdir()
+    (site / "flash_attn" / "__init__.py").write_text("")
+    for name, version in (("flash_attn", "2.8.3.post1"), ("openrlhf", "0.11.2")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n")
+    return {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "PYTHONPATH": str(site),
+        "REAL_PYTHON": sys.executable,
+        "FAKE_LOG": str(tmp_path / "calls.log"),
+        "HOME": str(tmp_path),
+    }
+
+
+def test_post_deploy_builds_fusedadam_for_cuda_and_flash_attn_for_the_h100_on_a_host_without_a_gpu(tmp_path):
+    script = ROOT / "envs" / "train.post-deploy.sh"
+    env = _fake_build_host(tmp_path / "cuda", "cuda", True)
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "FusedAdam prebuilt for CUDA" in proc.stdout
+    calls = Path(env["FAKE_LOG"]).read_text().splitlines()
+    flash = next(c for c in calls if "flash-attn==" in c)
+    assert (
+        "--no-build-isolation" in flash and "FLASH_ATTN_CUDA_ARCHS=90" in flash and "TORCH_CUDA_ARCH_LIST=9.0" in flash
+    )
+    deepspeed = next(c for c in calls if "deepspeed==0.19.6" in c)
+    assert "DS_ACCELERATOR=cuda" in deepspeed and "DS_BUILD_FUSED_ADAM=1" in deepspeed
+    # a CPU build of the op (the trap of a GPU-less build host) fails the build, naming what the nodes would do
+    env = _fake_build_host(tmp_path / "cpu", "cpu", False)
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "built for the 'cpu' accelerator" in proc.stderr, proc.stderr
+    env = _fake_build_host(tmp_path / "nonvcc", "cuda", True, nvcc=False)
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "nvcc not found" in proc.stderr
+
+
+def test_the_image_builds_with_the_same_gpu_settings_as_the_post_deploy():
+    dockerfile = (ROOT / "envs" / "gpu" / "Dockerfile").read_text()
+    for setting in ("DS_ACCELERATOR=cuda", "TORCH_CUDA_ARCH_LIST=9.0", "FLASH_ATTN_CUDA_ARCHS=90"):
+        assert setting in dockerfile, setting
+    script = (ROOT / "envs" / "train.post-deploy.sh").read_text()
+    assert "TORCH_CUDA_ARCH_LIST:=9.0" in script and "FLASH_ATTN_CUDA_ARCHS:=90" in script

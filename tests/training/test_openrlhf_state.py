@@ -255,14 +255,20 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     validate_config(config)
     layout = run_layout(config, arm_plan(config, "prorl_n16"), 0)
-    gpu = launch_env(config, layout, _paths(tmp_path), {"PYTHONPATH": "/site"}, emulated="0")
+    base = {"PYTHONPATH": "/site", "SLURM_JOB_ID": "77"}
+    gpu = launch_env(config, layout, _paths(tmp_path), base, emulated="0", special_tokens=["<eos>"])
     entries = gpu["PYTHONPATH"].split(os.pathsep)
     assert entries[0] == str(JOB_HOOK) and str(DEVICE_LAYER) not in entries and entries[-1] == "/site"
     assert "BRORL_CPU_REHEARSAL" not in gpu and "DS_ACCELERATOR" not in gpu
     assert gpu["BRORL_TORCH_SEED"] == str(layout.seed) and gpu["RAY_SLURM_EMULATED"] == "0"
+    # the job hook's partition and its log, the reward's special tokens, a JIT folder of this job on the node
+    assert gpu["BRORL_PARTITION"] == "lpt" and gpu["BRORL_PARTITION_LOG_DIR"].endswith("openrlhf/partition")
+    assert json.loads(gpu["BRORL_SPECIAL_TOKENS"]) == ["<eos>"]
+    assert gpu["TORCH_EXTENSIONS_DIR"] == "/tmp/brorl-torch-extensions-77"
     config["training"]["cluster"]["device"] = "cpu"
     cpu = launch_env(config, layout, _paths(tmp_path / "cpu"), {})
     assert cpu["PYTHONPATH"].split(os.pathsep)[:2] == [str(DEVICE_LAYER), str(JOB_HOOK)]
+    assert "TORCH_EXTENSIONS_DIR" not in cpu
     assert cpu["BRORL_CPU_REHEARSAL"] == "1" and cpu["DS_ACCELERATOR"] == "cpu" and "RAY_SLURM_EMULATED" not in cpu
 
 
@@ -282,3 +288,11 @@ def test_reward_log_is_read_for_the_segments_window_only(tmp_path):
     calls = read_reward_log(tmp_path, since=100.0)
     assert [(c.time, c.rewards, c.errors) for c in calls] == [(150.0, [0.5], ["timeout after 5 s"])]
     assert [c.errors for c in read_reward_log(tmp_path)] == [[None], [None], ["timeout after 5 s"]]
+
+
+def test_a_training_job_refuses_to_run_inside_a_container():
+    from brorl.training.openrlhf.run import container_problem
+
+    assert container_problem({}) is None
+    problem = container_problem({"APPTAINER_CONTAINER": "/images/brorl-gpu.sif"})
+    assert "brorl-gpu.sif" in problem and "--sdm conda apptainer" in problem

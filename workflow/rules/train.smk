@@ -45,8 +45,9 @@ rule train_ppo:
     priority: 10  # the critical path (the chain to trained checkpoints) starts first
     conda:
         "../../envs/train.yaml"
-    container:
-        GPU_CONTAINER
+    # No container: the job drives Slurm itself (squeue, scontrol, srun node steps), and `apptainer exec` around
+    # it would hide the Slurm client and leave the node steps outside the image. With `--sdm conda apptainer` the
+    # other GPU rules run in the image and this one in envs/train.yaml (docs/gpu-software.md#two-ways-to-get-it).
     threads: 2
     resources:
         mem_mb=8192,

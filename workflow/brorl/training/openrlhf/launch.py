@@ -79,6 +79,12 @@ def launch_env(
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
         }
     )
+    if cluster["device"] == "gpu":
+        # a JIT-compiled op (a FusedAdam that was not prebuilt) goes to a folder of this job on the node's /tmp: the
+        # shared default (~/.cache/torch_extensions) keeps the lock of a job killed mid-compile, and every later job
+        # waits on it forever
+        job = base.get("SLURM_JOB_ID") or str(os.getpid())
+        env.setdefault("TORCH_EXTENSIONS_DIR", f"/tmp/brorl-torch-extensions-{job}")
     if emulated is not None:
         env["RAY_SLURM_EMULATED"] = emulated
     if tracking is not None and tracking.wandb.enabled:

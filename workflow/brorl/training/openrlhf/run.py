@@ -120,6 +120,19 @@ def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> st
     return None
 
 
+def container_problem(env: Mapping[str, str]) -> str | None:
+    """Why a training job cannot run in this process's container, or None: the launcher drives Slurm (squeue,
+    scontrol, srun node steps), which `apptainer exec` hides, and its node steps would run outside the image."""
+    image = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
+    if not image:
+        return None
+    return (
+        f"train_ppo runs inside the container {image}, where the Slurm client and the srun node steps of its Ray "
+        "cluster are not available: run training in its conda environment (--sdm conda apptainer: the rule has no "
+        "container) or with the engines on PATH (docs/gpu-software.md#two-ways-to-get-it)"
+    )
+
+
 def run_segment(
     config: Mapping[str, Any],
     job: SegmentJob,
@@ -131,6 +144,9 @@ def run_segment(
     """Train segment `job.index` of `job.plan` on the cluster; returns (its metrics records, manifest extras)."""
     plan, segment_index, segment, arm = job.plan, job.index, job.segment, job.plan.name
     validate_cluster_config(config, [plan])
+    container = container_problem(os.environ)
+    if container:
+        raise ClusterRunError(container)
     layout = run_layout(config, plan, segment_index)
     paths = ClusterPaths(
         job.start_model.resolve(), job.train_data.resolve(), job.out_dir.resolve(), Path(reward_script).resolve()
