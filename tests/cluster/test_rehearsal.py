@@ -237,6 +237,8 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert kl[3] < kl[2] / 2, kl  # measured: 6x and 76x below in two runs
     # every step's metrics came from OpenRLHF's events; wall time counts the killed launches and start-ups
     assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
+    # no dynamic batching (nothing partitioned) and no CUDA here: both measurements are null, never 0
+    assert all(r["partition_s"] is None and r["gpu_mem_peak_gib"] is None for r in records)
     assert records[-1]["wall_s"] >= sum(run["end"] - run["start"] for s in segments for run in s["launches"][:1])
     # the exports carry manifests, and evaluation read them
     for step in (1, 2, 3, 4):

@@ -233,9 +233,11 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
         reward_calls=calls,
         # the job hook's partition log: the killed launch's call (t=150) is not the rerun step's
         partition_calls=[(150.0, 9.0), (350.0, 0.5), (351.0, 2.0), (450.0, 0.25)],
+        gpu_memory=[(395.0, 61.5), (396.0, 63.25), (550.0, 60.0)],  # two ranks in step 2, one logged in step 3
     )
     first = records[0]
     assert (first["partition_s"], records[1]["partition_s"]) == (2.5, 0.25)
+    assert (first["gpu_mem_peak_gib"], records[1]["gpu_mem_peak_gib"]) == (63.25, 60.0)
     assert first["step"] == 202 and first["segment"] == 9
     assert first["prompts"] == 512 and first["samples"] == 8192
     assert first["generated_prompts"] == round(512 / 0.41) and first["generated_samples"] == 16 * round(512 / 0.41)
@@ -277,6 +279,7 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
     )[0]
     assert record["generated_samples"] == 8192 and record["reward_mean"] == 0.5 and record["wall_s"] == 100.0
     assert record["partition_s"] is None  # nothing partitioned (no dynamic batching, or no job hook)
+    assert record["gpu_mem_peak_gib"] is None  # no CUDA: null, never 0
 
 
 def test_metrics_read_from_real_tensorboard_events(tmp_path):
@@ -350,6 +353,11 @@ elif [[ -n ${FAKE_OWN_ADDRS:-} ]]; then echo "NodeName=$3 NodeAddr=$3.invalid CP
 else echo "NodeName=$3 NodeAddr=127.0.0.1 CPUTot=16"; fi
 """,
     "squeue": "#!/usr/bin/env bash\necho 'gpu[01-03]'\n",
+    # `ip -4 -o addr show dev IFACE`: one address per fake host (the srun fake runs every step on this host)
+    "ip": """#!/usr/bin/env bash
+[[ $* == *"dev ib0"* ]] && echo "3: ib0    inet 10.9.0.${FAKE_IB_HOST:-1}/16 brd 10.9.255.255 scope global ib0"
+exit 0
+""",
     "sinfo": '#!/usr/bin/env bash\nfor n in $FAKE_NODES; do echo "$n 127.0.0.1"; done\n',
     "scancel": "#!/usr/bin/env bash\nexit 0\n",
 }
@@ -500,3 +508,19 @@ def test_launcher_single_host_runs_without_slurm(fake_slurm):
     worker = (logs / "ray-1-local1.log").read_text()
     assert "--node-ip-address=127.0.0.3" in worker and "--num-gpus=2" in worker and "stopped" in worker
     assert _alive(tmp_path, "orphans") == []
+
+
+def test_launcher_binds_ray_on_the_chosen_interface(fake_slurm):
+    """F9: RAY_SLURM_IFACE=ib0 binds every Ray node on that interface's address (read on the node itself) and points
+    the workers at the head's, instead of the Slurm NodeAddr; an interface without an address stops the launch."""
+    tmp_path, env = fake_slurm
+    logs = tmp_path / "logs"
+    real = {**env, "FAKE_OWN_ADDRS": "1", "RAY_SLURM_EMULATED": "0", "RAY_SLURM_IFACE": "ib0"}
+    result = _run(["--logs", str(logs), "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"'], real)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "addr=10.9.0.1:6379" in result.stdout
+    worker = (logs / "ray-1-gpu02.log").read_text()
+    assert "--address=10.9.0.1:6379" in worker and "--node-ip-address=10.9.0.1" in worker
+    assert ".invalid" not in worker  # the NodeAddr is not used
+    result = _run(["--logs", str(tmp_path / "l2"), "--", "true"], {**real, "RAY_SLURM_IFACE": "eth9"})
+    assert result.returncode == 2 and "no IPv4 address on eth9" in result.stdout + result.stderr

@@ -265,6 +265,9 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     assert gpu["BRORL_PARTITION"] == "lpt" and gpu["BRORL_PARTITION_LOG_DIR"].endswith("openrlhf/partition")
     assert json.loads(gpu["BRORL_SPECIAL_TOKENS"]) == ["<eos>"]
     assert gpu["TORCH_EXTENSIONS_DIR"] == "/tmp/brorl-torch-extensions-77"
+    assert gpu["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True" and "RAY_SLURM_IFACE" not in gpu
+    config["training"]["cluster"]["network_interface"] = "ib0"
+    assert launch_env(config, layout, _paths(tmp_path / "ib"), base)["RAY_SLURM_IFACE"] == "ib0"
     config["training"]["cluster"]["device"] = "cpu"
     cpu = launch_env(config, layout, _paths(tmp_path / "cpu"), {})
     assert cpu["PYTHONPATH"].split(os.pathsep)[:2] == [str(DEVICE_LAYER), str(JOB_HOOK)]
@@ -296,3 +299,12 @@ def test_a_training_job_refuses_to_run_inside_a_container():
     assert container_problem({}) is None
     problem = container_problem({"APPTAINER_CONTAINER": "/images/brorl-gpu.sif"})
     assert "brorl-gpu.sif" in problem and "--sdm conda apptainer" in problem
+
+
+def test_code_rewards_need_the_bubblewrap_sandbox_unless_the_config_allows_less():
+    from brorl.training.openrlhf.run import sandbox_isolation_problem
+
+    assert sandbox_isolation_problem("bwrap", allowed=False) is None
+    problem = sandbox_isolation_problem("rlimits", allowed=False)
+    assert "'rlimits'" in problem and "training.cluster.allow_unsandboxed_code" in problem
+    assert sandbox_isolation_problem("rlimits+netns", allowed=True) is None

@@ -30,7 +30,9 @@
 # Environment knobs: RAY_NUM_CPUS (default: the job's CPUs per task, else the node's CPUTot, else nproc),
 #   RAY_NUM_GPUS (default: entries of CUDA_VISIBLE_DEVICES), RAY_START_TIMEOUT (180 s),
 #   RAY_STOP_TIMEOUT (30 s), RAY_SLURM_EMULATED (auto|1|0), RAY_PORT_BASE (emulated: 20000 + (job id or launcher pid % 10) * 1250),
-#   RAY_OBJECT_STORE_MEMORY (emulated: 268435456), RAY_EXTRA_START_ARGS, RAY_SLURM_KEEP_TMP=1.
+#   RAY_OBJECT_STORE_MEMORY (emulated: 268435456), RAY_EXTRA_START_ARGS, RAY_SLURM_KEEP_TMP=1,
+#   RAY_SLURM_IFACE (real clusters: bind every Ray node, and reach the head, on this interface's IPv4 address, e.g.
+#   ib0, instead of the Slurm NodeAddr, which is often the management Ethernet; each node reads its own address).
 set -euo pipefail
 
 usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -66,9 +68,18 @@ sweep() {  # $1: a grep pattern for the value after RAY_SLURM_RAY=
 }
 
 # ------------------------------------------------------------------------------------------- one node's step
-node_main() {  # env: RAY_SLURM_NODE_ARGS (the ray start arguments)
-  local pid
+iface_ip() {  # the IPv4 address of network interface $1 on this host (empty if none)
+  ip -4 -o addr show dev "$1" 2>/dev/null | awk '{print $4; exit}' | cut -d/ -f1
+}
+
+node_main() {  # env: RAY_SLURM_NODE_ARGS (the ray start arguments), RAY_SLURM_NODE_IFACE
+  local pid addr
   read -r -a args <<<"$RAY_SLURM_NODE_ARGS"
+  if [[ -n ${RAY_SLURM_NODE_IFACE:-} ]]; then  # bind on the chosen interface of THIS node
+    addr=$(iface_ip "$RAY_SLURM_NODE_IFACE")
+    [[ -n $addr ]] || { echo "ray_on_slurm: $(hostname) has no IPv4 address on $RAY_SLURM_NODE_IFACE (RAY_SLURM_IFACE)" >&2; exit 3; }
+    args+=("--node-ip-address=$addr")
+  fi
   export RAY_SLURM_RAY=${RAY_SLURM_LAUNCH:-}/${RAY_SLURM_NODE_INDEX:-0}  # inherited by Ray's processes only (sweep)
   if [[ ${RAY_SLURM_SIGTERM_ONCE:-1} == 1 ]]; then
     python - "${args[@]}" <<'PY' &
@@ -155,9 +166,14 @@ job_number=${job//[^0-9]/}
 port_base=${RAY_PORT_BASE:-$((20000 + (job_number % 10) * 1250))}
 if ((emulated)); then
   head_ip=127.0.0.2 head_port=$port_base
+elif [[ -n ${RAY_SLURM_IFACE:-} ]]; then  # the launcher runs on the head node (the batch step)
+  head_ip=$(iface_ip "$RAY_SLURM_IFACE") head_port=6379
+  [[ -n $head_ip ]] || die "the head node $(hostname) has no IPv4 address on $RAY_SLURM_IFACE (RAY_SLURM_IFACE)"
 else
   head_ip=$(node_addr "${nodes[0]}"); head_ip=${head_ip:-${nodes[0]}} head_port=6379
 fi
+node_iface=""
+((emulated)) || node_iface=${RAY_SLURM_IFACE:-}
 gpus=${RAY_NUM_GPUS:-}
 if [[ -z $gpus && -n ${CUDA_VISIBLE_DEVICES:-} ]]; then gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .); fi
 
@@ -172,7 +188,7 @@ start_args() {  # ray start arguments of node $1 (index), name $2
     a+=" --dashboard-agent-grpc-port=$((b + 3)) --runtime-env-agent-port=$((b + 4)) --metrics-export-port=$((b + 5))"
     a+=" --min-worker-port=$((b + 10)) --max-worker-port=$((b + 99))"
     a+=" --object-store-memory=${RAY_OBJECT_STORE_MEMORY:-268435456}"
-  else
+  elif [[ -z $node_iface ]]; then  # with RAY_SLURM_IFACE each node step adds its own address
     local ip; ip=$(node_addr "$name"); [[ -n $ip ]] && a+=" --node-ip-address=$ip"
   fi
   if ((i == 0)); then
@@ -225,7 +241,7 @@ start_node() {  # index, node name
   if ((single_host)); then
     RAY_SLURM_NODE_INDEX=$i RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") "$self" __node >"$logs/ray-$i-$name.log" 2>&1 &
   else
-    RAY_SLURM_NODE_INDEX=$i RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") srun --overlap --nodes=1 --ntasks=1 \
+    RAY_SLURM_NODE_IFACE=$node_iface RAY_SLURM_NODE_INDEX=$i RAY_SLURM_NODE_ARGS=$(start_args "$i" "$name") srun --overlap --nodes=1 --ntasks=1 \
       --cpus-per-task="$cpus" \
       --cpu-bind=none -w "$name" --job-name="ray_node_$i" --output="$logs/ray-$i-$name.log" "$self" __node &
   fi

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3  # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s
+SCHEMA_VERSION = 3  # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -41,6 +41,7 @@ FIELDS: dict[str, str] = {
     "partition_s": "seconds splitting the step's samples into token-balanced micro-batches (cluster with dynamic batching; null otherwise)",
     "update_s": "seconds in forward/backward/optimizer",
     "reload_s": "seconds loading the new weights into the inference engine",
+    "gpu_mem_peak_gib": "peak GPU memory torch allocated in a training rank during the step's update, max over ranks (GiB; null without CUDA)",
 }
 
 

@@ -169,7 +169,16 @@ def segment_max_steps(config: Mapping[str, Any], name: str) -> int | None:
 # fingerprint leaves them out too. (Layout keys such as nodes or zero_stage stay in the recipe: a checkpoint cannot
 # be resumed on another layout.)
 OPERATIONAL_KEYS = {
-    "cluster": ("poll_seconds", "watchdog_minutes", "pass_rate_floor", "keep_checkpoints", "resume_every", "partition"),
+    "cluster": (
+        "poll_seconds",
+        "watchdog_minutes",
+        "pass_rate_floor",
+        "keep_checkpoints",
+        "resume_every",
+        "partition",
+        "allow_unsandboxed_code",
+        "network_interface",
+    ),
     "embedded": ("threads", "micro_batch_size"),
 }
 OPERATIONS_ENV = "BRORL_TRAIN_OPERATIONS"

@@ -1,7 +1,7 @@
 """Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
 
 brorl.training.openrlhf.run puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
-imports it everywhere. It edits no installed file and changes no training algorithm; it does two things:
+imports it everywhere. It edits no installed file and changes no training algorithm; it does three things:
 
   * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).
     torch 2.13 seeds that RNG from the OS in every new process, and OpenRLHF 0.11.2's prompt loader (a torchdata
@@ -10,7 +10,8 @@ imports it everywhere. It edits no installed file and changes no training algori
     and vLLM seed themselves from --train.seed afterwards, as before.
   * times the trainer's micro-batch partition (dynamic batching) and, with $BRORL_PARTITION=lpt (the default of
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
-    is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/cluster.md#brorls-step-partition).
+    is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/cluster.md#brorls-step-partition);
+  * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU).
 
 It also offers `after_import(name, patch)`, which the CPU rehearsal's device layer (workflow/rehearsal) uses to
 register its patches on the same import hook.
@@ -83,5 +84,15 @@ if not any(isinstance(finder, _PatchingFinder) for finder in sys.meta_path):
     sys.meta_path.insert(0, _PatchingFinder())
 if os.environ.get("BRORL_TORCH_SEED", "").lstrip("-").isdigit():
     after_import("torch", _seed_torch)
+
+
+def _memory(ppo_actor) -> None:
+    from brorl.training.openrlhf.memory_hook import install_from_env
+
+    install_from_env(ppo_actor)
+
+
 if os.environ.get("BRORL_PARTITION"):
     after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)
+if os.environ.get("BRORL_GPU_MEMORY_LOG_DIR"):
+    after_import("openrlhf.trainer.ray.ppo_actor", _memory)

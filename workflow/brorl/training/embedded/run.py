@@ -281,6 +281,7 @@ class EmbeddedRun:
             "partition_s": None,  # micro-batches of a fixed size: nothing is partitioned
             "update_s": update["update_s"],
             "reload_s": update["reload_s"],
+            "gpu_mem_peak_gib": None,  # the CPU engine
         }
 
     def _commit(self, step: int, record: dict) -> None:

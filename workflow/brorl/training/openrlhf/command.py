@@ -92,6 +92,10 @@ class ClusterPaths:
     def partition_log_dir(self) -> Path:  # one jsonl per trainer process: each micro-batch partition and its time
         return self.openrlhf_dir / "partition"
 
+    @property
+    def gpu_memory_log_dir(self) -> Path:  # one jsonl per training rank: its peak GPU memory per step
+        return self.openrlhf_dir / "gpu_memory"
+
     def ckpt_dir(self, run_index: int) -> Path:
         return self.openrlhf_dir / f"ckpt{run_index}"
 

@@ -77,9 +77,14 @@ def launch_env(
             # the job hook times the trainer's micro-batch partition and installs the chosen one (partition_hook)
             "BRORL_PARTITION": cluster["partition"],
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
+            "BRORL_GPU_MEMORY_LOG_DIR": str(paths.gpu_memory_log_dir),  # each rank's peak per step (memory_hook)
         }
     )
+    if cluster["network_interface"]:  # Ray binds there on every node (the launcher's RAY_SLURM_IFACE)
+        env["RAY_SLURM_IFACE"] = cluster["network_interface"]
     if cluster["device"] == "gpu":
+        # packed micro-batches of varying size fragment the caching allocator; vLLM turns this off around its own pool
+        env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
         # a JIT-compiled op (a FusedAdam that was not prebuilt) goes to a folder of this job on the node's /tmp: the
         # shared default (~/.cache/torch_extensions) keeps the lock of a job killed mid-compile, and every later job
         # waits on it forever

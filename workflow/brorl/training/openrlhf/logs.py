@@ -106,22 +106,23 @@ def read_reward_log(log_dir: Path, since: float = 0.0) -> list[RewardCall]:
     return sorted(calls, key=lambda c: c.time)
 
 
-def read_partition_log(log_dir: Path, since: float = 0.0) -> list[tuple[float, float]]:
-    """(unix time, seconds) of every micro-batch count and partition the trainer made at or after `since` (the job
-    hook's log, brorl.training.openrlhf.partition_hook), in time order; torn lines are skipped, counted aloud."""
-    calls, torn = [], 0
+def read_hook_log(log_dir: Path, key: str, since: float = 0.0) -> list[tuple[float, float]]:
+    """(unix time, entry[key]) of every entry the job hook logged at or after `since` in one of its logs (one jsonl
+    per process: the partition's `seconds`, brorl.training.openrlhf.partition_hook; a rank's `peak_gib`,
+    memory_hook), in time order; torn lines are skipped, counted aloud."""
+    entries, torn = [], 0
     paths = sorted(Path(log_dir).glob("*.jsonl")) if Path(log_dir).is_dir() else []
     for path in (p for p in paths if p.stat().st_mtime >= since):
         for line in path.read_text().splitlines():
             try:
                 entry = json.loads(line)
                 if float(entry["t"]) >= since:
-                    calls.append((float(entry["t"]), float(entry["seconds"])))
+                    entries.append((float(entry["t"]), float(entry[key])))
             except (ValueError, KeyError, TypeError):
                 torn += 1
     if torn:
-        print(f"partition log {log_dir}: {torn} torn line(s) ignored")
-    return sorted(calls)
+        print(f"{log_dir}: {torn} torn line(s) ignored")
+    return sorted(entries)
 
 
 @dataclass(frozen=True)
@@ -163,13 +164,15 @@ def to_records(
     launches: list[Launch],
     reward_calls: list[RewardCall] | None,
     partition_calls: list[tuple[float, float]] | None = None,
+    gpu_memory: list[tuple[float, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
     offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
     since this launch began (so start-ups, saves and relaunches count; `overhead_s` is the part of a step's
     interval outside OpenRLHF's own step timing). Reward calls count into the step whose interval holds them,
     never across a launch start (a killed launch's calls are not the rerun step's); so do partition calls, whose
-    seconds sum into `partition_s` (null where none was logged: dynamic batching off, or no job hook)."""
+    seconds sum into `partition_s` (null where none was logged: dynamic batching off, or no job hook), and the
+    ranks' peak GPU memory, whose maximum is `gpu_mem_peak_gib` (null without CUDA)."""
     records = []
     previous_wall, previous_time = wall_s_before, 0.0
     for log in logs:
@@ -184,6 +187,7 @@ def to_records(
         window = [c for c in reward_calls or [] if start < c.time <= log.wall_time]
         errors = [e for c in window for e in c.errors]
         partition = [sec for t, sec in partition_calls or [] if start < t <= log.wall_time]
+        peaks = [gib for t, gib in gpu_memory or [] if start < t <= log.wall_time]
         reward_errors = reward_timeouts = None
         if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
             reward_errors = sum(e is not None for e in errors)
@@ -227,6 +231,7 @@ def to_records(
             "partition_s": sum(partition) if partition else None,
             "update_s": _get(s, "timing/ppo_train"),
             "reload_s": _get(s, "timing/broadcast"),
+            "gpu_mem_peak_gib": max(peaks) if peaks else None,
         }
         assert set(record) == set(FIELDS), set(record) ^ set(FIELDS)
         previous_wall = wall_s

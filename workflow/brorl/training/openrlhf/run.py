@@ -46,7 +46,7 @@ from .launch import (
     read_launches,
     record_launch,
 )
-from .logs import read_partition_log, read_reward_log, read_tensorboard, to_records
+from .logs import read_hook_log, read_reward_log, read_tensorboard, to_records
 from .parse import OpenRLHFArgError, parse_argv
 from .validate import ClusterConfigError, validate_cluster_config
 
@@ -118,6 +118,19 @@ def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> st
     if version < minimum:
         return f"{python} is Python {'.'.join(map(str, version))}, older than {'.'.join(map(str, minimum))}"
     return None
+
+
+def sandbox_isolation_problem(mode: str, allowed: bool) -> str | None:
+    """Why model-written programs must not run here, or None: without bubblewrap's namespaces the code verifier
+    falls back to resource limits, and the programs run as the user beside the days-old checkpoints."""
+    if mode == "bwrap" or allowed:
+        return None
+    return (
+        f"the code verifier's sandbox runs with {mode!r} only on this node (bubblewrap is missing or cannot create "
+        "user namespaces): model-written programs would run without filesystem isolation next to the checkpoints. "
+        "Install bubblewrap with unprivileged user namespaces on the compute nodes, or accept the risk with "
+        "training.cluster.allow_unsandboxed_code: true"
+    )
 
 
 def container_problem(env: Mapping[str, str]) -> str | None:
@@ -197,7 +210,7 @@ def run_segment(
     summary = json.loads(summary_path.read_text())
     _check_prompt_supply(summary, before, plan, segment.first_step)
     if "code" in summary.get("scorers", []):  # the compute nodes run code rewards with their system Python
-        from brorl.scoring.sandbox import Limits
+        from brorl.scoring.sandbox import Limits, isolation_mode
 
         problem = sandbox_python_problem(Limits().python)
         if problem:
@@ -205,6 +218,9 @@ def run_segment(
                 f"code rewards need a Python >= 3.8 inside the sandbox: {problem}; install one on "
                 "the compute nodes (Debian/Ubuntu: python3-minimal)"
             )
+        isolation = sandbox_isolation_problem(isolation_mode(), cluster["allow_unsandboxed_code"])
+        if isolation:
+            raise ClusterRunError(isolation)
 
     text = reward_text(reference)  # what the reward strips and whether the template opened <think>
     style = "opens <think> in the generation prompt (responses are scored with that tag)"
@@ -299,7 +315,8 @@ def run_segment(
         wall_s_before=before[-1]["wall_s"] if before else 0.0,
         launches=launches,
         reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start),
-        partition_calls=read_partition_log(paths.partition_log_dir, since=segment_start),
+        partition_calls=read_hook_log(paths.partition_log_dir, "seconds", since=segment_start),
+        gpu_memory=read_hook_log(paths.gpu_memory_log_dir, "peak_gib", since=segment_start),
     )
     for record in records:
         append_metrics(metrics_path, record)

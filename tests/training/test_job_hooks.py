@@ -1,6 +1,7 @@
-"""The trainer's micro-batch partition under dynamic batching: our O(n log n) functions against OpenRLHF 0.11.2's own,
-and the job hook that binds them into OpenRLHF's experience maker, run through OpenRLHF's real
-`split_rollout_samples` in a process started the way the job's processes are (the hook on PYTHONPATH)."""
+"""The job hook of OpenRLHF's processes (workflow/scripts/openrlhf_site): the trainer's micro-batch partition under
+dynamic batching (our O(n log n) functions against OpenRLHF 0.11.2's own, bound into its experience maker and run
+through its real `split_rollout_samples` in a process started the way the job's processes are) and the per-step
+peak GPU memory of the training ranks."""
 
 from __future__ import annotations
 
@@ -113,3 +114,45 @@ def test_the_bench_measures_fits_and_labels_its_extrapolation(capsys):
     model = report["karmarkar_karp_model"]
     assert target["karmarkar_karp_extrapolated"]["seconds"] == model["seconds_per_n_k"] * 1024 * target["micro_batches"]
     assert "extrapolated" in summary(report)
+
+
+def test_the_memory_hook_logs_each_updates_peak_only_where_cuda_is(tmp_path, monkeypatch):
+    import types
+
+    import torch
+    from brorl.training.openrlhf.logs import read_hook_log
+    from brorl.training.openrlhf.memory_hook import install
+
+    class Actor:  # stands for the class behind OpenRLHF's @ray.remote PolicyModelActor
+        def fit(self, kl_ctl: float = 0):
+            return {"policy_loss": kl_ctl}
+
+    module = types.SimpleNamespace(PolicyModelActor=types.SimpleNamespace(__ray_actor_class__=Actor))
+    install(module, str(tmp_path))
+    install(module, str(tmp_path))  # installed once, whatever imports the module again
+    assert (
+        Actor.fit.__wrapped__.__qualname__
+        == "test_the_memory_hook_logs_each_updates_peak_only_where_cuda_is.<locals>.Actor.fit"
+    )
+    assert Actor().fit(0.5) == {"policy_loss": 0.5} and not list(tmp_path.iterdir())  # no CUDA: nothing, not 0
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 62 * 2**30)
+    Actor().fit()
+    assert [gib for _, gib in read_hook_log(tmp_path, "peak_gib")] == [62.0]
+
+
+def test_the_job_hook_wraps_openrlhfs_own_actor_class(tmp_path):
+    from brorl.training.openrlhf.launch import JOB_HOOK, STUBS, WORKFLOW
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(JOB_HOOK), str(WORKFLOW), str(STUBS)]),
+        "BRORL_GPU_MEMORY_LOG_DIR": str(tmp_path),
+    }
+    code = (
+        "from openrlhf.trainer.ray import ppo_actor\n"
+        "print(getattr(ppo_actor.PolicyModelActor.__ray_actor_class__.fit, 'brorl_memory_hook', False))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "True", proc.stderr[-2000:]

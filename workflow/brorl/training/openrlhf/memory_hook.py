@@ -1,0 +1,51 @@
+"""Peak GPU memory of each training rank per RL step, installed by the job hook
+(workflow/scripts/openrlhf_site/sitecustomize.py) right after `openrlhf.trainer.ray.ppo_actor` is imported.
+
+OpenRLHF 0.11.2's trainer calls `PolicyModelActor.fit` once per step on every actor rank (the PPO update of the
+step). The wrapper resets torch's peak-memory counter before it and appends the peak after it to
+$BRORL_GPU_MEMORY_LOG_DIR/<pid>.jsonl (t, peak_gib), which brorl.training.openrlhf.logs turns into each step's
+`gpu_mem_peak_gib` (the maximum over ranks). Without CUDA nothing is written and the metric stays null, never 0.
+The update itself is not touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from types import ModuleType
+
+MODULE = "openrlhf.trainer.ray.ppo_actor"
+
+
+def install(module: ModuleType, log_dir: str) -> None:
+    """Wrap the fit method of the class behind module.PolicyModelActor (a Ray actor class)."""
+    actor = getattr(module.PolicyModelActor, "__ray_actor_class__", module.PolicyModelActor)
+    fit = actor.fit
+    if getattr(fit, "brorl_memory_hook", False):
+        return
+
+    def timed_fit(self, *args, **kwargs):
+        import torch
+
+        cuda = torch.cuda.is_available()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        status = fit(self, *args, **kwargs)
+        if cuda:
+            peak = torch.cuda.max_memory_allocated() / 2**30
+            path = Path(log_dir) / f"{os.getpid()}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as handle:
+                handle.write(json.dumps({"t": time.time(), "peak_gib": peak}) + "\n")
+        return status
+
+    timed_fit.brorl_memory_hook = True
+    timed_fit.__wrapped__ = fit
+    actor.fit = timed_fit
+
+
+def install_from_env(module: ModuleType) -> None:
+    """The job hook's entry: $BRORL_GPU_MEMORY_LOG_DIR."""
+    install(module, os.environ["BRORL_GPU_MEMORY_LOG_DIR"])
