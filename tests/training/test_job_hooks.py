@@ -11,11 +11,13 @@ import random
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from brorl.training.openrlhf.partition import balance, balanced_partitions, first_fit_count
 
 seqlen_balancing = pytest.importorskip("openrlhf.utils.seqlen_balancing")
+ROOT_WORKFLOW = Path(__file__).resolve().parents[2] / "workflow"
 
 
 def test_first_fit_count_equals_openrlhfs_on_random_inputs():
@@ -156,3 +158,45 @@ def test_the_job_hook_wraps_openrlhfs_own_actor_class(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "True", proc.stderr[-2000:]
+
+
+TOKENIZER_ONCE = textwrap.dedent(
+    """
+    import os, pickle, sys, types
+    import ray
+    from brorl.training.openrlhf.tokenizer_hook import TokenizerHandle, install
+    from brorl.models.tiny import build_tokenizer
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+
+    @ray.remote
+    class Engine:  # stands for a vLLM engine actor: receives hf_tokenizer with each prompt
+        def generate_responses(self, prompt, hf_tokenizer):
+            return os.getpid(), id(hf_tokenizer), hf_tokenizer.decode(hf_tokenizer(prompt)["input_ids"])
+
+    class SamplesGenerator:  # OpenRLHF's dispatch: one remote call per prompt, the tokenizer as an argument
+        def __init__(self, tokenizer, engine):
+            self.tokenizer, self.engine = tokenizer, engine
+
+        def _dispatch_prompts_to_vllm(self, prompts):
+            return [self.engine.generate_responses.remote(prompt=p, hf_tokenizer=self.tokenizer) for p in prompts]
+
+    install(types.SimpleNamespace(SamplesGenerator=SamplesGenerator))
+    tokenizer = build_tokenizer(1024)
+    generator = SamplesGenerator(tokenizer, Engine.remote())
+    out = ray.get(generator._dispatch_prompts_to_vllm(["a b", "c", "d e f"]))
+    out += ray.get(generator._dispatch_prompts_to_vllm(["g"]))
+    assert generator.tokenizer is tokenizer  # put back after each dispatch
+    print(len({(pid, ident) for pid, ident, _ in out}), [text for _, _, text in out], len(pickle.dumps(tokenizer)))
+    """
+)
+
+
+@pytest.mark.engine  # starts Ray
+def test_the_tokenizer_reaches_the_engines_once_and_unchanged():
+    env = {**os.environ, "PYTHONPATH": str(ROOT_WORKFLOW), "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    proc = subprocess.run([sys.executable, "-c", TOKENIZER_ONCE], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith("1 ")  # one tokenizer object in the engine's process for all four prompts
+    assert "['a b', 'c', 'd e f', 'g']" in line  # it encodes and decodes as the original

@@ -1,7 +1,7 @@
 """Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
 
 brorl.training.openrlhf.run puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
-imports it everywhere. It edits no installed file and changes no training algorithm; it does three things:
+imports it everywhere. It edits no installed file and changes no training algorithm; it does four things:
 
   * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).
     torch 2.13 seeds that RNG from the OS in every new process, and OpenRLHF 0.11.2's prompt loader (a torchdata
@@ -11,7 +11,8 @@ imports it everywhere. It edits no installed file and changes no training algori
   * times the trainer's micro-batch partition (dynamic batching) and, with $BRORL_PARTITION=lpt (the default of
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
     is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/cluster.md#brorls-step-partition);
-  * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU).
+  * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU);
+  * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook).
 
 It also offers `after_import(name, patch)`, which the CPU rehearsal's device layer (workflow/rehearsal) uses to
 register its patches on the same import hook.
@@ -92,6 +93,14 @@ def _memory(ppo_actor) -> None:
     install_from_env(ppo_actor)
 
 
+def _tokenizer(samples_generator) -> None:
+    from brorl.training.openrlhf.tokenizer_hook import install
+
+    install(samples_generator)
+
+
+if os.environ.get("BRORL_TOKENIZER_ONCE") == "1":
+    after_import("openrlhf.trainer.ppo_utils.samples_generator", _tokenizer)
 if os.environ.get("BRORL_PARTITION"):
     after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)
 if os.environ.get("BRORL_GPU_MEMORY_LOG_DIR"):

@@ -78,6 +78,7 @@ def launch_env(
             "BRORL_PARTITION": cluster["partition"],
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
             "BRORL_GPU_MEMORY_LOG_DIR": str(paths.gpu_memory_log_dir),  # each rank's peak per step (memory_hook)
+            "BRORL_TOKENIZER_ONCE": "1",  # the tokenizer goes to the engines once, not with each prompt
         }
     )
     if cluster["network_interface"]:  # Ray binds there on every node (the launcher's RAY_SLURM_IFACE)
