@@ -151,3 +151,15 @@ def test_estimates_with_a_missing_key_are_rejected(tmp_path):
     bad.write_text("training: {step_hours_fixed: 0.1}\n")
     with pytest.raises(ProfileError, match="step_hours_per_sample"):
         read_estimates(bad)
+
+
+def test_checkpoint_sizes_come_from_the_downloaded_safetensors(tmp_path):
+    from brorl.plan.profile import checkpoint_sizes
+
+    assert checkpoint_sizes(tmp_path / "absent") is None
+    (tmp_path / "m").mkdir()
+    assert checkpoint_sizes(tmp_path / "m") is None  # no weights yet: the estimates stay
+    (tmp_path / "m" / "model.safetensors").write_bytes(b"\0" * 2_000_000)  # 1e6 bf16 parameters
+    (tmp_path / "m" / "tokenizer.json").write_bytes(b"\0" * 10_000)
+    export, state = checkpoint_sizes(tmp_path / "m")
+    assert export == pytest.approx(0.00201) and state == pytest.approx(0.014)  # 14 bytes per parameter

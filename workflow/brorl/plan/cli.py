@@ -11,6 +11,7 @@ otherwise; the column `source` says which.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from .estimate import CostRow, plan_rows, totals, training_disk_gb, wall_clock_h
 from .measured import MeasuredError, MeasuredRun, read_measured
 from .pricing import evaluation_model, measured_prices, render_evaluation
 from .problems import ProblemCountError, benchmark_problems
-from .profile import ProfileError, job_resources, read_estimates, read_profile, rule_resources
+from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository (Snakefile, config.yaml, profiles/)
 
@@ -197,7 +198,22 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     print(measured_line(run))
     print()
     print(render_evaluation(eval_rows, eval_totals, resources["generate_samples"].gpus, estimates))
+    sizes_from = None
+    if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
+        folder = ROOT / "resources" / "models" / config["base_model"]["repo_id"].split("/")[-1]
+        sizes = checkpoint_sizes(folder)
+        if sizes:
+            estimates = dataclasses.replace(estimates, hf_export_gb=sizes[0], full_state_gb=sizes[1])
+            sizes_from = folder
     disk = disk_per_arm(config, estimates)
+    print(
+        f"one saved step: HF export {estimates.hf_export_gb:.2f} GB, full state {estimates.full_state_gb:.1f} GB "
+        + (
+            f"(from the safetensors of {sizes_from})"
+            if sizes_from
+            else "(estimates.yaml; the start checkpoint is not downloaded yet)"
+        )
+    )
     print(
         "disk for training per arm (peak; results/train/<arm>/run): "
         + ", ".join(

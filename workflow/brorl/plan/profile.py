@@ -118,3 +118,14 @@ def read_estimates(path: Path) -> Estimates:
     if bad or est.step_hours_fixed < 0 or est.step_hours_per_sample < 0 or est.reference_nodes < 1:
         raise ProfileError(f"{path}: hours must be >= 0 and reference_nodes >= 1 (bad: {bad or 'training'})")
     return est
+
+
+def checkpoint_sizes(model_dir: Path) -> tuple[float, float] | None:
+    """(HF export GB, DeepSpeed full-state GB) of one saved step of the model in `model_dir`, from its safetensors
+    (bf16: 2 bytes per parameter; the full state adds an fp32 master copy and Adam's two fp32 moments, 12 bytes per
+    parameter), or None when the folder holds no weights yet (the plan then keeps estimates.yaml's)."""
+    weights = sum(p.stat().st_size for p in Path(model_dir).glob("*.safetensors")) if Path(model_dir).is_dir() else 0
+    if not weights:
+        return None
+    extra = sum(p.stat().st_size for p in Path(model_dir).iterdir() if p.is_file() and p.suffix != ".safetensors")
+    return (weights + extra) / 1e9, weights * (2 + 12) / 2 / 1e9
