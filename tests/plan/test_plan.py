@@ -93,6 +93,8 @@ def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
     text = proc.stdout
     for words in ("GPU-hours", "wall-clock on 8 GPU nodes", "train_ppo[brorl_n512]", "paper: about 56-174 h"):
         assert words in text, text
+    assert "warning: 1 hub source(s) of this run are not pinned" in proc.stderr  # the pin gate's list, as -n
+    assert "one saved step: HF export 3.56 GB, full state 24.9 GB (estimates.yaml" in text
     record = json.loads(out.read_text())
     dry = job_counts(snakemake("-n", "--forceall", "--directory", tmp_path / "dry"))
     for row in record["rows"]:

@@ -5,6 +5,8 @@ import os
 import shlex
 import sys
 
+from snakemake.exceptions import WorkflowError
+
 from brorl import notify as _notify
 
 
@@ -14,6 +16,8 @@ def _rerun_command():
 
 
 onstart:
+    if UNPINNED:  # helpers/data.smk: before any job is submitted, never on -n (Snakemake runs onstart only then)
+        raise WorkflowError(f"not started: {UNPINNED}")
     _notify.notify(
         "BroRL: workflow started",
         _notify.start_message(os.getcwd(), _rerun_command(), log),

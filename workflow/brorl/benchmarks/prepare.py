@@ -230,6 +230,17 @@ def manifest_path(out: Path | str) -> Path:
     return out.with_name(out.name.removesuffix(".jsonl") + ".manifest.json")
 
 
+def source_kind(spec: BenchmarkSpec) -> str:
+    """Where a benchmark is prepared from here: generated offline ("synthetic"), else the registry's local file when
+    it exists under the local data root ("local"), else the hub ("hub", pinned)."""
+    if spec.source("synthetic") is not None:
+        return "synthetic"
+    local = spec.source("local")
+    if local is not None and (local_data_root() / local.path).is_file():
+        return "local"
+    return "hub"
+
+
 def resolve_source(spec: BenchmarkSpec, source_arg: str) -> tuple[Source, str | None]:
     """Which registry source maps a given --source: ``hub`` -> the hub source; ``local`` -> the local source's
     file under the local data root; a path -> the local source's mapping (or the hub one: a downloaded copy)."""

@@ -161,6 +161,20 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
     return "\n".join(lines)
 
 
+def unpinned_sources(config: dict) -> str:
+    """The pin gate's list for this config (empty when every hub source is pinned or allow_unpinned is set)."""
+    from ..benchmarks.prepare import source_kind
+    from ..benchmarks.registry import load_registry
+    from ..pins import hub_sources, unpinned_report
+    from ..training.recipe import enabled_arms
+
+    if config["allow_unpinned"]:
+        return ""
+    registry = load_registry()
+    used = hub_sources(config, registry, lambda name: source_kind(registry[name]) == "hub", bool(enabled_arms(config)))
+    return unpinned_report(used)
+
+
 def _cmd_plan(a: argparse.Namespace) -> None:
     profile = read_profile(a.profile)
     estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
@@ -173,6 +187,9 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             f"{Path(a.profile) / 'config.yaml'})"
         )
     problems = benchmark_problems(config)
+    unpinned = unpinned_sources(config)
+    if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.pins)
+        print(f"warning: {unpinned}\n", file=sys.stderr)
     dag = dag_job_counts(list(a.configfile))
     planned, arms = config_job_counts(config)
     run = read_measured(a.measured, config, problems, {arm: v[0] for arm, v in arms.items()}) if a.measured else None

@@ -1,7 +1,9 @@
 # Input functions of the data stage (workflow/rules/data.smk).
 import json
 
-from brorl.benchmarks.prepare import local_data_root
+from brorl.benchmarks.prepare import source_kind
+from brorl.pins import hub_sources, unpinned_report
+from brorl.training.recipe import enabled_arms
 
 # benchmarks prepared from a file (rule prepare_benchmark); the Reasoning Gym sets are generated (generate_reasoning_gym)
 PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
@@ -13,14 +15,25 @@ def data_targets():
 
 
 def benchmark_source(wildcards):
-    """--source of prepare_benchmark: generated offline (synthetic), else the registry's local file when it exists
-    here, else the hub (pinned)."""
-    if BENCHMARKS[wildcards.bench].source("synthetic") is not None:
-        return "synthetic"
-    local = BENCHMARKS[wildcards.bench].source("local")
-    if local is not None and (local_data_root() / local.path).is_file():
-        return "local"
-    return "hub"
+    """--source of prepare_benchmark: synthetic, local (the registry's file exists here) or hub (source_kind)."""
+    return source_kind(BENCHMARKS[wildcards.bench])
+
+
+# Every hub download of this run that is not pinned to a commit (brorl.pins): listed here as a warning, so `-n` and
+# `make plan` show it and stay usable; a run that would execute jobs stops before submitting any
+# (onstart in hooks.smk), unless allow_unpinned.
+UNPINNED = ""
+if not config["allow_unpinned"]:
+    UNPINNED = unpinned_report(
+        hub_sources(
+            config,
+            BENCHMARKS,
+            lambda name: source_kind(BENCHMARKS[name]) == "hub",
+            training=bool(enabled_arms(config)),
+        )
+    )
+if UNPINNED:
+    print(f"warning: {UNPINNED}", file=sys.stderr)
 
 
 def train_data_spec():
