@@ -115,7 +115,7 @@ def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
     assert counts["train_ppo"] > config_job_counts(load_yaml_config(CONFIG))[0]["train_ppo"]
 
 
-def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused():
+def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused(tmp_path):
     preset = ["--configfile", "workflow/presets/one_node.yaml"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
     wrong = subprocess.run(
@@ -133,6 +133,23 @@ def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refuse
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "training per arm on 1 nodes: brorl_n512" in proc.stdout and "wall-clock on 1 GPU nodes" in proc.stdout
+    assert "walltime of a training job's first attempt: 28 h" in proc.stdout and "warning: train_ppo" not in proc.stdout
+    # the preset's own 10-step jobs fit; 25-step jobs (20 between its resets) do not, and the plan says what would
+    longer = tmp_path / "segments25.yaml"
+    longer.write_text("training:\n  segment_max_steps: 25\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "brorl.plan", *preset, str(longer)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**env, "BRORL_SLURM_TRAIN_NODES": "1"},
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (
+        "warning: train_ppo[brorl_n512]: jobs of up to 20 steps take ~32.7 h, over 85% of the 28 h time limit of a "
+        "first attempt: set the arm's segment_max_steps (or training.segment_max_steps) to 10" in proc.stdout
+    )
 
 
 @pytest.mark.parametrize(
@@ -165,3 +182,20 @@ def test_checkpoint_sizes_come_from_the_downloaded_safetensors(tmp_path):
     (tmp_path / "m" / "tokenizer.json").write_bytes(b"\0" * 10_000)
     export, state = checkpoint_sizes(tmp_path / "m")
     assert export == pytest.approx(0.00201) and state == pytest.approx(0.014)  # 14 bytes per parameter
+
+
+def test_walltime_overruns_and_slurm_time_limits():
+    from brorl.plan.estimate import Estimates
+    from brorl.plan.walltime import overruns, parse_slurm_time
+
+    est = Estimates(0.1557, 1.1511e-5, 8, 0.25, {})
+    # 25 BroRL steps: 23.0 h, under 85% of 28 h; nothing to say for either arm
+    assert overruns({"brorl": (65_536, 25), "prorl": (8_192, 25)}, 8, est, 28.0, grid=5) == []
+    found = overruns({"brorl": (65_536, 25)}, 8, est, 24.0, grid=5)  # a 24 h partition
+    assert [(o.arm, o.steps, o.fits) for o in found] == [("brorl", 25, 20)]
+    assert round(found[0].hours, 2) == 23.0 and "set the arm's segment_max_steps" in found[0].message()
+    assert overruns({"huge": (10**7, 3)}, 8, est, 1.0)[0].fits == 1  # never below one step
+    # sinfo's %l
+    assert parse_slurm_time("1-00:00:00") == 24 and parse_slurm_time("2-12:30:00") == 60.5
+    assert parse_slurm_time("08:00:00") == 8 and parse_slurm_time("30:00") == 0.5 and parse_slurm_time("90") == 1.5
+    assert parse_slurm_time("infinite") is None and parse_slurm_time("UNLIMITED") is None

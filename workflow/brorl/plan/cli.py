@@ -27,6 +27,7 @@ from .measured import MeasuredError, MeasuredRun, read_measured
 from .pricing import evaluation_model, measured_prices, render_evaluation
 from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
+from .walltime import overruns, partition_max_hours
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository (Snakefile, config.yaml, profiles/)
 
@@ -161,6 +162,26 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
     return "\n".join(lines)
 
 
+def longest_segments(config: dict) -> dict[str, tuple[int, int]]:
+    """arm -> (samples per step, steps of its longest segment) of every enabled arm."""
+    from ..training.recipe import arm_plan, enabled_arms
+
+    plans = {name: arm_plan(config, name) for name in enabled_arms(config)}
+    return {name: (p.samples_per_step, max(len(s.steps) for s in p.segments)) for name, p in plans.items()}
+
+
+def walltime_limit_hours(profile: dict) -> dict:
+    """The time limit of train_ppo's first attempt: the profile's runtime, or the partition's MaxTime from sinfo
+    where that is lower."""
+    res = rule_resources(profile, "train_ppo")
+    hours, source = float(res["runtime"]) / 60, "the slurm profile's runtime of train_ppo"
+    partition = res.get("slurm_partition")
+    site = partition_max_hours(str(partition)) if partition else None
+    if site is not None and site < hours:
+        hours, source = site, f"MaxTime of partition {partition} (sinfo)"
+    return {"hours": hours, "source": source}
+
+
 def unpinned_sources(config: dict) -> str:
     """The pin gate's list for this config (empty when every hub source is pinned or allow_unpinned is set)."""
     from ..benchmarks.prepare import source_kind
@@ -222,6 +243,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         if sizes:
             estimates = dataclasses.replace(estimates, hf_export_gb=sizes[0], full_state_gb=sizes[1])
             sizes_from = folder
+    limit = walltime_limit_hours(profile)
+    late = overruns(longest_segments(config), resources["train_ppo"].nodes, estimates, limit["hours"], grid=5)
+    print(f"walltime of a training job's first attempt: {limit['hours']:.0f} h ({limit['source']})")
+    for overrun in late:
+        print(f"warning: {overrun.message()}")
     disk = disk_per_arm(config, estimates)
     print(
         f"one saved step: HF export {estimates.hf_export_gb:.2f} GB, full state {estimates.full_state_gb:.1f} GB "
@@ -283,6 +309,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             "wall_clock_hours": wall,
             "gpu_nodes": gpu_nodes,
             "training_disk_gb": disk,
+            "walltime": {**limit, "overruns": [dataclasses.asdict(o) for o in late]},
         }
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(record, indent=2) + "\n")
