@@ -13,7 +13,19 @@ import pytest
 from brorl.preflight import checks
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU_CHECKS = {"NVIDIA driver", "GPUs seen by torch", "vLLM platform", "flash-attn", "DeepSpeed FusedAdam"}
+GPU_CHECKS = {
+    "NVIDIA driver",
+    "GPUs seen by torch",
+    "GPU compute mode",
+    "vLLM platform",
+    "vLLM engine with sleep mode",
+    "flash-attn",
+    "flash-attn varlen kernel",
+    "DeepSpeed FusedAdam",
+    "NCCL all-reduce (this node's GPUs)",
+}
+# the checks that run a GPU path say on a CPU machine that they did not run, and why
+NOT_RUN = {"vLLM engine with sleep mode", "flash-attn varlen kernel", "NCCL all-reduce (this node's GPUs)"}
 
 
 @pytest.mark.engine
@@ -43,6 +55,10 @@ def test_preflight_on_a_cpu_machine_fails_exactly_the_gpu_checks(tmp_path):
     assert all(r["gpu"] for r in rows if not r["ok"]) and all(r["fix"] for r in rows if not r["ok"])
     assert "checks pass; failed: NVIDIA driver" in proc.stdout and "fix:" in proc.stdout
     assert any(r["name"] == "IFEval checkers" and r["ok"] for r in rows)  # installed by make setup, offline
+    assert all(r["detail"].startswith("not run: torch is a CPU build") for r in rows if r["name"] in NOT_RUN)
+    fused = next(r for r in rows if r["name"] == "DeepSpeed FusedAdam")
+    assert "built for the 'cpu' accelerator" in fused["detail"]  # the CPU op imports, but is not the CUDA build
+    assert any(r["name"] == "code sandbox isolation" and r["ok"] and r["detail"] == "bwrap" for r in rows)
 
 
 def _fake_nvidia_smi(tmp_path, version: str, monkeypatch) -> None:
@@ -69,3 +85,34 @@ def test_disk_check_compares_free_space_with_the_plan(tmp_path):
     assert checks.disk_check(tmp_path / "not" / "yet", 0.001).ok  # the nearest existing parent is measured
     failed = checks.disk_check(tmp_path, 1e9)
     assert not failed.ok and "the plan needs" in failed.detail
+
+
+def test_compute_mode_must_be_default_for_colocation_and_cuda_ipc():
+    from brorl.preflight.gpu_paths import compute_mode_problem
+
+    assert compute_mode_problem("0, Default\n1, Default\n") is None
+    problem = compute_mode_problem("0, Default\n1, Exclusive_Process\n")
+    assert "GPU(s) [1] in compute mode 'Exclusive_Process'" in problem and "CUDA IPC" in problem
+    assert compute_mode_problem("") == "nvidia-smi listed no GPU"
+
+
+def test_a_cpu_build_of_fusedadam_is_not_prebuilt():
+    assert checks.fused_adam_build_problem("cuda", {"fused_adam": True}) is None
+    assert "'cpu' accelerator" in checks.fused_adam_build_problem("cpu", {"fused_adam": True, "cpu_adam": True})
+    assert "without fused_adam" in checks.fused_adam_build_problem("cuda", {"fused_adam": False})
+
+
+def test_partition_limits_against_the_training_jobs_request():
+    from brorl.preflight.gpu_paths import partition_limit_problems
+
+    request = {"runtime": 1680, "mem_mb": 1_800_000, "cpus_per_task": 96, "gres": "gpu:h100:8"}
+    # recorded sinfo -h -p P -o "%l|%m|%c|%G" lines: a partition that grants it, and one that grants nothing
+    fits = "2-00:00:00|2000000|112|gpu:h100:8(S:0-1)\n2-00:00:00|2000000|112|gpu:h100:8(S:0-1)\n"
+    assert partition_limit_problems(fits, request) == []
+    small = "1-00:00:00|1000000+|64|gpu:nvidia_h100_80gb_hbm3:8\n"
+    problems = partition_limit_problems(small, request)
+    assert len(problems) == 4, problems
+    assert "MaxTime 1-00:00:00 is below the 1680 minutes" in problems[0]
+    assert "nodes have 1,000,000 MB" in problems[1] and "64 CPUs" in problems[2]
+    assert "no node offers gpu:h100:8 (GRES on the partition: gpu:nvidia_h100_80gb_hbm3:8)" in problems[3]
+    assert partition_limit_problems("", request) == ["sinfo printed no partition line ('')"]

@@ -20,26 +20,44 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run_checks(need_gb: float, download_pending: bool, profile: dict | None, results: Path) -> list:
-    """Every check on this machine, in table order."""
-    from . import checks
+def run_checks(
+    need_gb: float,
+    download_pending: bool,
+    profile: dict | None,
+    results: Path,
+    config: dict | None = None,
+    model_dir: Path | None = None,
+) -> list:
+    """Every check on this machine, in table order: what is installed, then the GPU paths run once, then the site."""
+    from . import checks, gpu_paths
 
+    allowed = bool(config and config["training"]["cluster"].get("allow_unsandboxed_code"))
     rows = [
         checks.driver_check(),
         checks.torch_gpus_check(),
+        gpu_paths.compute_mode_check(),
         checks.vllm_check(),
+        gpu_paths.vllm_sleep_check(),
         checks.flash_attn_check(),
+        gpu_paths.flash_varlen_check(),
         checks.fused_adam_check(),
+        gpu_paths.nccl_check(),
         checks.disk_check(results, need_gb),
         checks.sandbox_check(),
-        checks.instructions_check(),
         checks.bubblewrap_check(),
+        gpu_paths.sandbox_isolation_check(allowed),
+        checks.instructions_check(),
         checks.ray_check(),
         checks.hub_token_check(download_pending),
+        gpu_paths.chat_template_check(model_dir),
     ]
     if profile is not None:
+        from brorl.plan.profile import rule_resources
+
         site = profile.get("__variables__", {})
-        rows.append(checks.slurm_check(str(site.get("gpu_partition", "h100")), str(site.get("account", ""))))
+        partition = str(site.get("gpu_partition", "h100"))
+        rows.append(checks.slurm_check(partition, str(site.get("account", ""))))
+        rows.append(gpu_paths.partition_limits_check(partition, rule_resources(profile, "train_ppo")))
     return rows
 
 
@@ -83,11 +101,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--need-gb", type=float, default=None, help="disk the run needs (default: from the config)")
     parser.add_argument("--results", default=str(ROOT / "results"), help="where checkpoints will be written")
     args = parser.parse_args(argv)
-    need, pending = config_needs(load_yaml_config(ROOT / "config.yaml", *args.configfile))
+    config = load_yaml_config(ROOT / "config.yaml", *args.configfile)
+    need, pending = config_needs(config)
     if args.need_gb is not None:
         need = args.need_gb
     profile = None if args.no_slurm else read_profile(args.profile)
-    rows = run_checks(need, pending, profile, Path(args.results))
+    staged = ROOT / "resources" / "models" / str(config["base_model"]["repo_id"]).split("/")[-1]
+    rows = run_checks(need, pending, profile, Path(args.results), config, staged if staged.is_dir() else None)
     print(render(rows))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RAY_VERSION = "2.55.0"  # OpenRLHF 0.11.2's pin
 # the lowest Linux driver of each CUDA major version (NVIDIA's CUDA compatibility table: 13.x >= 580, 12.x >= 525)
@@ -151,6 +153,18 @@ def nvcc_version(cuda_home: str | None) -> str | None:
     return match[1] if match else None
 
 
+def fused_adam_build_problem(accelerator: str, installed_ops: Mapping[str, Any]) -> str | None:
+    """DeepSpeed's build record -> why FusedAdam is not a CUDA op that was built in advance, or None."""
+    if accelerator != "cuda":
+        return (
+            f"DeepSpeed was built for the {accelerator or 'unknown'!r} accelerator: its fused_adam is the CPU op of "
+            "that name, and every GPU rank would JIT-compile the CUDA one at start-up"
+        )
+    if not installed_ops.get("fused_adam"):
+        return "DeepSpeed was built for CUDA without fused_adam: every GPU rank would JIT-compile it at start-up"
+    return None
+
+
 def fused_adam_check() -> Check:
     rc, out = _run(
         [
@@ -162,7 +176,21 @@ def fused_adam_check() -> Check:
     )
     cuda, home = torch_cuda(), os.environ.get("CUDA_HOME")
     nvcc = nvcc_version(home)
-    prebuilt = _run([sys.executable, "-c", "import deepspeed.ops.adam.fused_adam_op"])[0] == 0 if rc == 0 else False
+    # DeepSpeed's build record, not an import: a FusedAdam built for the CPU accelerator (the default on a build
+    # host without a GPU) imports under the same name and is JIT-compiled again on every GPU rank
+    record = _run(
+        [
+            sys.executable,
+            "-c",
+            "import deepspeed.git_version_info as g; print(g.accelerator_name); print(g.installed_ops.get('fused_adam'))",
+        ]
+    )[1].splitlines()
+    built = (
+        fused_adam_build_problem(record[-2].strip(), {"fused_adam": record[-1].strip() == "True"})
+        if len(record) >= 2
+        else "no build record"
+    )
+    prebuilt = rc == 0 and built is None
     if rc != 0:
         return Check(
             "DeepSpeed FusedAdam",
@@ -177,7 +205,7 @@ def fused_adam_check() -> Check:
         return Check(
             "DeepSpeed FusedAdam",
             False,
-            f"not prebuilt, and a JIT build needs nvcc of CUDA {cuda or '(torch is a CPU build)'}: "
+            f"not prebuilt for CUDA ({built}), and a JIT build needs nvcc of CUDA {cuda or '(torch is a CPU build)'}: "
             f"CUDA_HOME={home or 'unset'}, nvcc {nvcc or 'not found'}",
             "prebuild it (DS_BUILD_FUSED_ADAM=1 in envs/train.post-deploy.sh) or load CUDA "
             f"{cuda or '13.0'} and set CUDA_HOME",
