@@ -101,6 +101,12 @@ def evaluation_files(suffix):
     ]
 
 
+# Bookkeeping rules that cost seconds per job at tiny scale but add up to CPU-hours at paper scale (693
+# summarize_evaluation jobs, 32 export_checkpoint hashes of 3.5 GB): local at tiny scale (the CI's Slurm tests and
+# the demo do not grow), Slurm CPU jobs once the engine is the cluster's, so nothing heavy runs on a login node.
+LOCAL_AT_TINY_SCALE = config["engine"] == "embedded"
+
+
 # ------------------------------------------------------------------------------------------------ model folders
 TINY_MODEL_DIR = "resources/models/tiny-qwen2"
 

@@ -106,7 +106,7 @@ rule summarize_evaluation:
         "results/eval/{arm}/step{step}/{benchmark}.summary.json",
     log:
         "results/logs/summarize_evaluation/{arm}/step{step}/{benchmark}.log",
-    localrule: True
+    localrule: LOCAL_AT_TINY_SCALE
     conda:
         "../../envs/score.yaml"
     threads: 1

@@ -16,7 +16,8 @@ def _rerun_command():
 
 
 onstart:
-    if UNPINNED:  # helpers/data.smk: before any job is submitted, never on -n (Snakemake runs onstart only then)
+    # the pin gate (helpers/data.smk): before any job is submitted, never on -n (Snakemake runs onstart only then)
+    if UNPINNED:
         raise WorkflowError(f"not started: {UNPINNED}")
     _notify.notify(
         "BroRL: workflow started",

@@ -82,7 +82,7 @@ rule export_checkpoint:
         protected(directory("results/train/{arm}/step{step}")),
     log:
         "results/logs/export_checkpoint/{arm}/step{step}.log",
-    localrule: True
+    localrule: LOCAL_AT_TINY_SCALE
     conda:
         "../../envs/train.yaml"
     params:
