@@ -158,3 +158,13 @@ def r1_style_tokenizer():
     )
     tokenizer.chat_template = R1_TEMPLATE
     return tokenizer
+
+
+def paper_config() -> dict:
+    """config.yaml with the schema's defaults filled in, as the Snakefile sees it."""
+    import yaml
+    from brorl.config import validate_config
+
+    config = yaml.safe_load(CONFIG.read_text())
+    validate_config(config)
+    return config

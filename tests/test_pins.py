@@ -6,18 +6,14 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 from brorl.benchmarks.registry import load_registry
-from brorl.config import validate_config
 from brorl.pins import HubSource, hub_sources, is_pinned, unpinned_report
-from helpers import CONFIG, output_of, snakemake
+from helpers import CONFIG, output_of, paper_config, snakemake
 
 
 @pytest.fixture(scope="module")
 def paper():
-    config = yaml.safe_load(CONFIG.read_text())
-    validate_config(config)
-    return config
+    return paper_config()
 
 
 def test_the_sources_of_a_run_are_the_ones_it_would_download(paper):

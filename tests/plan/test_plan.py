@@ -115,36 +115,27 @@ def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
     assert counts["train_ppo"] > config_job_counts(load_yaml_config(CONFIG))[0]["train_ppo"]
 
 
+def plan(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m brorl.plan ARGS` with only these site settings (BRORL_SLURM_*) in the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})
+    return subprocess.run(
+        [sys.executable, "-m", "brorl.plan", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600
+    )
+
+
 def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused(tmp_path):
     preset = ["--configfile", "workflow/presets/one_node.yaml"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
-    wrong = subprocess.run(
-        [sys.executable, "-m", "brorl.plan", *preset], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600
-    )
+    wrong = plan(*preset)
     assert wrong.returncode != 0 and "asks 8 nodes per training job but training.cluster.nodes is 1" in wrong.stderr
     assert "BRORL_SLURM_TRAIN_NODES=1" in wrong.stderr and not wrong.stdout  # refused before the DAG is built
-    proc = subprocess.run(
-        [sys.executable, "-m", "brorl.plan", *preset],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**env, "BRORL_SLURM_TRAIN_NODES": "1"},
-        timeout=600,
-    )
+    proc = plan(*preset, site={"BRORL_SLURM_TRAIN_NODES": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "training per arm on 1 nodes: brorl_n512" in proc.stdout and "wall-clock on 1 GPU nodes" in proc.stdout
     assert "walltime of a training job's first attempt: 28 h" in proc.stdout and "warning: train_ppo" not in proc.stdout
     # the preset's own 10-step jobs fit; 25-step jobs (20 between its resets) do not, and the plan says what would
     longer = tmp_path / "segments25.yaml"
     longer.write_text("training:\n  segment_max_steps: 25\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "brorl.plan", *preset, str(longer)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**env, "BRORL_SLURM_TRAIN_NODES": "1"},
-        timeout=600,
-    )
+    proc = plan(*preset, str(longer), site={"BRORL_SLURM_TRAIN_NODES": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (
         "warning: train_ppo[brorl_n512]: jobs of up to 20 steps take ~32.7 h, over 85% of the 28 h time limit of a "

@@ -7,8 +7,6 @@ import copy
 import json
 
 import pytest
-import yaml
-from brorl.config import validate_config
 from brorl.training.layout import freeze_layouts, layout_file, record_layout
 from brorl.training.recipe import (
     OPERATIONAL_KEYS,
@@ -20,14 +18,12 @@ from brorl.training.recipe import (
     segment_max_steps,
     split_operations,
 )
-from helpers import CONFIG
+from helpers import paper_config
 
 
 @pytest.fixture(scope="module")
 def paper():
-    config = yaml.safe_load(CONFIG.read_text())
-    validate_config(config)
-    return config
+    return paper_config()
 
 
 def test_operational_keys_leave_the_recipe_and_come_back_from_the_environment(paper, monkeypatch):

@@ -24,14 +24,12 @@ from brorl.training.recipe import (
     saved_steps,
     scaled_lr,
 )
-from helpers import CONFIG
+from helpers import CONFIG, paper_config
 
 
 @pytest.fixture(scope="module")
 def paper():
-    config = yaml.safe_load(CONFIG.read_text())
-    validate_config(config)
-    return config
+    return paper_config()
 
 
 def test_paper_arms_lr_ratio_and_equal_minibatches(paper):
