@@ -239,6 +239,8 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
     # no dynamic batching (nothing partitioned) and no CUDA here: both measurements are null, never 0
     assert all(r["partition_s"] is None and r["gpu_mem_peak_gib"] is None for r in records)
+    # each launch recorded its engines' KV-cache size (Ray may fold identical lines of its two engines into one)
+    assert all(sizes and min(sizes) > 0 for s in segments for sizes in s["vllm_kv_cache_tokens"].values())
     assert records[-1]["wall_s"] >= sum(run["end"] - run["start"] for s in segments for run in s["launches"][:1])
     # the exports carry manifests, and evaluation read them
     for step in (1, 2, 3, 4):

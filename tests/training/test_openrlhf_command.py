@@ -524,3 +524,15 @@ def test_launcher_binds_ray_on_the_chosen_interface(fake_slurm):
     assert ".invalid" not in worker  # the NodeAddr is not used
     result = _run(["--logs", str(tmp_path / "l2"), "--", "true"], {**real, "RAY_SLURM_IFACE": "eth9"})
     assert result.returncode == 2 and "no IPv4 address on eth9" in result.stdout + result.stderr
+
+
+def test_kv_cache_sizes_are_read_from_the_engines_start_up_lines():
+    from brorl.training.openrlhf.logs import kv_cache_tokens
+
+    log = (
+        "(EngineCore pid=6100) INFO [kv_cache_utils.py:1087] GPU KV cache size: 1,546,112 tokens\n"
+        "(RolloutRayActor pid=7, ip=10.0.0.2) INFO Maximum concurrency for 17,408 tokens per request: 88.81x\n"
+        "(EngineCore pid=6366) INFO KV cache size: 1,015,808 tokens, Maximum concurrency for 992 tokens per request\n"
+    )
+    assert kv_cache_tokens(log) == [1_546_112, 1_015_808]
+    assert kv_cache_tokens("no engine started") == []

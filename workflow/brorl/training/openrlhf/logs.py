@@ -16,6 +16,7 @@ truncation over generated samples are unknown (null) when dynamic sampling is on
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,15 @@ class Launch:
     start: float
     end: float
     status: str  # "stopped" (we ended it after the last step), "exited <rc>", "killed" (end from its logs' mtime)
+
+
+KV_CACHE = re.compile(r"KV cache size: ([\d,]+) tokens")
+
+
+def kv_cache_tokens(launcher_log: str) -> list[int]:
+    """The KV-cache size (tokens) each vLLM engine of a launch reported at start-up ("GPU KV cache size: 1,546,112
+    tokens, ..." in the launcher log, which Ray fills with the engines' output); one entry per engine start."""
+    return [int(m.replace(",", "")) for m in KV_CACHE.findall(launcher_log)]
 
 
 def _get(scalars: Mapping[str, float], key: str) -> float | None:

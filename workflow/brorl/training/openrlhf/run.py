@@ -46,7 +46,7 @@ from .launch import (
     read_launches,
     record_launch,
 )
-from .logs import read_hook_log, read_reward_log, read_tensorboard, to_records
+from .logs import kv_cache_tokens, read_hook_log, read_reward_log, read_tensorboard, to_records
 from .parse import OpenRLHFArgError, parse_argv
 from .validate import ClusterConfigError, validate_cluster_config
 
@@ -322,6 +322,13 @@ def run_segment(
         append_metrics(metrics_path, record)
     read_metrics(metrics_path)  # each step exactly once
     this = [run for run in launches if run.segment == segment_index]
+    # each launch's vLLM KV-cache sizes (tokens per engine): how many of the step's sequences fit at once
+    kv_cache = {
+        entry["logs"]: kv_cache_tokens(log.read_text(errors="replace")) if log.is_file() else []
+        for entry in json.loads(launches_path.read_text())
+        if entry["segment"] == segment_index
+        for log in [paths.logs_dir / entry["logs"] / "launcher.log"]
+    }
     extra = {
         "engine": "cluster",
         "device": cluster["device"],
@@ -330,6 +337,7 @@ def run_segment(
         "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
         "launches": [dataclasses.asdict(run) for run in this],
         "reward_text": text,
+        "vllm_kv_cache_tokens": kv_cache,
         "checkpoint_repair": dataclasses.asdict(fixed),
         "removed_after_last_step": overshoot,
         "pruned_exports": pruned,
