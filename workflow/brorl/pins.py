@@ -73,13 +73,14 @@ def hub_sources(
     benchmarks: Mapping[str, Any],
     uses_hub: Callable[[str], bool],
     training: bool,
+    base_model: bool = True,
 ) -> list[HubSource]:
-    """Every hub download of a run of `config`: the start checkpoint (cluster engine, no local copy), the training
-    mix's hub datasets (when an arm trains), and each evaluated benchmark that `uses_hub` (its registry entry in
-    `benchmarks`; a local copy, when present, is used instead)."""
+    """The hub downloads of a run of `config`: the start checkpoint (cluster engine, no local copy; when
+    `base_model`), the training mix's hub datasets (when `training`), and each evaluated benchmark that `uses_hub`
+    (its registry entry in `benchmarks`; a local copy, when present, is used instead)."""
     sources = []
     base = config["base_model"]
-    if config["engine"] != "embedded" and not base.get("local_path") and base.get("repo_id"):
+    if base_model and config["engine"] != "embedded" and not base.get("local_path") and base.get("repo_id"):
         sources.append(HubSource("base_model.revision", base["repo_id"], base.get("revision"), "model"))
     if training:
         for src in config["train_data"]["sources"]:

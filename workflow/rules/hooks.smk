@@ -17,8 +17,11 @@ def _rerun_command():
 
 onstart:
     # the pin gate (helpers/data.smk): before any job is submitted, never on -n (Snakemake runs onstart only then)
-    if UNPINNED:
-        raise WorkflowError(f"not started: {UNPINNED}")
+    _unpinned = (
+        pin_gate_problem(workflow) if "pin_gate_problem" in globals() else ""
+    )
+    if _unpinned:
+        raise WorkflowError(f"not started: {_unpinned}")
     _notify.notify(
         "BroRL: workflow started",
         _notify.start_message(os.getcwd(), _rerun_command(), log),

@@ -35,7 +35,6 @@ def cmd_segment(args: argparse.Namespace) -> None:
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
-    record_layout(config, args.arm, Path(args.out_dir))  # the arm's segment length, frozen from its first job on
     tracking = Tracking.from_json(args.tracking or os.environ.get(TRACKING_ENV))
     check_key(tracking.wandb)  # before any training: online W&B without its key fails here
     job = SegmentJob(
@@ -48,6 +47,7 @@ def cmd_segment(args: argparse.Namespace) -> None:
         ray_emulated=args.ray_emulated,
         tracking=tracking,
     )
+    record_layout(config, args.arm, job.out_dir)  # the arm's segment length, frozen from its first job on
     records, extra = engine(args.engine).run_segment(config, job)
     if args.stop_after is not None and records and records[-1]["step"] < job.segment.last_step:
         return  # stopped early on purpose: no manifest, the job is not finished

@@ -19,9 +19,9 @@ def benchmark_source(wildcards):
     return source_kind(BENCHMARKS[wildcards.bench])
 
 
-# Every hub download of this run that is not pinned to a commit (brorl.pins): listed here as a warning, so `-n` and
-# `make plan` show it and stay usable; a run that would execute jobs stops before submitting any
-# (onstart in hooks.smk), unless allow_unpinned.
+# The pin gate (brorl.pins). Every hub source of this config that is not pinned to a commit is listed here as a
+# warning, so `-n` and `make plan` show it and stay usable; a run stops before submitting anything when one of its
+# jobs would download such a source (pin_gate_problem, called by onstart in hooks.smk), unless allow_unpinned.
 UNPINNED = ""
 if not config["allow_unpinned"]:
     UNPINNED = unpinned_report(
@@ -34,6 +34,28 @@ if not config["allow_unpinned"]:
     )
 if UNPINNED:
     print(f"warning: {UNPINNED}", file=sys.stderr)
+
+
+def pin_gate_problem(workflow):
+    """The unpinned hub sources that jobs of this run would download (empty: none, or allow_unpinned)."""
+    if config["allow_unpinned"]:
+        return ""
+    jobs = list(workflow.dag.needrun_jobs())
+    rules = {job.rule.name for job in jobs}
+    prepared = {
+        job.wildcards.get("bench")
+        for job in jobs
+        if job.rule.name == "prepare_benchmark"
+    }
+    return unpinned_report(
+        hub_sources(
+            config,
+            BENCHMARKS,
+            lambda name: name in prepared and source_kind(BENCHMARKS[name]) == "hub",
+            training="prepare_train_data" in rules,
+            base_model="download_base_model" in rules,
+        )
+    )
 
 
 def train_data_spec():
