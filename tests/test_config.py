@@ -491,3 +491,13 @@ def test_config_module_imports_no_heavy_libraries():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_n_sweep_step_must_be_an_evaluated_step_of_its_arms():
+    """The tiny preset once asked for step 2 of arms evaluated at steps 3 and 6: an empty N-sweep figure."""
+    cfg = load_yaml_config(CONFIG, ROOT / "workflow" / "presets" / "tiny.yaml")
+    cfg["analysis"]["n_sweep"]["step"] = 2
+    with pytest.raises(
+        ConfigError, match=r"step 2 of sweep arm 'prorl_n4' is not evaluated \(its evaluated steps: \[3, 6\]\)"
+    ):
+        validate_config(cfg)

@@ -334,7 +334,24 @@ def _check_analysis(cfg: dict) -> list[str]:
                 f"config key 'analysis.n_sweep.step': {sweep['step']} is beyond the continued_steps "
                 f"({arms[name]['continued_steps']}) of sweep arm {name!r}"
             )
+        else:  # the figure plots the evaluated checkpoints of that step: another step draws an empty plot
+            evaluated = _evaluated_steps(cfg, name)
+            if evaluated is not None and sweep["step"] not in evaluated:
+                problems.append(
+                    f"config key 'analysis.n_sweep.step': step {sweep['step']} of sweep arm {name!r} is not "
+                    f"evaluated (its evaluated steps: {list(evaluated)}), so the N-sweep figure would be empty"
+                )
     return problems
+
+
+def _evaluated_steps(cfg: dict, name: str) -> tuple[int, ...] | None:
+    """The arm's evaluated steps, or None where the recipe cannot be built (reported by the other checks)."""
+    from .training.recipe import RecipeError, evaluation_steps
+
+    try:
+        return evaluation_steps(cfg, name)
+    except (RecipeError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
 
 
 def _check_simulation(cfg: dict) -> list[str]:
