@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup sandbox demo test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal
+.PHONY: help setup sandbox demo report test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
@@ -38,6 +38,10 @@ $(STAMP): pyproject.toml envs/openrlhf-cpu.txt envs/ifeval.txt
 	@# beside them ("operator torchvision::nms does not exist"). Text models need none of them, nor triton.
 	$(VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec triton
 	touch $(STAMP)
+
+## The demo's browsable report (results/report.html: every table and figure with its caption), after make demo.
+report: setup
+	snakemake --profile profiles/local --report results/report.html
 
 ## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
 demo: setup

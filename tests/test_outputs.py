@@ -39,7 +39,7 @@ def test_summary_names_paths_and_suggests_the_report(tmp_path):
     text = format_outputs(results)
     assert str(results / "figures" / "figure3.png") in text and "(2.0 KiB)" in text
     assert "Simulation runs: 2 parquet file(s)" in text
-    assert "snakemake --report" in text
+    assert "make report" in text and ".venv/bin/snakemake --report" in text  # commands a fresh clone has
     (results / "report.html").write_text("<html></html>")
     assert "Reports (1)" in format_outputs(results)
 

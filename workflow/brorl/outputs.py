@@ -72,7 +72,8 @@ def format_outputs(results: Path) -> str:
         lines.append(f"\nSimulation runs: {runs} parquet file(s) under {results / 'simulation'}/")
     if "Reports" not in found:
         lines.append(
-            f"\nBrowsable report: snakemake --report {results / 'report.html'} (add the same --profile/--configfile)"
+            f"\nBrowsable report: make report (the demo's; for another run: .venv/bin/snakemake --report "
+            f"{results / 'report.html'} with the run's --profile/--configfile)"
         )
     return "\n".join(lines)
 
