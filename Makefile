@@ -41,6 +41,7 @@ $(STAMP): pyproject.toml envs/openrlhf-cpu.txt envs/ifeval.txt
 
 ## The demo's browsable report (results/report.html: every table and figure with its caption), after make demo.
 report: setup
+	@test -f results/SUMMARY.md || { echo "make report: no finished demo under results/ (run make demo first)"; exit 1; }
 	snakemake --profile profiles/local --report results/report.html
 
 ## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
