@@ -182,20 +182,6 @@ def walltime_limit_hours(profile: dict) -> dict:
     return {"hours": hours, "source": source}
 
 
-def unpinned_sources(config: dict) -> str:
-    """The pin gate's list for this config (empty when every hub source is pinned or allow_unpinned is set)."""
-    from ..benchmarks.prepare import source_kind
-    from ..benchmarks.registry import load_registry
-    from ..pins import hub_sources, unpinned_report
-    from ..training.recipe import enabled_arms
-
-    if config["allow_unpinned"]:
-        return ""
-    registry = load_registry()
-    used = hub_sources(config, registry, lambda name: source_kind(registry[name]) == "hub", bool(enabled_arms(config)))
-    return unpinned_report(used)
-
-
 def _cmd_plan(a: argparse.Namespace) -> None:
     profile = read_profile(a.profile)
     estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
@@ -208,7 +194,10 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             f"{Path(a.profile) / 'config.yaml'})"
         )
     problems = benchmark_problems(config)
-    unpinned = unpinned_sources(config)
+    from ..benchmarks.registry import load_registry
+    from ..pin_gate import unpinned_of_run
+
+    unpinned = unpinned_of_run(config, load_registry())
     if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
     dag = dag_job_counts(list(a.configfile))

@@ -2,8 +2,7 @@
 import json
 
 from brorl.benchmarks.prepare import source_kind
-from brorl.pins import hub_sources, unpinned_report
-from brorl.training.recipe import enabled_arms
+from brorl.pin_gate import unpinned_of_run
 
 # benchmarks prepared from a file (rule prepare_benchmark); the Reasoning Gym sets are generated (generate_reasoning_gym)
 PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
@@ -22,24 +21,13 @@ def benchmark_source(wildcards):
 # The pin gate (brorl.pins). Every hub source of this config that is not pinned to a commit is listed here as a
 # warning, so `-n` and `make plan` show it and stay usable; a run stops before submitting anything when one of its
 # jobs would download such a source (pin_gate_problem, called by onstart in hooks.smk), unless allow_unpinned.
-UNPINNED = ""
-if not config["allow_unpinned"]:
-    UNPINNED = unpinned_report(
-        hub_sources(
-            config,
-            BENCHMARKS,
-            lambda name: source_kind(BENCHMARKS[name]) == "hub",
-            training=bool(enabled_arms(config)),
-        )
-    )
+UNPINNED = unpinned_of_run(config, BENCHMARKS)
 if UNPINNED:
     print(f"warning: {UNPINNED}", file=sys.stderr)
 
 
 def pin_gate_problem(workflow):
     """The unpinned hub sources that jobs of this run would download (empty: none, or allow_unpinned)."""
-    if config["allow_unpinned"]:
-        return ""
     jobs = list(workflow.dag.needrun_jobs())
     rules = {job.rule.name for job in jobs}
     prepared = {
@@ -47,14 +35,12 @@ def pin_gate_problem(workflow):
         for job in jobs
         if job.rule.name == "prepare_benchmark"
     }
-    return unpinned_report(
-        hub_sources(
-            config,
-            BENCHMARKS,
-            lambda name: name in prepared and source_kind(BENCHMARKS[name]) == "hub",
-            training="prepare_train_data" in rules,
-            base_model="download_base_model" in rules,
-        )
+    return unpinned_of_run(
+        config,
+        BENCHMARKS,
+        benchmarks=prepared,
+        training="prepare_train_data" in rules,
+        base_model="download_base_model" in rules,
     )
 
 
