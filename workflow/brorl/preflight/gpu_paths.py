@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from brorl.plan.walltime import parse_slurm_time
+
 from .checks import Check, _run
 
 
@@ -37,14 +39,6 @@ def compute_mode_problem(nvidia_smi: str) -> str | None:
     return None
 
 
-def _minutes(text: str) -> float | None:
-    match = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d+):(\d+)", text.strip())
-    if match:
-        days, hours, minutes, seconds = (int(x or 0) for x in match.groups())
-        return days * 1440 + hours * 60 + minutes + seconds / 60
-    return None
-
-
 def partition_limit_problems(sinfo: str, request: Mapping[str, Any]) -> list[str]:
     """sinfo -h -p P -o "%l|%m|%c|%G" (MaxTime, MB per node, CPUs per node, GRES) against one job's request
     (runtime minutes, mem_mb, cpus_per_task, gres like gpu:h100:8): each request the partition cannot grant."""
@@ -52,8 +46,8 @@ def partition_limit_problems(sinfo: str, request: Mapping[str, Any]) -> list[str
     rows = [line.split("|") for line in sinfo.strip().splitlines() if line.count("|") == 3]
     if not rows:
         return [f"sinfo printed no partition line ({sinfo.strip()[:80]!r})"]
-    limit = [_minutes(r[0]) for r in rows]
-    if all(m is not None for m in limit) and request.get("runtime") and max(limit) < float(request["runtime"]):
+    limit = [parse_slurm_time(r[0]) for r in rows]  # hours
+    if all(h is not None for h in limit) and request.get("runtime") and max(limit) * 60 < float(request["runtime"]):
         problems.append(f"MaxTime {rows[0][0]} is below the {request['runtime']} minutes asked for a first attempt")
     memory = [int(re.sub(r"\D", "", r[1]) or 0) for r in rows]
     if request.get("mem_mb") and max(memory) < int(request["mem_mb"]):
