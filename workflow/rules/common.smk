@@ -5,6 +5,7 @@ import hashlib
 import re
 
 from brorl.benchmarks.registry import load_registry
+from brorl.models.folders import staged_base_model
 
 SIM = config["simulation"]
 SENSITIVITY = SIM["sensitivity"]
@@ -118,7 +119,7 @@ def base_model_dir():
     """
     if config["engine"] == "embedded":
         return TINY_MODEL_DIR
-    return f"resources/models/{config['base_model']['repo_id'].split('/')[-1]}"
+    return str(staged_base_model(config))
 
 
 def context_length(response_budget):

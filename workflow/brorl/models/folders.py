@@ -43,3 +43,9 @@ def link_or_copy(src: Path, dst: Path, link: bool = True) -> str:
             pass
     shutil.copyfile(src, dst)
     return "copy"
+
+
+def staged_base_model(config: dict) -> Path:
+    """Where download_base_model stages the hub start checkpoint, relative to the working directory:
+    resources/models/<repo name> (workflow/rules/common.smk, base_model_dir)."""
+    return Path("resources") / "models" / str(config["base_model"]["repo_id"]).split("/")[-1]

@@ -227,7 +227,9 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     print(render_evaluation(eval_rows, eval_totals, resources["generate_samples"].gpus, estimates))
     sizes_from = None
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
-        folder = ROOT / "resources" / "models" / config["base_model"]["repo_id"].split("/")[-1]
+        from ..models.folders import staged_base_model
+
+        folder = ROOT / staged_base_model(config)
         sizes = checkpoint_sizes(folder)
         if sizes:
             estimates = dataclasses.replace(estimates, hf_export_gb=sizes[0], full_state_gb=sizes[1])

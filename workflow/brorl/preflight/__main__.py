@@ -69,9 +69,10 @@ def config_needs(config: dict) -> tuple[float, bool]:
     cluster = (config["training"].get("engine") or config["engine"]) == "cluster"
     estimates = read_estimates(ROOT / "profiles" / "slurm" / "estimates.yaml")  # the 1.5B model's sizes
     need = sum(d["peak_gb"] for d in disk_per_arm(config, estimates).values()) if cluster else 1.0  # tiny: MBs
-    base = config["base_model"]
-    staged = ROOT / "resources" / "models" / base["repo_id"].split("/")[-1]
-    return need, cluster and not base.get("local_path") and not staged.is_dir()
+    from brorl.models.folders import staged_base_model
+
+    staged = ROOT / staged_base_model(config)
+    return need, cluster and not config["base_model"].get("local_path") and not staged.is_dir()
 
 
 def render(rows: list) -> str:
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.need_gb is not None:
         need = args.need_gb
     profile = None if args.no_slurm else read_profile(args.profile)
-    staged = ROOT / "resources" / "models" / str(config["base_model"]["repo_id"]).split("/")[-1]
+    from brorl.models.folders import staged_base_model
+
+    staged = ROOT / staged_base_model(config)
     rows = run_checks(need, pending, profile, Path(args.results), config, staged if staged.is_dir() else None)
     print(render(rows))
     if args.out:
