@@ -16,8 +16,9 @@ truncation over generated samples are unknown (null) when dynamic sampling is on
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,52 +79,53 @@ class RewardCall:
     errors: list[str | None]
 
 
-def read_reward_log(log_dir: Path, since: float = 0.0) -> list[RewardCall]:
-    """Reward calls made at or after `since` (unix seconds), from all reward processes, in time order. Files last
-    written before `since` are not opened (each launch's processes write new files), so a segment reads its own
-    window, not the arm's whole history. Unreadable lines are counted out loudly (a kill mid-write tears one)."""
-    calls, torn = [], 0
+def _read_process_logs(log_dir: Path, since: float, convert: Callable[[dict], Any], what: str) -> list:
+    """convert(entry) of every entry logged at or after `since` (unix seconds, the entry's `t`) in log_dir's
+    jsonl files, one per process. Files last written before `since` are not opened (each launch's processes write
+    new files), so a segment reads its own window. Unreadable lines are counted out loudly (a kill mid-write tears
+    one)."""
+    out, torn = [], 0
     paths = sorted(Path(log_dir).glob("*.jsonl")) if Path(log_dir).is_dir() else []
     for path in (p for p in paths if p.stat().st_mtime >= since):
         with path.open() as handle:
             for line in handle:
                 try:
                     entry = json.loads(line)
-                    if float(entry["t"]) < since:
-                        continue
-                    rewards = list(entry["rewards"])
-                    calls.append(
-                        RewardCall(
-                            float(entry["t"]),
-                            rewards,
-                            list(entry["scores"]),
-                            list(entry.get("errors") or [None] * len(rewards)),
-                        )
-                    )
+                    if float(entry["t"]) >= since:
+                        out.append(convert(entry))
                 except (ValueError, KeyError, TypeError):
                     torn += 1
     if torn:
-        print(f"reward log {log_dir}: {torn} torn line(s) ignored")
+        print(f"{what} {log_dir}: {torn} torn line(s) ignored")
+    return out
+
+
+def _reward_call(entry: dict) -> RewardCall:
+    rewards = list(entry["rewards"])
+    return RewardCall(
+        float(entry["t"]), rewards, list(entry["scores"]), list(entry.get("errors") or [None] * len(rewards))
+    )
+
+
+def read_reward_log(log_dir: Path, since: float = 0.0) -> list[RewardCall]:
+    """Reward calls made at or after `since` (unix seconds), from all reward processes, in time order."""
+    calls = _read_process_logs(log_dir, since, _reward_call, "reward log")
     return sorted(calls, key=lambda c: c.time)
 
 
+def append_hook_entry(log_dir: str | Path, entry: dict) -> None:
+    """One line of the job hook's log of this process (log_dir/<pid>.jsonl), as read_hook_log reads it."""
+    path = Path(log_dir) / f"{os.getpid()}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
 def read_hook_log(log_dir: Path, key: str, since: float = 0.0) -> list[tuple[float, float]]:
-    """(unix time, entry[key]) of every entry the job hook logged at or after `since` in one of its logs (one jsonl
-    per process: the partition's `seconds`, brorl.training.openrlhf.partition_hook; a rank's `peak_gib`,
-    memory_hook), in time order; torn lines are skipped, counted aloud."""
-    entries, torn = [], 0
-    paths = sorted(Path(log_dir).glob("*.jsonl")) if Path(log_dir).is_dir() else []
-    for path in (p for p in paths if p.stat().st_mtime >= since):
-        for line in path.read_text().splitlines():
-            try:
-                entry = json.loads(line)
-                if float(entry["t"]) >= since:
-                    entries.append((float(entry["t"]), float(entry[key])))
-            except (ValueError, KeyError, TypeError):
-                torn += 1
-    if torn:
-        print(f"{log_dir}: {torn} torn line(s) ignored")
-    return sorted(entries)
+    """(unix time, entry[key]) of every entry the job hook logged at or after `since` (append_hook_entry: the
+    partition's `seconds`, brorl.training.openrlhf.partition_hook; a rank's `peak_gib`, memory_hook), in time
+    order."""
+    return sorted(_read_process_logs(log_dir, since, lambda e: (float(e["t"]), float(e[key])), "job hook log"))
 
 
 @dataclass(frozen=True)

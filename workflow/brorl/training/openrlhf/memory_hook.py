@@ -10,11 +10,11 @@ The update itself is not touched.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from pathlib import Path
 from types import ModuleType
+
+from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ray.ppo_actor"
 
@@ -34,11 +34,7 @@ def install(module: ModuleType, log_dir: str) -> None:
             torch.cuda.reset_peak_memory_stats()
         status = fit(self, *args, **kwargs)
         if cuda:
-            peak = torch.cuda.max_memory_allocated() / 2**30
-            path = Path(log_dir) / f"{os.getpid()}.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a") as handle:
-                handle.write(json.dumps({"t": time.time(), "peak_gib": peak}) + "\n")
+            append_hook_entry(log_dir, {"t": time.time(), "peak_gib": torch.cuda.max_memory_allocated() / 2**30})
         return status
 
     timed_fit.brorl_memory_hook = True

@@ -13,38 +13,27 @@ seconds, balance), which brorl.training.openrlhf.logs sums into each step's `par
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .logs import append_hook_entry
 from .partition import balance, balanced_partitions, first_fit_count
 
 METHODS = ("lpt", "karmarkar_karp")  # training.cluster.partition
 MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
 
 
-def _logger(log_dir: str | None) -> Callable[[dict[str, Any]], None]:
-    if not log_dir:
-        return lambda entry: None
-    path = Path(log_dir) / f"{os.getpid()}.jsonl"
-
-    def write(entry: dict[str, Any]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
-            handle.write(json.dumps(entry) + "\n")
-
-    return write
-
-
 def install(module: ModuleType, method: str, log_dir: str | None) -> None:
     """Bind timed partition functions into `module` (experience_maker): ours for "lpt", OpenRLHF's otherwise."""
     if method not in METHODS:
         raise ValueError(f"BRORL_PARTITION must be one of {METHODS}, got {method!r}")
-    write = _logger(log_dir)
+
+    def write(entry: dict[str, Any]) -> None:
+        if log_dir:
+            append_hook_entry(log_dir, entry)
+
     openrlhf_count = module.get_minimum_num_micro_batch_size
     openrlhf_partitions = module.get_seqlen_balanced_partitions
 
