@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup sandbox demo report test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal
+.PHONY: help setup sandbox demo report test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
@@ -113,6 +113,12 @@ slurm-ci:
 rehearsal: setup slurm-env
 	bash workflow/scripts/rehearse.sh
 
+## Resolve every hub branch of the run (e.g. SCP-116K@main) to its commit now, into pins.lock.yaml, which the workflow
+## reads; needs the hub (elsewhere: run it where the hub is reachable and copy the file). PIN_ARGS="--configfile ..." for presets.
+PIN_ARGS ?=
+pin: setup
+	$(VENV)/bin/python -m brorl.pin_lock resolve $(PIN_ARGS)
+
 ## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm;
 ## PLAN_ARGS="--configfile workflow/presets/one_node.yaml" prices a preset.
 PLAN_ARGS ?=
@@ -128,6 +134,13 @@ dry-run: setup slurm-env
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md).
 submit: setup slurm-env
 	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
+
+## The GPU smoke run on ONE 8-GPU node (workflow/presets/gpu_smoke.yaml): the paper's path at a few prompts per step,
+## two forced kills resumed, then results/smoke/verdict.json and a table of every GPU path (docs/cluster.md#the-gpu-smoke-run).
+SMOKE := workflow/presets/gpu_smoke.yaml
+smoke: setup slurm-env
+	BRORL_SLURM_TRAIN_NODES=1 $(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); \
+	  $(VENV)/bin/python -m brorl.smoke --configfile $(SMOKE)
 
 ## Train the tiny arms (embedded engine) and report steps/s, where the time goes and the reward by step.
 bench-train: setup

@@ -58,3 +58,8 @@ def test_the_shipped_config_plans_with_a_warning_and_refuses_to_start(tmp_path):
     allowed.write_text("allow_unpinned: true\n")
     dry = snakemake("-n", "--directory", tmp_path / "dry", "--configfile", CONFIG, allowed)
     assert dry.returncode == 0 and "not pinned" not in dry.stderr
+    # pinned (or allowed), the smoke gate is next: GPU training waits for a passed GPU smoke run
+    assert "warning: no GPU smoke verdict at results/smoke/verdict.json" in dry.stderr, dry.stderr[-2000:]
+    run = snakemake("--cores", "1", "--directory", tmp_path / "run", "--configfile", CONFIG, allowed)
+    assert run.returncode != 0 and "not started: no GPU smoke verdict" in output_of(run), output_of(run)[-3000:]
+    assert [p for p in (tmp_path / "run").rglob("*") if p.is_file() and ".snakemake" not in p.parts] == []

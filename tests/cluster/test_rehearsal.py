@@ -1,14 +1,18 @@
-"""The CPU rehearsal of the paper's training path, through the real train_ppo rule on the local Slurm: OpenRLHF
-0.11.2's own train_ppo_ray on a 2-node Ray cluster started by workflow/scripts/ray_on_slurm.sh, the device layer of
-workflow/rehearsal, and the project's segment runner (brorl.training.openrlhf.run). What it shows:
+"""The CPU rehearsal of the paper's training path, and the CPU form of the GPU smoke run, through the real train_ppo
+rule on the local Slurm: OpenRLHF 0.11.2's own train_ppo_ray on a 2-node Ray cluster started by
+workflow/scripts/ray_on_slurm.sh, the device layer of workflow/rehearsal, and the project's segment runner
+(brorl.training.openrlhf.run) with the smoke preset's fault drills (brorl.training.openrlhf.drills). One Snakemake
+run with one retry per job shows:
 
-  - segment 0 (steps 1-2) killed with SIGKILL (every process of the job) in the middle of step 2, then rerun: OpenRLHF
-    resumes from its full state of step 1 (global step, optimizer, data-loader position) and no step is repeated;
-  - segment 1 (steps 3-4) starts against the exported step 2 as reference (a reset), is killed inside the save of
-    step 3 (the save is held open by workflow/rehearsal/faults.py so the kill lands in it), then rerun: the runner
-    drops the half-written save and resumes from step 2;
+  - segment 0 (steps 1-2): the drill SIGKILLs every process of the launch in the middle of step 2, the job fails,
+    its retry resumes from OpenRLHF's full state of step 1 (global step, optimizer, data-loader position) and no
+    step is repeated;
+  - segment 1 (steps 3-4) starts against the exported step 2 as reference (a reset); the drill kills it inside the
+    save of step 3 (held open by the job hook's drill_hook so the kill lands in it), and the retry drops the
+    half-written save and resumes from step 2;
   - metrics.jsonl comes from OpenRLHF's tensorboard events, every step once; the exports carry manifests and are
-    evaluated by generate_samples.
+    evaluated by generate_samples; the smoke verdict (brorl.smoke) judges the drills and the reset, and marks every
+    GPU path "not run (CPU substitution)".
 
 Layout: the rehearsal preset at 2 nodes x 1 GPU (2 actor ranks, 2 vLLM engines): each launch starts Ray, vLLM and
 DeepSpeed in about half the time of the preset's 2 x 2 on a 2-core machine, and there are four launches. `make
@@ -24,6 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
+from brorl.smoke.verdict import CPU_SUBSTITUTION, GPU_PATHS
 from helpers import BIN as ENGINE_BIN
 from helpers import (
     CI_SITE,
@@ -52,47 +57,13 @@ pytestmark = [
 ]
 
 
-def _train_job(work: Path, segment: int) -> str | None:
-    """The running train_ppo job of segment `segment` of this test's workflow, if any."""
-    queue = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k|%Z"], capture_output=True, text=True).stdout
-    for job_id, state, comment, workdir in (line.split("|") for line in queue.splitlines() if line):
-        if state == "RUNNING" and comment == f"rule_train_ppo_wildcards_{ARM}_{segment}" and workdir == str(work):
-            return job_id
-    return None
-
-
-def sigkill_job(job_id: str) -> int:
-    """SIGKILL every process of Slurm job `job_id` at once, as a node failure or the OOM killer would: the batch
-    step, the srun'd Ray nodes, the workers and vLLM engines under them (all carry SLURM_JOB_ID; on the local
-    Slurm every emulated node is this host). `scancel --signal=KILL` would not do: Slurm turns it into a cancel,
-    SIGTERM first, which the launcher's trap answers with a clean teardown. Returns how many were killed."""
-    marks = (f"SLURM_JOB_ID={job_id}\0".encode(), f"SLURM_JOBID={job_id}\0".encode())
-    killed = 0
-    for _ in range(3):  # children forked meanwhile
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                environ = (proc / "environ").read_bytes()
-                if b"\0" + marks[0] in b"\0" + environ or b"\0" + marks[1] in b"\0" + environ:
-                    os.kill(int(proc.name), 9)
-                    killed += 1
-            except (OSError, ProcessLookupError):
-                continue
-        time.sleep(0.2)
-    return killed
-
-
-def _logged_steps(run: Path) -> set[int]:
-    from brorl.training.openrlhf.logs import read_tensorboard
-
-    tb = run / "openrlhf" / "tensorboard"
-    return set(read_tensorboard(tb)) if tb.is_dir() else set()
-
-
-def _reward_lines(run: Path) -> int:
-    folder = run / "openrlhf" / "rewards"
-    return sum(len(p.read_text().splitlines()) for p in folder.glob("*.jsonl")) if folder.is_dir() else 0
+def _train_jobs(work: Path) -> dict[int, list[str]]:
+    """The Slurm job ids of train_ppo per segment of this test's workflow (from the slurm executor's log names)."""
+    jobs: dict[int, list[str]] = {}
+    for log in (work / "results" / "logs" / "slurm" / "rule_train_ppo").rglob("*.log"):
+        segment = int(log.parent.name.rsplit("_", 1)[-1])  # the wildcards folder ends with the segment number
+        jobs.setdefault(segment, []).append(log.stem)
+    return {segment: sorted(ids, key=int) for segment, ids in jobs.items()}
 
 
 class Workflow:
@@ -104,7 +75,8 @@ class Workflow:
         self.run = self.work / "results" / "train" / ARM / "run"
         layout = write_yaml(tmp_path / "layout.yaml", LAYOUT)
         self.configs = ["--directory", str(self.work), "--configfile", str(TINY), str(REHEARSAL), str(layout)]
-        self.args = ["--profile", "slurm", "--profile", "profiles/ci", *self.configs]
+        # one retry per job (profiles/ci has none): the drills fail each training job once
+        self.args = ["--profile", "slurm", "--profile", "profiles/ci", "--retries", "1", *self.configs]
         self.logs = tmp_path
 
     def prepare(self) -> None:
@@ -128,17 +100,6 @@ class Workflow:
             "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]]),
         }
 
-    def start(self, name: str, targets: list[str], extra: dict | None = None) -> subprocess.Popen:
-        log = open(self.logs / f"{name}.log", "w")
-        return subprocess.Popen(
-            ["timeout", "-k", "15", "1500", *DRIVER_SNAKEMAKE, *targets, *self.args],
-            cwd=self.repo,
-            env=self.env(extra),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
     def finish(self, name: str, targets: list[str]) -> str:
         proc = subprocess.run(
             ["timeout", "-k", "15", "1500", *DRIVER_SNAKEMAKE, *targets, *self.args],
@@ -151,34 +112,6 @@ class Workflow:
         assert proc.returncode == 0, output_of(proc)[-6000:] + self.train_log_tail()
         return output_of(proc)
 
-    def kill_when(self, driver: subprocess.Popen, segment: int, ready, what: str, deadline_s: float = 1200) -> str:
-        """SIGKILL the running train_ppo job of `segment` once ready() holds while it runs, wait for the driver to
-        see the job fail, and unlock the workflow. Returns the killed job id."""
-        started = time.time()
-        while time.time() - started < deadline_s:
-            assert driver.poll() is None, f"the driver ended before {what}:\n" + self.train_log_tail()
-            job = _train_job(self.work, segment)
-            if job and ready():
-                assert sigkill_job(job) > 0, f"no process of job {job} found"
-                break
-            time.sleep(0.2)
-        else:
-            raise AssertionError(f"never reached {what}\n" + self.train_log_tail())
-        try:
-            driver.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(driver.pid, 9)
-            driver.wait()
-        unlock = subprocess.run(
-            [*DRIVER_SNAKEMAKE, "--unlock", *self.args],
-            cwd=self.repo,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-        )
-        assert unlock.returncode == 0, output_of(unlock)[-3000:]
-        return job
-
     def train_log_tail(self) -> str:
         logs = sorted((self.work / "results" / "logs" / "train_ppo" / ARM).glob("*.log"))
         return "".join(f"\n--- {p}\n" + p.read_text()[-4000:] for p in logs)
@@ -190,31 +123,27 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     flow.prepare()
     started = time.time()
 
-    # 1. segment 0, killed while step 2 is being generated (step 1 logged and saved, the reward log moving again)
-    driver = flow.start("run1", [f"results/train/{ARM}/segment0.json"])
-    marks = {}
-
-    def in_step_2() -> bool:
-        if 1 not in _logged_steps(flow.run):
-            return False
-        marks.setdefault("after_step_1", _reward_lines(flow.run))
-        return _reward_lines(flow.run) > marks["after_step_1"] and 2 not in _logged_steps(flow.run)
-
-    killed_step = flow.kill_when(driver, 0, in_step_2, "step 2 of segment 0")
-    assert sacct("-X", "-j", killed_step, "-o", "State")[0][0] == "FAILED", killed_step
-    assert 2 not in _logged_steps(flow.run) and not (flow.work / f"results/train/{ARM}/segment0.json").exists()
-
-    # 2. the rerun finishes segment 0 and runs segment 1 up to the save of step 3, which is held open and killed
-    ckpt = flow.run / "openrlhf" / "ckpt0" / "_actor"
-    driver = flow.start("run2", [f"results/train/{ARM}/segment1.json"], {"BRORL_REHEARSAL_SAVE_DELAY": "3:20"})
-    # (segment 0's job may run into step 3 before it is stopped; what it saved of it is removed at its end)
-    flow.kill_when(driver, 1, lambda: (ckpt / "global_step3").is_dir(), "the save of step 3 in segment 1")
-    assert (ckpt / "latest").read_text().strip() == "global_step2", "the kill did not land inside the save"
-    assert (flow.work / f"results/train/{ARM}/segment0.json").is_file()
-
-    # 3. the rerun completes the arm and evaluates its exported steps
-    flow.finish("run3", TARGETS)
+    # one run: each training job is killed once by its drill and resumed by its retry; then evaluation
+    flow.finish("run", TARGETS)
     elapsed = time.time() - started
+
+    # each segment's first job failed (the drill's SIGKILL), its retry completed
+    jobs = _train_jobs(flow.work)
+    assert sorted(jobs) == [0, 1] and all(len(ids) == 2 for ids in jobs.values()), jobs
+    for killed, resumed in jobs.values():
+        assert sacct("-X", "-j", killed, "-o", "State")[0][0] == "FAILED", killed
+        assert sacct("-X", "-j", resumed, "-o", "State")[0][0] == "COMPLETED", resumed
+    fired = json.loads((flow.run / "openrlhf" / "drills.json").read_text())
+    by_kind = {d["kind"]: d for d in fired}
+    assert len(fired) == 2 and set(by_kind) == {"kill_in_step", "kill_in_save"}, fired
+    # killed inside step 2: step 1 saved, step 2 generating (its rewards arriving), not saved
+    in_step = by_kind["kill_in_step"]
+    assert (in_step["segment"], in_step["step"]) == (0, 2) and in_step["observed"]["latest_global_step"] == 1
+    assert not in_step["observed"]["saving"]
+    # killed inside the save of step 3: its folder written, `latest` still naming step 2
+    in_save = by_kind["kill_in_save"]
+    assert (in_save["segment"], in_save["step"]) == (1, 3) and in_save["observed"]["latest_global_step"] == 2
+    assert in_save["observed"]["saving"]
 
     out = flow.work / "results" / "train" / ARM
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -257,4 +186,28 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
     )
+    # the smoke verdict of this CPU form: the drills and the reset pass, every GPU path is a substitution
+    verdict = subprocess.run(
+        [
+            str(ENGINE_BIN / "python"),
+            "-m",
+            "brorl.smoke",
+            "--configfile",
+            *flow.configs[3:],
+            "--results",
+            str(flow.work / "results"),
+            "--out",
+            str(tmp_path / "verdict"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
+    )
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    rows = {r["path"]: r for r in json.loads((tmp_path / "verdict" / "verdict.json").read_text())["rows"]}
+    gpu = [r for r in rows.values() if r["path"] in {p.name for p in GPU_PATHS}]
+    assert len(gpu) == len(GPU_PATHS) and {r["status"] for r in gpu} == {CPU_SUBSTITUTION}, gpu
+    drills = [r for name, r in rows.items() if name.startswith(("kill inside", "reference reset"))]
+    assert len(drills) == 3 and {r["status"] for r in drills} == {"pass"}, drills
     print(f"\nrehearsal with two kills (after the start model was built): {elapsed:.0f} s\n{report.stdout}")
+    print(verdict.stdout)

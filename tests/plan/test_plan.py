@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,6 +26,9 @@ def test_the_training_estimate_reproduces_the_papers_two_arms_at_64_gpus():
     est = Estimates(EST.step_hours_fixed, EST.step_hours_per_sample, EST.reference_nodes, 0.0)
     assert training_hours(16 * 512, 535, 1, 8, est) == pytest.approx(133.8, rel=0.01)  # ProRL, paper Table 1
     assert training_hours(512 * 128, 191, 1, 8, est) == pytest.approx(173.8, rel=0.01)  # BroRL
+    # a shorter response budget scales every step (here without start-up)
+    short = dataclasses.replace(est, step_scale=2048 / 16384)
+    assert training_hours(16 * 512, 535, 1, 8, short) == pytest.approx(133.8 / 8, rel=0.01)
     assert training_hours(512 * 128, 191, 1, 4, est) == pytest.approx(2 * 173.8, rel=0.01)  # half the nodes
 
 

@@ -61,7 +61,12 @@ def load_yaml_config(*paths: Path | str) -> dict:
         if not isinstance(loaded, dict):
             raise ConfigError([f"{path}: top level must be a mapping of config keys, not {type(loaded).__name__}"])
         deep_merge(config, loaded)
-    return validate_config(config)
+    config = validate_config(config)
+    # pins.lock.yaml beside the first file (`make pin`), read as the Snakefile reads it
+    from .pin_lock import apply_lock_file
+
+    apply_lock_file(config, Path(paths[0]).parent)
+    return config
 
 
 def validate_config(config: dict, schema: dict | None = None) -> dict:

@@ -107,6 +107,9 @@ def unpinned_report(sources: list[HubSource]) -> str:
         return ""
     return (
         f"{len(lines)} hub source(s) of this run are not pinned to a 40-hex commit (a rerun could get other weights "
-        "or data):\n" + "\n".join(lines) + "\nPin each (the printed command resolves a branch to its commit), or "
+        "or data):\n"
+        + "\n".join(lines)
+        + "\nPin each (the printed command resolves a branch to its commit; `make pin` "
+        "resolves every config key at once into pins.lock.yaml, which the workflow reads), or "
         "set allow_unpinned: true to download them as they are now (the commits are then recorded in the manifests)."
     )

@@ -156,5 +156,3 @@ _hook = _load(
 if ENABLED:
     for _name, _patch in PATCHES.items():
         _hook.after_import(_name, _patch)
-    if os.environ.get("BRORL_REHEARSAL_SAVE_DELAY"):  # tests only: hold a save open for a SIGKILL
-        _hook.after_import("torch", _load("brorl_rehearsal_faults", os.path.join(HERE, "faults.py")).delay_saves)

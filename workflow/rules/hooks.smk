@@ -22,6 +22,10 @@ onstart:
     )
     if _unpinned:
         raise WorkflowError(f"not started: {_unpinned}")
+    # the smoke gate (helpers/train.smk): GPU training waits for a passed GPU smoke run
+    _smoke = smoke_gate_stop(workflow) if "smoke_gate_stop" in globals() else ""
+    if _smoke:
+        raise WorkflowError(f"not started: {_smoke}")
     _notify.notify(
         "BroRL: workflow started",
         _notify.start_message(os.getcwd(), _rerun_command(), log),

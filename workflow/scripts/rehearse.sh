@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make rehearsal: the CPU rehearsal of the paper's training path (docs/rehearsal.md). OpenRLHF 0.11.2 trains the
-# tiny arm rehearsal_n4 through the train_ppo rule; the exported steps are then evaluated; a report follows.
+# tiny arm rehearsal_n4 through the train_ppo rule, killed once inside step 2 and once inside the save of step 3 by
+# the preset's drills (each job retried once); the exported steps are then evaluated; a report and the verdict follow.
 #   - with a local Slurm (started here as root on Debian, or already up): --profile slurm --profile profiles/ci,
 #     the training job a real 2-node allocation (2 emulated nodes x 2 GPUs);
 #   - otherwise: --profile profiles/local, the launcher's --single-host mode (two Ray nodes on this machine).
@@ -19,10 +20,12 @@ if [[ -x .venv-slurm/bin/python ]] && command -v scontrol >/dev/null && scontrol
   # the emulated nodes' size (profiles/ci/config.yaml); one Slurm node per Ray node, on one host
   export BRORL_SLURM_GPU_NODE_CPUS=16 BRORL_SLURM_GPU_NODE_MEM_MB=64000 BRORL_SLURM_GPUS_PER_NODE=2 \
     BRORL_SLURM_TRAIN_NODES=2 BRORL_SLURM_RAY_EMULATED=auto
-  .venv-slurm/bin/python -m snakemake "${targets[@]}" --profile slurm --profile profiles/ci "${configs[@]}" "$@"
+  .venv-slurm/bin/python -m snakemake "${targets[@]}" --profile slurm --profile profiles/ci "${configs[@]}" --retries 1 "$@"
 else
   echo "rehearsal: no Slurm here, the launcher starts both Ray nodes on this machine (--single-host)"
-  snakemake "${targets[@]}" --profile profiles/local "${configs[@]}" "$@"
+  snakemake "${targets[@]}" --profile profiles/local "${configs[@]}" --retries 1 "$@"
 fi
 mkdir -p results/rehearsal
 python -m brorl.training report --out-dir "results/train/$arm" --json results/rehearsal/report.json
+# the smoke verdict of this CPU form: the drills and the reset judged, every GPU path "not run (CPU substitution)"
+python -m brorl.smoke --configfile workflow/presets/tiny.yaml workflow/presets/rehearsal.yaml --out results/rehearsal

@@ -193,6 +193,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             f"is {nodes}: set BRORL_SLURM_TRAIN_NODES={nodes} (or train_nodes in "
             f"{Path(a.profile) / 'config.yaml'})"
         )
+    budget = config["context"]["train_max_len"]
+    estimates = dataclasses.replace(estimates, step_scale=budget / estimates.reference_budget_tokens)
     problems = benchmark_problems(config)
     from ..benchmarks.registry import load_registry
     from ..pin_gate import unpinned_of_run
@@ -222,6 +224,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
     print(render(rows, wall, gpu_nodes, profile, arms))
+    if estimates.step_scale != 1:
+        print(
+            f"training steps scaled by the response budget: {budget:,} / {estimates.reference_budget_tokens:,} tokens "
+            "(an assumption: estimates.yaml's reference_budget_tokens)"
+        )
     print(measured_line(run))
     print()
     print(render_evaluation(eval_rows, eval_totals, resources["generate_samples"].gpus, estimates))

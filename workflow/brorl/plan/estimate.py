@@ -57,6 +57,8 @@ class Estimates:
     reference_nodes: int
     segment_overhead_hours: float
     rule_hours: Mapping[str, float] = field(default_factory=dict)
+    reference_budget_tokens: int = 16384  # the response budget the step line was fitted at (the paper's)
+    step_scale: float = 1.0  # the run's response budget / reference_budget_tokens (brorl.plan.cli sets it)
     default_rule_hours: float = 0.1
     hf_export_gb: float = 0.0  # one HF export of the start model (bf16 weights + tokenizer)
     full_state_gb: float = 0.0  # one DeepSpeed full state (weights + fp32 master copy + Adam moments)
@@ -100,11 +102,12 @@ class CostRow:
 
 def training_hours(samples_per_step: int, steps: int, segments: int, nodes: int, est: Estimates) -> float:
     """Hours of one arm: steps x (fixed + per_sample x samples) at the reference node count, scaled inversely to
-    the node count, plus a start-up overhead per training job (segment)."""
+    the node count and by the response budget (est.step_scale: a step's generation, its longest response included,
+    and its update are token-bound), plus a start-up overhead per training job (segment)."""
     if nodes < 1:
         raise ValueError(f"training needs at least one node, not {nodes}")
     per_step = est.step_hours_fixed + est.step_hours_per_sample * samples_per_step
-    return steps * per_step * est.reference_nodes / nodes + segments * est.segment_overhead_hours
+    return steps * per_step * est.step_scale * est.reference_nodes / nodes + segments * est.segment_overhead_hours
 
 
 def training_disk_gb(exported_steps: int, keep_checkpoints: int, est: Estimates) -> dict[str, float]:

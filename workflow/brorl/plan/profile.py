@@ -97,6 +97,7 @@ def read_estimates(path: Path) -> Estimates:
             step_hours_per_sample=float(train["step_hours_per_sample"]),
             reference_nodes=int(train["reference_nodes"]),
             segment_overhead_hours=float(train["segment_overhead_hours"]),
+            reference_budget_tokens=int(train.get("reference_budget_tokens", 16384)),
             rule_hours={str(k): float(v) for k, v in (data.get("rules") or {}).items()},
             hf_export_gb=float((data.get("disk") or {}).get("hf_export_gb", 0.0)),
             full_state_gb=float((data.get("disk") or {}).get("full_state_gb", 0.0)),

@@ -178,6 +178,8 @@ OPERATIONAL_KEYS = {
         "partition",
         "allow_unsandboxed_code",
         "network_interface",
+        "drills",
+        "require_smoke",
     ),
     "embedded": ("threads", "micro_batch_size"),
 }

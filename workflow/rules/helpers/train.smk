@@ -10,6 +10,7 @@ from brorl.training.recipe import (
     split_operations,
 )
 from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
+from brorl.smoke.gate import smoke_gate_problem
 
 TRAIN = config["training"]
 TRAIN_ENGINE = (
@@ -36,6 +37,17 @@ for note in freeze_layouts(config, Path("results/train")):
 # tuning them during a run reruns nothing (docs/cluster.md#rerun-policy).
 _RECIPE_TRAINING, _OPERATIONS = split_operations(TRAIN)
 os.environ[OPERATIONS_ENV] = json.dumps(_OPERATIONS, sort_keys=True)
+# The smoke gate (brorl.smoke.gate): GPU training at paper scale waits for a passed GPU smoke run. A warning here
+# (-n and make plan stay usable); onstart (hooks.smk) stops a run whose jobs would train.
+SMOKE_GATE = smoke_gate_problem(config) if TRAINED_ARMS else ""
+if SMOKE_GATE:
+    print(f"warning: {SMOKE_GATE}", file=sys.stderr)
+
+
+def smoke_gate_stop(workflow):
+    """The smoke gate's message when jobs of this run would train (empty: none, or the gate passed)."""
+    training = any(job.rule.name == "train_ppo" for job in workflow.dag.needrun_jobs())
+    return SMOKE_GATE if training else ""
 
 
 def train_recipe(wildcards):

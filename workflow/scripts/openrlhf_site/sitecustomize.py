@@ -1,7 +1,7 @@
 """Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
 
 brorl.training.openrlhf.run puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
-imports it everywhere. It edits no installed file and changes no training algorithm; it does four things:
+imports it everywhere. It edits no installed file and changes no training algorithm; it does these things:
 
   * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).
     torch 2.13 seeds that RNG from the OS in every new process, and OpenRLHF 0.11.2's prompt loader (a torchdata
@@ -12,7 +12,9 @@ imports it everywhere. It edits no installed file and changes no training algori
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
     is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/cluster.md#brorls-step-partition);
   * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU);
-  * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook).
+  * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook);
+  * while a `kill_in_save` drill is pending (training.cluster.drills), holds that step's save open so the segment
+    runner's kill lands inside it (brorl.training.openrlhf.drill_hook).
 
 It also offers `after_import(name, patch)`, which the CPU rehearsal's device layer (workflow/rehearsal) uses to
 register its patches on the same import hook.
@@ -105,3 +107,13 @@ if os.environ.get("BRORL_PARTITION"):
     after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)
 if os.environ.get("BRORL_GPU_MEMORY_LOG_DIR"):
     after_import("openrlhf.trainer.ray.ppo_actor", _memory)
+
+
+def _hold_save(torch) -> None:
+    from brorl.training.openrlhf.drill_hook import install_from_env
+
+    install_from_env(torch)
+
+
+if os.environ.get("BRORL_DRILL_SAVE_HOLD"):
+    after_import("torch", _hold_save)

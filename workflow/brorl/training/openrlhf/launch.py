@@ -18,6 +18,7 @@ from ..run_folder import atomic_json
 from ..tracking import Tracking
 from .checkpoint import latest_global_step
 from .command import ClusterPaths, RunLayout
+from .drills import DrillWatch
 from .logs import Launch
 
 WORKFLOW = Path(__file__).resolve().parents[3]  # the folder holding brorl/, scripts/
@@ -125,11 +126,13 @@ def launch(
     last_global: int,
     poll_s: float,
     watchdog_s: float,
+    drills: DrillWatch | None = None,
 ) -> str:
     """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it; returns how it ended
     ("stopped" or "exited <rc>"). A save is complete once the next step's generation has begun, which the reward
     log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A launch whose
-    progress (progress) stays the same for `watchdog_s` is stopped with ClusterRunError."""
+    progress (progress) stays the same for `watchdog_s` is stopped with ClusterRunError. `drills` may kill the
+    launch on purpose (drills.py)."""
     process = subprocess.Popen(command, env=env, start_new_session=True)
     handlers = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     seen_at = None  # reward-log size when `latest` first reached last_global
@@ -148,6 +151,8 @@ def launch(
                     f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)"
                 )
             reward_size, _, latest = now
+            if drills is not None:
+                drills.check(reward_size, latest)
             if latest is not None and latest >= last_global:
                 if seen_at is None:
                     seen_at = reward_size

@@ -7,7 +7,7 @@ rehearsal of the same path with training.cluster.device = cpu).
   3. repair the checkpoint folder (checkpoint.py): resume only from a save that is whole;
   4. launch `ray_on_slurm.sh ... -- python -m openrlhf.cli.train_ppo_ray ...` and stop it once the segment's last
      step is fully saved (OpenRLHF has no max-steps flag: it would train until the prompts run out); a watchdog
-     stops a launch that makes no progress;
+     stops a launch that makes no progress; a fault drill (drills.py) may kill it on purpose, once;
   5. link the HF export of every saved step (and the last step, which a reference reset starts from) into
      run/exports/step<k>/ after checking each is whole (segments.py then verifies and publishes them), and delete
      OpenRLHF's other exports;
@@ -36,6 +36,7 @@ from ..tracking import run_name
 from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
 from .dataset import TrainDataError, chat_prompt_tokens, reward_text, write_openrlhf_dataset
+from .drills import HOLD_ENV, LAUNCH_ENV, DrillWatch, pending_drills, read_fired
 from .launch import (
     LAUNCHER,
     REWARD_SCRIPT,
@@ -239,6 +240,13 @@ def run_segment(
         env = launch_env(config, layout, paths, os.environ, job.ray_emulated, job.tracking, text["special_tokens"])
         attempt = 1 + sum(1 for run in read_launches(launches_path, paths.logs_dir) if run.segment == segment_index)
         logs = f"segment{segment_index:03d}-{attempt}"
+        env[LAUNCH_ENV] = f"{arm}-{logs}-{os.getpid()}"  # every process of this launch: what a drill kills
+        drills_path = paths.openrlhf_dir / "drills.json"
+        pending = pending_drills(cluster["drills"], segment.steps, layout.offset, read_fired(drills_path))
+        hold = [d for d in pending if d.kind == "kill_in_save"]
+        if hold:
+            env[HOLD_ENV] = f"{hold[0].global_step}:{cluster['drills']['save_hold_s']}"
+        watch = DrillWatch(pending, ckpt, drills_path, segment_index, logs, env[LAUNCH_ENV], cluster["nodes"])
         single_host = cluster["device"] == "cpu" and not (
             os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")
         )
@@ -258,7 +266,14 @@ def run_segment(
         status = "failed"
         try:
             status = launch(
-                command, env, paths, ckpt, last_global, cluster["poll_seconds"], cluster["watchdog_minutes"] * 60
+                command,
+                env,
+                paths,
+                ckpt,
+                last_global,
+                cluster["poll_seconds"],
+                cluster["watchdog_minutes"] * 60,
+                watch if pending else None,
             )
         except ClusterRunError:
             status = "watchdog"
@@ -339,6 +354,7 @@ def run_segment(
         "reward_text": text,
         "vllm_kv_cache_tokens": kv_cache,
         "checkpoint_repair": dataclasses.asdict(fixed),
+        "drills": [d for d in read_fired(paths.openrlhf_dir / "drills.json") if d["segment"] == segment_index],
         "removed_after_last_step": overshoot,
         "pruned_exports": pruned,
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..recipe import ArmPlan, RecipeError, arm_plan
 from .command import GROUP_ESTIMATORS
+from .drills import drill_problems
 
 
 class ClusterConfigError(ValueError):
@@ -128,6 +129,9 @@ def plan_problems(config: Mapping[str, Any], plan: ArmPlan) -> list[str]:
             f"is not a multiple of training.cluster micro-batch {micro} x {gpus} GPUs; DeepSpeed "
             "requires it (choose fewer mini-batches or GPUs)"
         )
+    problems += [
+        f"{key}: {p}" for p in drill_problems(cluster["drills"], plan.continued_steps, cluster["resume_every"])
+    ]
     return problems
 
 

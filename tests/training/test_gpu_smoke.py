@@ -1,0 +1,253 @@
+"""The GPU smoke preset (workflow/presets/gpu_smoke.yaml) and its parts that run on any machine: its OpenRLHF command
+lines equal the paper's except an explicit allow-list, the fault drills' decisions and kill, the save hold, and the
+verdict's rows. Its CPU form runs end to end in tests/cluster/test_rehearsal.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from brorl.config import load_yaml_config
+from brorl.smoke import verdict as v
+from brorl.smoke.gate import smoke_gate_problem
+from brorl.training.openrlhf import drill_hook, drills
+from brorl.training.openrlhf.command import ClusterPaths, openrlhf_flags
+from brorl.training.openrlhf.parse import parse_argv
+from brorl.training.openrlhf.validate import validate_cluster_config
+from brorl.training.recipe import arm_plan
+from helpers import CONFIG, ROOT
+
+SMOKE = ROOT / "workflow" / "presets" / "gpu_smoke.yaml"
+PATHS = ClusterPaths(Path("/m/start"), Path("/d/mix.jsonl"), Path("/r/train/arm"), Path("/w/openrlhf_reward.py"))
+# the flags the smoke run may set differently from the paper's run, and why
+ALLOWED = {
+    "actor.num_nodes": "nodes",
+    "ref.num_nodes": "nodes",
+    "vllm.num_engines": "one engine per GPU of fewer nodes",
+    "rollout.n_samples_per_prompt": "N",
+    "rollout.batch_size": "prompts per step",
+    "train.batch_size": "samples per optimizer step follow prompts x N (same mini-batch count)",
+    "actor.adam.lr": "the sqrt rule of samples per step follows prompts x N",
+    "data.max_len": "token budget",
+    "rollout.max_new_tokens": "token budget",
+    "ckpt.save_steps": "steps (every step saved)",
+    "actor.model_name_or_path": "the reference reset falls at step 2 instead of 1/3 of the paper's arm",
+    "logger.wandb.run_name": "the arm's name",
+}
+
+
+def _flags(argv: list[str]) -> dict[str, tuple[str, ...]]:
+    """--flag -> its values (a switch: ())."""
+    out, key = {}, None
+    for token in argv:
+        if token.startswith("--"):
+            key = token[2:]
+            out[key] = ()
+        else:
+            out[key] = (*out[key], token)
+    return out
+
+
+@pytest.fixture(scope="module")
+def configs() -> tuple[dict, dict]:
+    return load_yaml_config(CONFIG), load_yaml_config(CONFIG, SMOKE)
+
+
+@pytest.mark.parametrize(("smoke_arm", "paper_arm"), [("smoke_n16", "prorl_n16"), ("smoke_n512", "brorl_n512")])
+def test_smoke_commands_equal_the_papers_except_the_allow_list(configs, smoke_arm, paper_arm):
+    paper, smoke = configs
+    validate_cluster_config(smoke)
+    paper_plan, smoke_plan = arm_plan(paper, paper_arm), arm_plan(smoke, smoke_arm)
+    assert smoke_plan.n == paper_plan.n and len(smoke_plan.segments) == 2
+    for segment in (0, 1):
+        smoke_argv = openrlhf_flags(smoke, smoke_plan, segment, PATHS)
+        parse_argv(smoke_argv)  # OpenRLHF's own parser accepts it
+        ours, theirs = _flags(smoke_argv), _flags(openrlhf_flags(paper, paper_plan, segment, PATHS))
+        assert set(ours) == set(theirs), set(ours) ^ set(theirs)
+        differing = {k for k in ours if ours[k] != theirs[k]}
+        assert differing <= set(ALLOWED), differing - set(ALLOWED)
+        assert "rollout.n_samples_per_prompt" not in differing  # the paper's N in both arms
+        for path in v.GPU_PATHS:  # every GPU path of the paper's run is on in the smoke's
+            assert all(f[2:] in ours for f in path.flags) and not any(f[2:] in ours for f in path.absent), path
+
+
+def test_smoke_shapes_are_the_papers_per_engine(configs):
+    """1,024 sequences per engine at N = 512 and 128 at N = 16: the per-GPU shares of the paper's 64-GPU steps."""
+    paper, smoke = configs
+    engines = smoke["training"]["cluster"]["vllm_engines"]
+    paper_engines = paper["training"]["cluster"]["vllm_engines"]
+    for smoke_arm, paper_arm in (("smoke_n16", "prorl_n16"), ("smoke_n512", "brorl_n512")):
+        ours, theirs = arm_plan(smoke, smoke_arm), arm_plan(paper, paper_arm)
+        assert ours.samples_per_step // engines == theirs.samples_per_step // paper_engines
+    assert smoke["evaluation"]["max_tokens"] == paper["evaluation"]["max_tokens"] == v.FULL_BUDGET
+
+
+# ------------------------------------------------------------------------------------------------------- drills
+def test_drills_fire_once_in_their_segment():
+    config = {"kill_in_step": 2, "kill_in_save": 3, "save_hold_s": 5}
+    assert drills.pending_drills(config, range(1, 3), 0, []) == [drills.Drill("kill_in_step", 2, 2)]
+    assert drills.pending_drills(config, range(3, 4), 0, []) == [drills.Drill("kill_in_save", 3, 3)]
+    fired = [{"kind": "kill_in_save", "step": 3}]
+    assert drills.pending_drills(config, range(3, 4), 0, fired) == []
+    # a run restarted at a reset without its optimizer counts global steps from the reset
+    assert drills.pending_drills(config, range(3, 4), 2, []) == [drills.Drill("kill_in_save", 3, 1)]
+    assert drills.pending_drills({"kill_in_step": None, "kill_in_save": None}, range(1, 9), 0, []) == []
+
+
+def test_drill_due_only_inside_its_step_or_save():
+    step, save = drills.Drill("kill_in_step", 2, 2), drills.Drill("kill_in_save", 3, 3)
+    assert not drills.due(step, latest=0, reward_grew_since_latest=True, saving=False)  # still in step 1
+    assert not drills.due(step, latest=1, reward_grew_since_latest=False, saving=False)  # step 1's export
+    assert drills.due(step, latest=1, reward_grew_since_latest=True, saving=False)  # step 2 generating
+    assert not drills.due(step, latest=2, reward_grew_since_latest=True, saving=False)  # too late
+    assert not drills.due(save, latest=2, reward_grew_since_latest=True, saving=False)  # step 3 generating
+    assert drills.due(save, latest=2, reward_grew_since_latest=True, saving=True)  # step 3's state being written
+    assert not drills.due(save, latest=3, reward_grew_since_latest=False, saving=True)  # written
+
+
+def test_drill_problems_name_the_key():
+    assert drills.drill_problems({"kill_in_step": 2, "kill_in_save": None}, 3, 1) == []
+    problems = drills.drill_problems({"kill_in_step": 1, "kill_in_save": 9}, 3, 5)
+    assert any("kill_in_save = 9" in p for p in problems) and any("kill_in_step must be >= 2" in p for p in problems)
+    assert any("resume_every: 1" in p for p in problems)
+
+
+def test_kill_marked_kills_only_the_launchs_processes():
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    marked = subprocess.Popen(sleeper, env={**os.environ, drills.LAUNCH_ENV: "launch-a"})
+    other = subprocess.Popen(sleeper, env={**os.environ, drills.LAUNCH_ENV: "launch-b"})
+    try:
+        assert drills.kill_marked("launch-a") >= 1
+        assert marked.wait(timeout=10) == -9
+        assert other.poll() is None
+    finally:
+        for proc in (marked, other):
+            proc.kill()
+            proc.wait()
+
+
+def test_drill_hook_holds_only_the_drills_step(monkeypatch, tmp_path):
+    slept, saved = [], []
+    torch = types.SimpleNamespace(save=lambda obj, f, *a, **k: saved.append(str(f)))
+    monkeypatch.setenv(drills.HOLD_ENV, "3:7.5")
+    monkeypatch.setattr(drill_hook.time, "sleep", slept.append)
+    drill_hook.install_from_env(torch)
+    torch.save({}, tmp_path / "_actor" / "global_step2" / "a.pt")
+    torch.save({}, tmp_path / "_actor" / "global_step3" / "a.pt")
+    assert slept == [7.5] and len(saved) == 2
+
+
+def test_drill_watch_records_before_it_kills(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(drills, "kill_launch", lambda launch_id, nodes: calls.append(("kill", launch_id, nodes)))
+    monkeypatch.setattr(drills.os, "kill", lambda pid, sig: calls.append(("self", pid, sig)))
+    record = tmp_path / "drills.json"
+    watch = drills.DrillWatch([drills.Drill("kill_in_step", 2, 2)], tmp_path, record, 0, "segment000-1", "L", 2)
+    watch.check(100, 1)  # step 1 saved; no new rewards yet
+    assert calls == []
+    watch.check(150, 1)  # step 2's rewards arrive
+    assert [c[0] for c in calls] == ["kill", "self"] and calls[0][1:] == ("L", 2)
+    fired = json.loads(record.read_text())
+    assert fired[0]["kind"] == "kill_in_step" and fired[0]["observed"]["latest_global_step"] == 1
+
+
+# ------------------------------------------------------------------------------------------------------ verdict
+def _arm(device: str, complete: bool = True, argv: list[str] | None = None) -> dict:
+    command = argv or [
+        "--vllm.enable_sleep",
+        "--ds.enable_sleep",
+        "--train.colocate_all",
+        "--ds.packing_samples",
+        "--train.dynamic_batch_enable",
+        "--ds.zero_stage",
+        "2",
+        "--ds.param_dtype",
+        "bf16",
+    ]
+    if device == "cpu":
+        command = [*command[1:], "--vllm.sync_backend", "gloo"]
+    return {
+        "name": "a",
+        "complete": complete,
+        "commands": [command],
+        "records": [{"gen_s": 10.0, "partition_s": 0.5}],
+        "peak_gib": [50.0, 51.5],
+    }
+
+
+def test_cpu_verdict_marks_every_gpu_path_substituted():
+    rows = v.gpu_rows([_arm("cpu")], "cpu", "logs")
+    assert [r.status for r in rows] == [v.CPU_SUBSTITUTION] * len(v.GPU_PATHS)
+    assert v.verdict(rows, "cpu")["passed"]  # substitutions are not failures, and never a pass either
+    assert all(r.status != v.PASS for r in rows)
+
+
+def test_gpu_verdict_passes_fails_and_points_at_the_preflight():
+    assert {r.status for r in v.gpu_rows([_arm("gpu")], "gpu", "logs")} == {v.PASS}
+    rows = v.gpu_rows([_arm("gpu", complete=False)], "gpu", "/r/logs")
+    assert {r.status for r in rows} == {v.NOT_REACHED} and "brorl.preflight" in rows[0].fix
+    argv = _arm("gpu")["commands"][0][1:]  # no sleep mode
+    rows = v.gpu_rows([_arm("gpu", argv=argv)], "gpu", "logs")
+    assert rows[0].status == v.FAIL and "--vllm.enable_sleep missing" in rows[0].detail
+    assert not v.verdict(rows, "gpu")["passed"]
+    assert "| vLLM sleep mode" in v.table(rows) and "51.5 max of 2 ranks" in v.table(rows)
+
+
+def test_drill_rows_need_the_kill_and_the_resume():
+    fired = {"kind": "kill_in_save", "step": 3, "global_step": 3, "fired_at": 100.0, "observed": {"saving": True}}
+    segment = {
+        "drills": [fired],
+        "launches": [{"status": "killed", "start": 0}, {"status": "stopped", "start": 130.0}],
+        "checkpoint_repair": {"removed": ["/x/_actor/global_step3"]},
+        "layout": {"reference_step": 2},
+    }
+    arm = {"name": "a", "segments": [{"layout": {"reference_step": None}}, segment], "kl": {2: 0.01, 3: 0.001}}
+    rows = v.drill_rows([arm], {"kill_in_step": None, "kill_in_save": 3}, "logs")
+    by = {r.path.split(" (")[0]: r for r in rows}
+    assert by["kill inside a step, resumed"].status == v.NOT_CONFIGURED
+    assert by["kill inside a save, resumed"].status == v.PASS and by["kill inside a save, resumed"].seconds == 30.0
+    assert by["reference reset"].status == v.PASS
+    segment["checkpoint_repair"]["removed"] = []  # resumed without dropping the half-written save: not proven
+    assert v.drill_rows([arm], {"kill_in_save": 3}, "logs")[1].status == v.FAIL
+
+
+def test_evaluation_and_throughput_rows():
+    assert v.evaluation_rows(32768, ["a", "b"], ["a", "b"], "gpu")[0].status == v.PASS
+    assert v.evaluation_rows(32768, ["a", "b"], ["a"], "gpu")[0].status == v.NOT_REACHED
+    assert v.evaluation_rows(32, ["a"], ["a"], "cpu")[0].status == v.CPU_SUBSTITUTION
+    assert v.throughput_rows(False, [], [])[0].status == v.NOT_CONFIGURED
+    assert v.throughput_rows(True, ["x", "y"], ["x", "y"])[0].status == v.PASS
+
+
+def test_smoke_verdict_of_an_empty_results_folder_says_not_reached(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "brorl.smoke", "--configfile", str(SMOKE), "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
+    )
+    assert out.returncode == 1, out.stderr
+    result = json.loads((tmp_path / "smoke" / "verdict.json").read_text())
+    assert not result["passed"] and result["device"] == "gpu"
+    assert "not reached" in out.stdout
+
+
+def test_the_smoke_gate_opens_only_on_a_passed_gpu_verdict(configs, tmp_path):
+    paper, smoke = configs
+    verdict = tmp_path / "verdict.json"
+    assert "no GPU smoke verdict" in smoke_gate_problem(paper, verdict)
+    assert smoke_gate_problem(smoke, verdict) == ""  # the smoke run itself writes it
+    verdict.write_text(json.dumps({"device": "cpu", "passed": True, "failed": []}))
+    assert "CPU rehearsal's verdict" in smoke_gate_problem(paper, verdict)
+    verdict.write_text(json.dumps({"device": "gpu", "passed": False, "failed": ["ZeRO-2 in bf16"]}))
+    assert "did not pass (ZeRO-2 in bf16" in smoke_gate_problem(paper, verdict)
+    verdict.write_text(json.dumps({"device": "gpu", "passed": True, "failed": []}))
+    assert smoke_gate_problem(paper, verdict) == ""
+    cpu = {**paper, "training": {**paper["training"], "cluster": {**paper["training"]["cluster"], "device": "cpu"}}}
+    assert smoke_gate_problem(cpu, tmp_path / "none.json") == ""  # the rehearsal is not gated

@@ -1,0 +1,90 @@
+"""python -m brorl.smoke [--configfile PRESET ...] [--results results] [--out results/smoke]: the verdict of a
+smoke run (or of the CPU rehearsal) from what it left in results/, written to <out>/verdict.json and verdict.md
+and printed. Works on a failed run too: what did not happen is "not reached", with where to look. Exit 1 unless
+it passed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from brorl.config import load_yaml_config, validate_config
+from brorl.smoke.verdict import drill_rows, evaluation_rows, gpu_rows, table, throughput_rows, verdict
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def collect_arm(results: Path, name: str) -> dict[str, Any]:
+    """What one arm's training left: its segment manifests, metrics, launch commands and per-rank peak memory."""
+    out = results / "train" / name
+    segments = [json.loads(p.read_text()) for p in sorted(out.glob("segment*.json"))]
+    records = _jsonl(out / "metrics.jsonl") or _jsonl(out / "run" / "metrics.jsonl")
+    memory = out / "run" / "openrlhf" / "gpu_memory"
+    peaks = [max(e["peak_gib"] for e in _jsonl(p)) for p in sorted(memory.glob("*.jsonl")) if _jsonl(p)]
+    return {
+        "name": name,
+        "complete": (out / "train.json").is_file(),
+        "segments": segments,
+        "commands": [s["openrlhf_command"] for s in segments],
+        "records": records,
+        "kl": {r["step"]: r["kl"] for r in records if r.get("kl") is not None},
+        "peak_gib": peaks or None,
+    }
+
+
+def build(config: dict[str, Any], results: Path) -> tuple[list, dict[str, Any]]:
+    cluster = config["training"]["cluster"]
+    arms = [collect_arm(results, a["name"]) for a in config["arms"] if a.get("enabled", True)]
+    logs = str(results / "logs" / "train_ppo")
+    finals = {a["name"]: a["continued_steps"] for a in config["arms"] if a.get("enabled", True)}
+    expected = [
+        f"eval/{arm}/step{step}/{bench}.summary.json"
+        for arm, step in finals.items()
+        for bench in config["evaluation"]["benchmarks"]
+    ]
+    found = [e for e in expected if (results / e).is_file()]
+    throughput = config["throughput"]
+    layouts = [
+        f"throughput/p{lay['prompts']}_n{lay['n']}_pc{'on' if pc else 'off'}.json"
+        for lay in throughput["layouts"]
+        for pc in throughput["prefix_caching"]
+    ]
+    measured = [f for f in layouts if (results / f).is_file()]
+    rows = [
+        *gpu_rows(arms, cluster["device"], logs),
+        *drill_rows(arms, cluster["drills"], logs),
+        *evaluation_rows(config["evaluation"]["max_tokens"], expected, found, cluster["device"]),
+        *throughput_rows(throughput["enabled"], layouts, measured),
+    ]
+    return rows, verdict(rows, cluster["device"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m brorl.smoke", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configfile", nargs="*", type=Path, default=[], help="presets merged over config.yaml")
+    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--out", type=Path, default=None, help="default: <results>/smoke")
+    a = parser.parse_args(argv)
+    config = validate_config(load_yaml_config(ROOT / "config.yaml", *a.configfile))
+    rows, result = build(config, a.results)
+    out = a.out or a.results / "smoke"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "verdict.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = table(rows)
+    (out / "verdict.md").write_text(
+        f"# Smoke verdict ({result['device']}): {'passed' if result['passed'] else 'FAILED'}\n\n{text}\n"
+    )
+    print(text)
+    print(f"\n{'passed' if result['passed'] else 'FAILED: ' + ', '.join(result['failed'])} ({out / 'verdict.json'})")
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

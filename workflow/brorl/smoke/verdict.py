@@ -1,0 +1,192 @@
+"""The smoke run's verdict: for each path the paper's run depends on, whether the smoke run exercised it and how it
+went, from the facts the run left on disk (collected by brorl.smoke.collect). Pure: no I/O.
+
+Three kinds of rows:
+  * GPU paths (sleep mode, weight sync, packing, partition, FusedAdam, ZeRO-2 bf16): pass when every training
+    segment of every arm completed on GPUs with the path's flags in OpenRLHF's command; on the CPU rehearsal they
+    are "not run (CPU substitution)", never a pass;
+  * the drills and the reference reset, which run the same on both devices (the kill, the rerun's resume);
+  * the evaluation at the full response budget and the throughput layouts.
+A row that fails names what to do next: the preflight check that isolates the path, and the logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PASS, FAIL, NOT_REACHED = "pass", "fail", "not reached"
+CPU_SUBSTITUTION = "not run (CPU substitution)"
+NOT_CONFIGURED = "not run (off in this config)"
+FULL_BUDGET = 32768  # the paper's evaluation budget (response tokens)
+
+
+@dataclass(frozen=True)
+class GpuPath:
+    """One GPU-only path of the training job: the flags that turn it on and the preflight check that isolates it."""
+
+    name: str
+    flags: tuple[str, ...]  # every one must be in the OpenRLHF command (an empty tuple: always on, e.g. FusedAdam)
+    absent: tuple[str, ...]  # none of these may be (e.g. the CPU's gloo weight sync)
+    preflight: str  # python -m brorl.preflight's check of the same path in isolation
+
+
+GPU_PATHS = (
+    GpuPath(
+        "vLLM sleep mode between generation and training",
+        ("--vllm.enable_sleep", "--ds.enable_sleep"),
+        (),
+        "vLLM engine with sleep mode",
+    ),
+    GpuPath(
+        "weight sync to vLLM by CUDA IPC / NCCL",
+        ("--train.colocate_all",),
+        ("--vllm.sync_backend",),
+        "NCCL all-reduce (this node's GPUs)",
+    ),
+    GpuPath(
+        "packed micro-batches (flash-attention varlen)",
+        ("--ds.packing_samples",),
+        ("--ds.attn_implementation",),
+        "flash-attn varlen kernel",
+    ),
+    GpuPath("dynamic batching and the step's partition", ("--train.dynamic_batch_enable",), (), "partition limits"),
+    GpuPath("DeepSpeed FusedAdam (CUDA op)", (), (), "DeepSpeed FusedAdam"),
+    GpuPath("ZeRO-2 in bf16", ("--ds.zero_stage", "--ds.param_dtype"), (), "GPUs seen by torch"),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    status: str
+    seconds: float | None  # the path's own time where measured (median over steps), else None
+    peak_gib: list[float] | None  # peak GPU memory of each training rank over the run, else None
+    detail: str
+    fix: str
+
+
+def _median(values: Sequence[float]) -> float | None:
+    values = sorted(v for v in values if v is not None)
+    return values[len(values) // 2] if values else None
+
+
+def gpu_rows(arms: Sequence[Mapping[str, Any]], device: str, logs: str) -> list[Row]:
+    """Rows of GPU_PATHS. Each arm: {"name", "complete": bool, "commands": [argv per segment run], "records":
+    [metrics.jsonl records], "peak_gib": [per rank]}."""
+    rows = []
+    complete = bool(arms) and all(arm["complete"] for arm in arms)
+    records = [r for arm in arms for r in arm["records"]]
+    peaks = [p for arm in arms for p in arm.get("peak_gib") or []] or None
+    for path in GPU_PATHS:
+        seconds = None
+        if path.name.startswith("vLLM sleep"):
+            seconds = _median([r.get("gen_s") for r in records])
+        elif path.name.startswith("dynamic batching"):
+            seconds = max((r["partition_s"] for r in records if r.get("partition_s") is not None), default=None)
+        if device == "cpu":
+            rows.append(Row(path.name, CPU_SUBSTITUTION, None, None, "the CPU rehearsal replaces this path", ""))
+            continue
+        missing = [
+            f"{arm['name']}: {flag} {'missing' if flag in path.flags else 'present'}"
+            for arm in arms
+            for argv in arm["commands"]
+            for flag in (*path.flags, *path.absent)
+            if (flag in argv) != (flag in path.flags)
+        ]
+        if missing:
+            detail = "the command differs from the paper's: " + "; ".join(sorted(set(missing)))
+            rows.append(Row(path.name, FAIL, seconds, peaks, detail, "use the preset's training.cluster settings"))
+        elif complete:
+            rows.append(Row(path.name, PASS, seconds, peaks, "every segment of every arm trained with it", ""))
+        else:
+            fix = f"run `python -m brorl.preflight` on a GPU node (check '{path.preflight}'); logs: {logs}"
+            rows.append(Row(path.name, NOT_REACHED, seconds, peaks, "training did not complete", fix))
+    return rows
+
+
+def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], logs: str) -> list[Row]:
+    """The kills and the reference reset. Each arm adds {"segments": [segment json], "kl": {step: kl}}."""
+    rows = []
+    for kind, what in (
+        ("kill_in_step", "kill inside a step, resumed"),
+        ("kill_in_save", "kill inside a save, resumed"),
+    ):
+        step = drills.get(kind)
+        if step is None:
+            rows.append(Row(what, NOT_CONFIGURED, None, None, f"training.cluster.drills.{kind} is null", ""))
+            continue
+        for arm in arms:
+            fired = [d for s in arm["segments"] for d in s.get("drills", []) if d["kind"] == kind]
+            name = f"{what} ({arm['name']}, step {step})"
+            if not fired:
+                rows.append(Row(name, NOT_REACHED, None, None, "the drill did not fire", f"logs: {logs}"))
+                continue
+            segment = next(s for s in arm["segments"] if s.get("drills") and fired[0] in s["drills"])
+            statuses = [launch["status"] for launch in segment["launches"]]
+            resumed = statuses[:1] == ["killed"] and statuses[-1] == "stopped"
+            seconds = segment["launches"][1]["start"] - fired[0]["fired_at"] if resumed and len(statuses) > 1 else None
+            detail = f"launches {statuses}; at the kill: {fired[0]['observed']}"
+            if kind == "kill_in_save":
+                removed = segment.get("checkpoint_repair", {}).get("removed", [])
+                resumed = resumed and any(p.endswith(f"global_step{fired[0]['global_step']}") for p in removed)
+                detail += f"; the rerun removed {removed}"
+            rows.append(Row(name, PASS if resumed else FAIL, seconds, None, detail, "" if resumed else f"logs: {logs}"))
+    for arm in arms:
+        resets = [s for s in arm["segments"] if s.get("layout", {}).get("reference_step") is not None]
+        if len(arm["segments"]) < 2:
+            continue
+        name = f"reference reset ({arm['name']})"
+        if not resets:
+            rows.append(Row(name, FAIL, None, None, "no segment trained against an exported step", ""))
+            continue
+        first = resets[0]["layout"]["reference_step"] + 1
+        kl = arm["kl"]
+        ok = first in kl and first - 1 in kl and kl[first] < kl[first - 1]
+        detail = (
+            f"reference = step {first - 1}; KL step {first - 1}: {kl.get(first - 1)}, step {first}: {kl.get(first)}"
+        )
+        rows.append(Row(name, PASS if ok else FAIL, None, None, detail, "" if ok else "the KL did not restart"))
+    return rows
+
+
+def evaluation_rows(max_tokens: int, expected: Sequence[str], found: Sequence[str], device: str) -> list[Row]:
+    """The evaluation of the final checkpoints: `expected` summary files, `found` the ones that exist."""
+    missing = sorted(set(expected) - set(found))
+    if device == "cpu" and max_tokens < FULL_BUDGET:
+        status = CPU_SUBSTITUTION if not missing else NOT_REACHED
+        detail = f"{len(found)}/{len(expected)} summaries at {max_tokens} tokens (a tiny model's budget)"
+    else:
+        status = PASS if not missing and max_tokens >= FULL_BUDGET else (FAIL if not missing else NOT_REACHED)
+        detail = f"{len(found)}/{len(expected)} summaries at {max_tokens} response tokens"
+    fix = f"missing: {missing[:4]}" if missing else ("" if status != FAIL else f"evaluation.max_tokens < {FULL_BUDGET}")
+    return [Row("evaluation at the full response budget", status, None, None, detail, fix)]
+
+
+def throughput_rows(enabled: bool, layouts: Sequence[str], found: Sequence[str]) -> list[Row]:
+    if not enabled:
+        return [Row("throughput layouts", NOT_CONFIGURED, None, None, "throughput.enabled is false", "")]
+    missing = sorted(set(layouts) - set(found))
+    status = PASS if not missing else NOT_REACHED
+    return [Row("throughput layouts", status, None, None, f"{len(found)}/{len(layouts)} layouts measured", "")]
+
+
+def verdict(rows: Sequence[Row], device: str) -> dict[str, Any]:
+    """The verdict file's content: passed = no row failed or was not reached (CPU substitutions do not fail it)."""
+    bad = [r.path for r in rows if r.status in (FAIL, NOT_REACHED)]
+    return {"schema": 1, "device": device, "passed": not bad, "failed": bad, "rows": [asdict(r) for r in rows]}
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The printed table: path, result, time, peak GPU memory per rank, what to fix."""
+
+    def gib(peaks: list[float] | None) -> str:
+        return "-" if not peaks else f"{max(peaks):.1f} max of {len(peaks)} ranks"
+
+    lines = ["| path | result | time (s) | peak GPU memory (GiB) | detail / fix |", "|---|---|---|---|---|"]
+    for r in rows:
+        seconds = "-" if r.seconds is None else f"{r.seconds:.1f}"
+        note = r.detail + (f"; fix: {r.fix}" if r.fix else "")
+        lines.append(f"| {r.path} | {r.status} | {seconds} | {gib(r.peak_gib)} | {note} |")
+    return "\n".join(lines)
