@@ -86,6 +86,17 @@ def preflight_input():
     return ["results/preflight/gpu_node.json"] if PREFLIGHT_REQUIRED else []
 
 
+# training jobs of more than one node also wait for an all-reduce across two nodes (rule preflight_cross_node)
+CROSS_NODE_REQUIRED = PREFLIGHT_REQUIRED and config["training"]["cluster"]["nodes"] > 1
+
+
+def train_preflight_input():
+    """preflight_input() and, for multi-node training, the cross-node all-reduce's result."""
+    return preflight_input() + (
+        ["results/preflight/cross_node.json"] if CROSS_NODE_REQUIRED else []
+    )
+
+
 # ---------------------------------------------------------------------------------------------- benchmarks
 def benchmark_files():
     """The records of evaluation.benchmarks (rules prepare_benchmark and generate_reasoning_gym)."""
