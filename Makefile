@@ -117,7 +117,7 @@ rehearsal: setup slurm-env
 ## reads; needs the hub (elsewhere: run it where the hub is reachable and copy the file). PIN_ARGS="--configfile ..." for presets.
 PIN_ARGS ?=
 pin: setup
-	$(VENV)/bin/python -m brorl.pin_lock resolve $(PIN_ARGS)
+	$(VENV)/bin/python -m brorl.pin_resolve $(PIN_ARGS)
 
 ## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm;
 ## PLAN_ARGS="--configfile workflow/presets/one_node.yaml" prices a preset.

@@ -56,7 +56,7 @@ def _resolve(lock, endpoint: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_HUB_OFFLINE")}
     env.update({"HF_ENDPOINT": endpoint, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_DISABLE_TELEMETRY": "1"})
     return subprocess.run(
-        [sys.executable, "-m", "brorl.pin_lock", "resolve", "--lock", str(lock)],
+        [sys.executable, "-m", "brorl.pin_resolve", "--lock", str(lock)],
         capture_output=True,
         text=True,
         timeout=120,

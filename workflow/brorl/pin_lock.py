@@ -1,4 +1,4 @@
-"""The pin lock: `make pin` (python -m brorl.pin_lock resolve) asks the hub which commit each branch of the run's
+"""The pin lock: `make pin` (python -m brorl.pin_resolve) asks the hub which commit each branch of the run's
 hub sources points at now and writes pins.lock.yaml beside config.yaml; the workflow, the plan and the preflight
 read it, so the config's branch names download at those commits and the pin gate (brorl.pins) opens.
 
@@ -9,16 +9,13 @@ branch it replaced, so editing a config revision (another branch or a commit) ma
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .pins import HubSource, hub_sources, is_pinned
+from .pins import HubSource, is_pinned
 
 LOCK_NAME = "pins.lock.yaml"
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,40 +74,3 @@ def hub_commit(repo_id: str, revision: str | None, repo_type: str) -> str:
     api = HfApi()
     info = api.model_info if repo_type == "model" else api.dataset_info
     return info(repo_id, revision=revision or "main").sha
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .benchmarks.registry import load_registry
-    from .config import load_yaml_config
-
-    parser = argparse.ArgumentParser(prog="python -m brorl.pin_lock", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["resolve"])
-    parser.add_argument("--configfile", nargs="*", type=Path, default=[], help="presets merged over config.yaml")
-    parser.add_argument("--lock", type=Path, default=ROOT / LOCK_NAME)
-    a = parser.parse_args(argv)
-    config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
-    sources = hub_sources(config, load_registry(), lambda name: True, training=True)
-    try:
-        found = resolve(sources, hub_commit)
-    except Exception as error:  # no network, a gated repository, a branch that does not exist
-        print(
-            f"error: the hub did not answer ({type(error).__name__}: {str(error)[:300]}). Where the hub is reachable, "
-            f"run `python -m brorl.pin_lock resolve` in a checkout of this repository and copy its {LOCK_NAME} "
-            "here (set HF_TOKEN for gated repositories).",
-            file=sys.stderr,
-        )
-        return 1
-    lock = {**read_lock(a.lock), **found}
-    header = (
-        f"# Written by `make pin` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: each hub branch of the run "
-        "resolved to its commit.\n# The workflow reads this file (brorl.pin_lock); commit it with the run.\n"
-    )
-    a.lock.write_text(header + yaml.safe_dump({"pins": dict(sorted(lock.items()))}, sort_keys=False))
-    for key, commit in found.items():
-        print(f"pinned {key} -> {commit}")
-    print(f"{len(found)} source(s) pinned in {a.lock}" if found else f"nothing to pin: {a.lock} unchanged")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
