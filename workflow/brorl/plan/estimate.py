@@ -27,6 +27,7 @@ STAGES: dict[str, str] = {
     "download_base_model": "model",
     "extend_context": "model",
     "preflight_gpu_node": "model",
+    "preflight_cross_node": "model",
     "build_tiny_model": "model",
     "train_ppo": "training",
     "export_checkpoint": "training",
