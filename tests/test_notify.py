@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from brorl import notify
-from helpers import ROOT, output_of, snakemake
+from helpers import ROOT, http_server, output_of, snakemake
 
 # Two blocks of a real Snakemake 9.27 log (-k, a failing job with a log, its start block above it; Slurm adds
 # external_jobid).
@@ -95,13 +94,9 @@ class _Hook(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def webhook():
-    server = HTTPServer(("127.0.0.1", 0), _Hook)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     _Hook.received = []
-    yield f"http://127.0.0.1:{server.server_port}/hook", _Hook.received
-    server.shutdown()
-    server.server_close()
+    with http_server(_Hook) as url:
+        yield f"{url}/hook", _Hook.received
 
 
 def test_the_webhook_gets_the_message_as_json_and_unset_sends_nothing(webhook):

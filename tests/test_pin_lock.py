@@ -8,8 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
@@ -17,7 +16,7 @@ from brorl.benchmarks.registry import load_registry
 from brorl.config import load_yaml_config
 from brorl.pin_gate import unpinned_of_run
 from brorl.pin_lock import apply_lock, lock_key, read_lock
-from helpers import CONFIG, ROOT, paper_config
+from helpers import CONFIG, ROOT, http_server, paper_config
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -45,11 +44,8 @@ class FakeHub(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with http_server(FakeHub) as url:
+        yield url
 
 
 def _resolve(lock, endpoint: str) -> subprocess.CompletedProcess:
