@@ -439,7 +439,7 @@ def test_figures_draw_the_interval_bands(monkeypatch):
     from brorl.analysis import figures
 
     drawn = []
-    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: drawn.append(fig))
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf, note: drawn.append(fig))
     rng = np.random.default_rng(6)
     units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng)
     fam = family_pass1(units).assign(hours=[0.0, 1.0, 1.2])
@@ -448,6 +448,30 @@ def test_figures_draw_the_interval_bands(monkeypatch):
     tasks = task_pass1(units).assign(hours=[0.0, 1.0, 1.2])
     figures.plot_figure4(tasks, {1: ["b"]}, {1: 1.0}, 1, ["c", "t"], {}, "base", 0, "y.png", "y.pdf")
     assert len(drawn[1].axes[0].collections) == 2
+
+
+def test_pass_rate_axes_stay_within_0_and_100_and_every_figure_names_its_scale(tmp_path):
+    from brorl.analysis import figures
+
+    rng = np.random.default_rng(7)
+    zeros = units_frame({(a, s): np.zeros(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng)
+    zeros["score"] = 0.0
+    fam = family_pass1(zeros).assign(hours=[0.0, 1.0, 1.2])
+    note = figures.scale_note("embedded")
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    captured = []
+    real_save = figures._save
+    figures._save = lambda fig, p, q, n: captured.append((fig.axes[0].get_ylim(), n)) or real_save(fig, p, q, n)
+    try:
+        points = figures.plot_figure1(fam, ["c", "t"], {}, "base", 0, png, pdf, note=note)
+    finally:
+        figures._save = real_save
+    (low, high), shown = captured[0]
+    assert points == 4 and low == 0 and 0 < high <= 100  # all-zero scores: 0..5 %, never -0.04..0.04
+    assert shown.startswith("tiny CPU run") and png.stat().st_size > 1000 and pdf.stat().st_size > 1000
+    empty = figures.plot_n_sweep(fam.iloc[:0], [{"name": "c", "n": 4}], 9, tmp_path / "s.png", tmp_path / "s.pdf")
+    assert empty == 0  # nothing at that step: the CLI warns and figures.json shows 0
+    assert figures.scale_note("cluster").startswith("paper-scale")
 
 
 def test_reasoning_gym_averages_differ_when_categories_hold_different_numbers_of_tasks():
@@ -702,7 +726,7 @@ def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- the workflow
-TINY_POINTS = [("base", 0), ("prorl_n4", 1), ("prorl_n4", 2), ("brorl_n16", 2)]
+TINY_POINTS = [("base", 0), ("prorl_n4", 3), ("prorl_n4", 6), ("brorl_n16", 6)]  # the tiny preset's evaluated steps
 # Training stood in for here: trained checkpoints in evaluation_points() and their folders as model inputs. Included by
 # the private copy's Snakefile after every helper and before the rules (later definitions win).
 OVERRIDES = f"""
@@ -784,7 +808,8 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         for arm, step in TINY_POINTS:  # stand-in model folders, produced by no rule
             (work / f"synthetic_models/{arm}/step{step}").mkdir(parents=True)
             older.append(work / f"synthetic_models/{arm}/step{step}")
-        for arm, hours in (("prorl_n4", [0.01, 0.02]), ("brorl_n16", [0.015, 0.03])):
+        prorl_hours, brorl_hours = [0.004, 0.008, 0.012, 0.016, 0.018, 0.02], [0.005 * k for k in range(1, 7)]
+        for arm, hours in (("prorl_n4", prorl_hours), ("brorl_n16", brorl_hours)):
             older.append(write_metrics(work / f"results/train/{arm}/metrics.jsonl", hours))
             (work / f"results/train/{arm}/train.json").write_text("{}")  # finish_training's other output
             older.append(work / f"results/train/{arm}/train.json")
@@ -823,10 +848,13 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         assert proc.returncode == 0, output_of(proc)[-8000:]
         results = work / "results"
         sig = json.loads((results / "stats/significance.json").read_text())
-        assert sig["status"] == "ok" and sig["treatment"] == {"arm": "brorl_n16", "step": 2, "hours": 0.03}
+        assert sig["status"] == "ok" and sig["treatment"] == {"arm": "brorl_n16", "step": 6, "hours": 0.03}
         assert sig["pooled"]["n"] == 12 and sig["pooled"]["delta"] > 0  # equal_time_hours null: final checkpoints
         for name in ("figure1", "figure1_families", "figure4", "n_sweep"):  # both tiny arms: the tiny N sweep
             assert (results / f"figures/{name}.png").stat().st_size > 1000
+        drawn = json.loads((results / "figures/figures.json").read_text())  # every figure drew data points
+        assert set(drawn["points"]) == {"figure1", "figure1_families", "figure4", "n_sweep"}, drawn
+        assert all(n > 0 for n in drawn["points"].values()) and drawn["scale"].startswith("tiny CPU run"), drawn
         summary = (results / "SUMMARY.md").read_text()
         assert "tiny preset" in summary and "over n = 12 instances" in summary
         # every score shown has an error bar and n = problems x samples (4 problems per benchmark, 16 samples)

@@ -126,6 +126,7 @@ rule plot_figures:
         patterns="results/tables/task_patterns.csv",
         figure4_png=analysis_figure("figure4", "Figure 4"),
         figure4_pdf="results/figures/figure4.pdf",
+        points="results/figures/figures.json",
     log:
         "results/logs/plot_figures/figures.log",
     benchmark:
@@ -153,6 +154,7 @@ rule plot_figures:
             --patterns-csv {output.patterns:q} \
             --figure4-png {output.figure4_png:q} \
             --figure4-pdf {output.figure4_pdf:q} \
+            --points-json {output.points:q} \
             {params.sweep:q} \
             >{log:q} 2>&1
         """

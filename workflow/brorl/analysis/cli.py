@@ -188,7 +188,7 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 
 def _cmd_figures(a: argparse.Namespace) -> None:
-    from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep
+    from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep, scale_note
     from .paper import FAMILIES, load_paper
     from .patterns import classify_tasks, pattern_shares
     from .trajectories import family_pass1, task_pass1, with_hours
@@ -200,25 +200,20 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     labels = {arm["name"]: arm.get("label") or arm["name"] for arm in spec["arms"]}
     arms = [cfg["comparison"]["control"], cfg["comparison"]["treatment"]]
     fam = with_hours(family_pass1(units), hours)  # pass@1 with its 95% interval: the bands
-    plot_figure1(fam, arms, labels, spec["base_arm"], spec["start_step"], a.figure1_png, a.figure1_pdf)
-    plot_figure1(fam, arms, labels, spec["base_arm"], spec["start_step"], a.families_png, a.families_pdf, FAMILIES)
+    note = scale_note(spec["engine"])
+    start = (spec["base_arm"], spec["start_step"])
+    points = {
+        "figure1": plot_figure1(fam, arms, labels, *start, a.figure1_png, a.figure1_pdf, note=note),
+        "figure1_families": plot_figure1(fam, arms, labels, *start, a.families_png, a.families_pdf, FAMILIES, note),
+    }
     tasks = with_hours(task_pass1(units), hours)
     patterns = {int(k): v for k, v in paper["figure4_patterns"].items()}
     classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns)
     a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
     classified.to_csv(a.patterns_csv, index=False)
     shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)
-    plot_figure4(
-        tasks,
-        rows,
-        shares,
-        len(classified),
-        arms,
-        labels,
-        spec["base_arm"],
-        spec["start_step"],
-        a.figure4_png,
-        a.figure4_pdf,
+    points["figure4"] = plot_figure4(
+        tasks, rows, shares, len(classified), arms, labels, *start, a.figure4_png, a.figure4_pdf, note
     )
     print(
         f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
@@ -228,8 +223,13 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     if a.sweep_png:
         enabled = {arm["name"]: arm for arm in spec["arms"]}
         sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
-        plot_n_sweep(fam, sweep, cfg["n_sweep"]["step"], a.sweep_png, a.sweep_pdf)
+        points["n_sweep"] = plot_n_sweep(fam, sweep, cfg["n_sweep"]["step"], a.sweep_png, a.sweep_pdf, note)
         print(f"N sweep over {[s['name'] for s in sweep]} at step {cfg['n_sweep']['step']}")
+    for name in (n for n, count in points.items() if not count):
+        print(f"warning: figure {name} has no data point (no evaluated checkpoint of its arms at its steps)")
+    if a.points_json:  # what each figure drew, so an empty one is caught (tests) and seen (the report)
+        a.points_json.parent.mkdir(parents=True, exist_ok=True)
+        a.points_json.write_text(json.dumps({"scale": note, "points": points}, indent=2) + "\n")
 
 
 def _cmd_summary(a: argparse.Namespace) -> None:
@@ -291,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         f.add_argument(f"--{name}", required=True, type=Path)
     f.add_argument("--sweep-png", type=Path, default=None)
     f.add_argument("--sweep-pdf", type=Path, default=None)
+    f.add_argument("--points-json", type=Path, default=None, help="data points drawn per figure, and the subtitle")
     f.set_defaults(func=_cmd_figures)
 
     m = sub.add_parser("summary", help="results/SUMMARY.md, claim by claim")

@@ -24,11 +24,33 @@ from .paper import FAMILIES, FAMILY_LABELS  # noqa: E402
 from .patterns import PATTERNS  # noqa: E402
 
 
-def _save(fig, png: Path, pdf: Path) -> None:
+def scale_note(engine: str) -> str:
+    """The subtitle every figure carries: which run it shows, so a tiny CPU curve is never read as the paper's."""
+    if engine == "embedded":
+        return "tiny CPU run (embedded engine, tiny model): checks the pipeline, not comparable with the paper"
+    return "paper-scale run (OpenRLHF engine)"
+
+
+def plotted_points(fig) -> int:
+    """Data points drawn on the figure's axes (lines, markers, error bars), bands excluded."""
+    return sum(len(line.get_xdata()) for ax in fig.axes for line in ax.get_lines())
+
+
+def _pass_rate_axis(ax) -> None:
+    """A pass-rate axis stays within 0-100 %, with room above the highest point (never -0.04..0.04 for zeros)."""
+    top = max((float(np.nanmax(y)) for y in (line.get_ydata() for line in ax.get_lines()) if len(y)), default=0.0)
+    ax.set_ylim(0, min(100.0, max(5.0, 1.15 * top + 2)))
+
+
+def _save(fig, png: Path, pdf: Path, note: str) -> int:
+    """Subtitle, PNG and PDF; returns the data points drawn (0: an empty figure, which the CLI reports)."""
+    fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=8, style="italic")
+    points = plotted_points(fig)
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(fig)
+    return points
 
 
 def _with_start(frame: pd.DataFrame, arms: Sequence[str], base_arm: str, start_step: int) -> pd.DataFrame:
@@ -56,7 +78,8 @@ def plot_figure1(
     png: Path,
     pdf: Path,
     families: Sequence[str] = ("math",),
-) -> None:
+    note: str = "",
+) -> int:
     """One panel per family of ``families`` evaluated: pass@1 (%) against training hours, one line per arm with its
     95% interval as a band (the paper's Figure 1 is Math only)."""
     data = _with_start(family, arms, base_arm, start_step)
@@ -74,10 +97,11 @@ def plot_figure1(
         ax.set_title(FAMILY_LABELS[fam])
         ax.set_xlabel("training hours")
         ax.set_ylabel("pass@1 (%)")
+        _pass_rate_axis(ax)
     handles, names = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, names, loc="upper center", ncol=len(names), bbox_to_anchor=(0.5, 1.08))
-    _save(fig, png, pdf)
+    return _save(fig, png, pdf, note)
 
 
 def figure4_rows(
@@ -106,7 +130,8 @@ def plot_figure4(
     start_step: int,
     png: Path,
     pdf: Path,
-) -> None:
+    note: str = "",
+) -> int:
     """Per-task pass@1 (%) against training hours, one row per trajectory pattern (its share of the classified
     tasks in the row title), one line per arm with its 95% interval as a band."""
     data = _with_start(tasks, arms, base_arm, start_step)
@@ -135,16 +160,19 @@ def plot_figure4(
             )
             ax.set_xlabel("training hours")
             ax.set_ylabel("pass@1 (%)")
+            _pass_rate_axis(ax)
     fig.suptitle("Per-task pass@1 by trajectory pattern (1 both improve, 2 only BroRL, 3 not BroRL)")
     handles, names = next(
         (ax.get_legend_handles_labels() for ax in axes.flat if ax.get_legend_handles_labels()[0]), ([], [])
     )
     if handles:
         fig.legend(handles, names, loc="outside lower center", ncol=len(names))
-    _save(fig, png, pdf)
+    return _save(fig, png, pdf, note)
 
 
-def plot_n_sweep(family: pd.DataFrame, sweep: Sequence[Mapping], step: int, png: Path, pdf: Path) -> None:
+def plot_n_sweep(
+    family: pd.DataFrame, sweep: Sequence[Mapping], step: int, png: Path, pdf: Path, note: str = ""
+) -> int:
     """Family pass@1 (%) at ``step`` against N (log2 axis) over the sweep arms (name, n), with 95% intervals."""
     rows = []
     for arm in sweep:
@@ -164,6 +192,7 @@ def plot_n_sweep(family: pd.DataFrame, sweep: Sequence[Mapping], step: int, png:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rollouts per prompt N")
     ax.set_ylabel(f"pass@1 (%) at continued step {step}")
+    _pass_rate_axis(ax)
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
-    _save(fig, png, pdf)
+    return _save(fig, png, pdf, note)
