@@ -120,6 +120,7 @@ def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
     train = resources["train_ppo"]
     assert (train["nodes"], train["tasks"], train["gres"]) == ("1", "1", "gpu:h100:8"), train
     assert counts["train_ppo"] >= 2 and counts["finish_training"] == 2
+    assert "preflight_cross_node" not in counts  # one node: nothing crosses nodes
 
 
 @needs_driver
@@ -136,6 +137,8 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
     assert resources["score_samples"]["slurm_partition"] == "cpu" and "gpu" not in resources["score_samples"]
     assert {"simulate_token_level", "simulate_sensitivity", "generate_samples", "score_samples"} <= set(counts)
     assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # all runs / one per variant
+    cross = resources["preflight_cross_node"]  # the all-reduce across two nodes before 8-node training
+    assert (cross["nodes"], cross["tasks"], cross["gres"], cross["mpi"]) == ("2", "2", "gpu:h100:8", "srun"), cross
 
 
 def test_the_profile_names_jobs_and_writes_the_efficiency_report_under_results():
