@@ -310,7 +310,7 @@ def _summary(arm, step, bench, family, p1, n=16, tokens=10.0, trunc=0.0, errors=
 def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_path):
     summaries = [
         _summary("base", 0, "aime24", "math", 0.2, tokens=100),
-        _summary("base", 0, "math500", "math", 0.6, tokens=50, errors={"timeout": 2}),
+        _summary("base", 0, "math500", "math", 0.6, tokens=50, errors={"timeout": 2, "no_code": 3}),
         _summary("base", 0, "synthetic_math", "math", 0.4),
         _summary("base", 0, "apps", "code", 0.3),
         _summary("base", 0, "rg_games", "reasoning_gym", 0.5, trunc=0.5),
@@ -323,7 +323,8 @@ def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_
     assert avg.loc[("base", "Math avg"), "pass@1"] == pytest.approx(0.4)
     assert avg.loc[("base", "Math avg"), "n_benchmarks"] == 3
     assert avg.loc[("base", "Math avg"), "mean_response_tokens"] == pytest.approx(160 / 3)
-    assert avg.loc[("base", "Math avg"), "scorer_errors"] == 2
+    assert avg.loc[("base", "Math avg"), "scorer_errors"] == 2  # a timeout is the verifier's
+    assert avg.loc[("base", "Math avg"), "no_answer"] == 3  # a response without an answer is the model's
     assert avg.loc[("base", "Code avg"), "pass@1"] == pytest.approx(0.3)
     assert avg.loc[("base", "Reasoning Gym avg"), "pass@1"] == pytest.approx(0.3)
     assert avg.loc[("base", "Reasoning Gym avg"), "truncation_rate"] == pytest.approx(0.25)

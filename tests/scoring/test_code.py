@@ -142,12 +142,12 @@ def test_call_based():
 # ---------------------------------------------------------------- hostile programs
 
 
-def timed_score(code: str, item=ADD, **kw):
+def timed_score(code: str, item=ADD, tl: float = TL, **kw):
     start = time.monotonic()
-    s = score_code(item, fenced(code), time_limit_s=TL, **kw)
+    s = score_code(item, fenced(code), time_limit_s=tl, **kw)
     wall = time.monotonic() - start
     assert s.score == 0.0 and not s.correct, s
-    assert wall < TL + MARGIN, wall
+    assert wall < tl + MARGIN, wall
     return s
 
 
@@ -197,7 +197,8 @@ def test_huge_allocation():
 @needs_bwrap
 def test_huge_output():
     code = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)"
-    assert timed_score(code).error == "output_limit"
+    # a generous time limit: on a loaded machine the first megabytes must not be slower than the limit
+    assert timed_score(code, tl=10.0).error == "output_limit"
 
 
 @needs_bwrap

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..provenance import sha256_file
+from ..scoring.result import NO_ANSWER_REASONS
 from ..stats.stderr import MeanError, mean_error, mean_of_errors
 from ..tables import plus_minus
 from .passk import DEFAULT_KS, ks_for, pass_at_k_from_scores
@@ -176,7 +177,9 @@ def _benchmark_row(s: dict, ks, cols: list[str]) -> dict:
     )
     row["mean_response_tokens"] = s["mean_response_tokens"]
     row["truncation_rate"] = s["truncation_rate"]
-    row["scorer_errors"] = int(sum(s["scorer_errors"].values()))
+    reasons = s["scorer_errors"]
+    row["no_answer"] = int(sum(v for k, v in reasons.items() if k in NO_ANSWER_REASONS))
+    row["scorer_errors"] = int(sum(v for k, v in reasons.items() if k not in NO_ANSWER_REASONS))
     return row
 
 
@@ -201,6 +204,7 @@ def _average_row(arm: str, step: int, family: str, group: pd.DataFrame, cols: li
     avg.update(zip(MV_COLUMNS[:2], (mv.mean, mv.se)))
     for c in MV_COLUMNS[2:]:
         avg[c] = group[c].sum(min_count=len(group))  # NaN unless every benchmark counted its disagreements
+    avg["no_answer"] = int(group["no_answer"].sum())
     avg["scorer_errors"] = int(group["scorer_errors"].sum())
     return avg
 

@@ -45,7 +45,7 @@ import logging
 import marshal
 import re
 
-from brorl.scoring.result import Score, failed
+from brorl.scoring.result import NO_CODE, Score, failed
 from brorl.scoring.sandbox import Limits, run_sandboxed
 
 log = logging.getLogger(__name__)
@@ -350,7 +350,7 @@ def score_code(
         raise ValueError(f"reward must be 'binary' or 'fraction', got {reward!r}")
     code = extract_code(response)
     if code is None:
-        return failed("no_code")
+        return failed(NO_CODE)
     tests = normalize_tests(item["tests"])
     n = len(tests["inputs"])
     payload = marshal.dumps(

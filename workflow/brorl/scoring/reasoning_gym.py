@@ -10,7 +10,7 @@ library gives them.
 
 from __future__ import annotations
 
-from .result import Score, failed
+from .result import NO_ANSWER, Score, failed
 
 WRONG_PROBE = "definitely wrong"
 
@@ -20,7 +20,7 @@ def score_entry(item: dict, answer: str | None) -> Score:
     from ..benchmarks.rg import dataset, decode
 
     if answer is None:
-        return failed("no <answer>...</answer> in the response")
+        return failed(NO_ANSWER)
     meta = item["metadata"]
     try:
         ds = dataset(meta["task"], meta["size"], meta["seed"])

@@ -26,6 +26,14 @@ class Score:
         return asdict(self)
 
 
+# Reasons that say the response holds no answer to judge (the model's doing, not the verifier's): tables count them
+# apart from real scorer errors (timeouts, crashes), so a tiny model that never writes <answer> does not look like
+# a broken verifier.
+NO_ANSWER = "no <answer>...</answer> in the response"
+NO_CODE = "no_code"
+NO_ANSWER_REASONS = (NO_ANSWER, NO_CODE)
+
+
 def failed(reason: str) -> Score:
     """A response that could not be judged: scored 0, with the reason kept."""
     return Score(0.0, False, reason)
