@@ -137,6 +137,7 @@ def test_write_table(tmp_path) -> None:
     write_table(df, md, csv, tex, title="My title")
     text = md.read_text()
     assert text.startswith("# My title\n") and "Produced by" in text
+    assert json.loads((tmp_path / "y" / "t.csv.json").read_text())["rows"] == 2  # the full command's sidecar
     assert "-3.6e-6" in text and "0.6408" in text and r"c\|d" in text
     back = pd.read_csv(csv)
     assert back["value"].iloc[0] == -3.6e-6 and list(back.columns) == ["name", "value", "n"]

@@ -6,6 +6,8 @@ to_latex needs jinja2).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sys
 from datetime import UTC, datetime
@@ -85,15 +87,26 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _how_produced() -> str:
-    """One line: the command (``python -m pkg ...`` when run with -m), commit and UTC time."""
+def _short(arg: str, limit: int = 60) -> str:
+    """An argument as the table's line shows it: a long one (a JSON spec) as its size and hash."""
+    if len(arg) <= limit:
+        return arg
+    return f"<{len(arg)} characters, sha256 {hashlib.sha256(arg.encode()).hexdigest()[:12]}>"
+
+
+def _program() -> str:
+    """``python -m pkg`` when run with -m, else the script's name."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     if spec is not None and spec.name:
-        prog = "python -m " + spec.name.removesuffix(".__main__")
-    else:
-        prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
-    command = " ".join([prog, *_collapse_lists(sys.argv[1:])])
+        return "python -m " + spec.name.removesuffix(".__main__")
+    return Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+
+
+def _how_produced() -> str:
+    """One short line: the command (long values as their hash; the full one is in the CSV's sidecar), commit and
+    UTC time."""
+    command = " ".join([_program(), *(_short(a) for a in _collapse_lists(sys.argv[1:]))])
     try:
         from .provenance import git_state
 
@@ -150,8 +163,9 @@ def write_table(
     tex_path: str | Path | None = None,
     title: str | None = None,
 ) -> None:
-    """Write ``df`` as markdown (title heading, a line saying how it was produced, readable numbers), as CSV
-    (raw values) and, when ``tex_path`` is given, as a LaTeX booktabs tabular. Parent folders are created."""
+    """Write ``df`` as markdown (title heading, a short line saying how it was produced, readable numbers), as CSV
+    (raw values, with ``<csv>.json`` holding the full command) and, when ``tex_path`` is given, as a LaTeX booktabs
+    tabular. Parent folders are created."""
     outputs = [(Path(md_path), _markdown(df, title))]
     if tex_path is not None:
         outputs.append((Path(tex_path), _latex(df, title)))
@@ -161,3 +175,6 @@ def write_table(
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(csv_path, index=False)
+    # the full command (the tables' line shortens long values): <table>.csv.json
+    sidecar = {"command": [_program(), *sys.argv[1:]], "columns": [str(c) for c in df.columns], "rows": len(df)}
+    Path(f"{csv_path}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
