@@ -704,6 +704,15 @@ def test_cli_from_score_files_to_summary(tmp_path):
     assert "Table 2" in text and "not run: the throughput stage" in text
 
 
+def test_an_embedded_table_keeps_the_summary_to_one_heading_outline():
+    from brorl.analysis.summary import demote_headings
+
+    table2 = "# Table 2: throughput\n\nProduced by ...\n\n## notes\n| a |\n|---|"
+    shown = demote_headings(table2, below=3)
+    assert shown.splitlines()[0] == "#### Table 2: throughput" and "\n##### notes\n" in shown
+    assert "| a |" in shown and demote_headings("no heading", 3) == "no heading"
+
+
 def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
     files = synthetic_evaluation(tmp_path, np.random.default_rng(5))
     base_only = [p for p in files["scores"] if "/base/" in str(p)]

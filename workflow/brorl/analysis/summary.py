@@ -313,6 +313,14 @@ def _statistics(sig: Mapping) -> list[str]:
     return lines + [""]
 
 
+def demote_headings(markdown: str, below: int) -> str:
+    """`markdown` with its headings demoted so the highest is level below + 1 (an embedded table's own "# Table 2"
+    becomes "#### Table 2" under a "###" section); text outside headings unchanged."""
+    levels = [len(line) - len(line.lstrip("#")) for line in markdown.splitlines() if line.startswith("#")]
+    shift = max(0, below + 1 - min(levels)) if levels else 0
+    return "\n".join("#" * shift + line if line.startswith("#") else line for line in markdown.splitlines())
+
+
 def render_summary(
     spec: Mapping,
     table1: pd.DataFrame,
@@ -322,7 +330,7 @@ def render_summary(
     table2_md: str | None,
     patterns: pd.DataFrame | None = None,
 ) -> str:
-    """The SUMMARY.md text."""
+    """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
     lines += _main_claim(table1, spec)
     lines += _simulation(claims)
@@ -330,7 +338,7 @@ def render_summary(
     lines += _table1(table1)
     lines += ["### Table 2 (throughput and dynamic-sampling pass rate)", ""]
     lines += [
-        table2_md.strip()
+        demote_headings(table2_md.strip(), below=3)
         if table2_md
         else f"{NOT_RUN}: the throughput stage has not produced its Table 2 in this configuration (paper: pass rate "
         "41% vs 62%, 36.5 vs 72.4 samples/s, x1.98).",
