@@ -315,5 +315,5 @@ def main(argv: list[str] | None = None) -> None:
     from .paper import PaperDataError
 
     a = build_parser().parse_args(argv)
-    run_command(a, (AnalysisInputError, SelectionError, PaperDataError, RecordError, ValueError))
+    run_command(a, (AnalysisInputError, SelectionError, PaperDataError, RecordError, ValueError), hard_exit=True)
     sys.stdout.flush()

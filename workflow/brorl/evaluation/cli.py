@@ -123,4 +123,4 @@ def main(argv: list[str] | None = None) -> None:
     a = parser.parse_args(argv)
     if a.command == "collect" and (a.agreement_md is None) != (a.agreement_csv is None):
         parser.error("--agreement-md and --agreement-csv go together")
-    run_command(a, (EvaluationError, RecordError))
+    run_command(a, (EvaluationError, RecordError), hard_exit=True)
