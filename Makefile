@@ -150,5 +150,5 @@ bench-train: setup
 
 ## List the targets and what they do.
 help:
-	@awk '/^## /{doc = doc substr($$0, 4) " "; next} /^[a-z][a-z-]*:/{if (doc != "") {name = $$1; sub(/:.*/, "", name); \
+	@awk '/^## /{doc = doc substr($$0, 4) " "; next} /^[A-Z_]+ *[:?]?=/{next} /^[a-z][a-z-]*:/{if (doc != "") {name = $$1; sub(/:.*/, "", name); \
 	  printf "  %-14s %s\n", name, doc}} {doc = ""}' $(MAKEFILE_LIST)
