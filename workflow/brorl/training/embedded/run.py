@@ -21,7 +21,7 @@ from ...scoring.reasoning import as_scored
 from .. import metrics as metrics_io
 from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
 from ..run_folder import check_fingerprint
-from ..segments import SegmentJob
+from ..segments import CheckpointError, SegmentJob
 from ..tracking import SegmentLogger, Tracking
 from . import state as run_state
 from .advantages import keep_groups, reinforce_baseline
@@ -140,6 +140,13 @@ class EmbeddedRun:
         if committed:
             saved = run_state.load_state(self.run_dir, committed)
             policy.load_state_dict(saved["policy"])
+            groups = len(saved["optimizer"]["param_groups"])
+            if groups != len(self.trainer.optimizer.param_groups):
+                raise CheckpointError(
+                    f"{self.run_dir}: its optimizer state has {groups} parameter group(s); this version has "
+                    f"{len(self.trainer.optimizer.param_groups)} (biases and norms exempt from weight decay, as "
+                    "OpenRLHF): retrain the arm (delete its results/train/<arm>/run)"
+                )
             self.trainer.optimizer.load_state_dict(saved["optimizer"])
             self.stream = PromptStream.restore(items, self.plan.seed, saved["cursor"])
             self.wall_s, self.ref_step = saved["wall_s"], saved["ref_step"]

@@ -39,6 +39,20 @@ class LossSettings:
         )
 
 
+# Parameter names exempt from weight decay, as OpenRLHF 0.11.2's DeepSpeed strategy groups them
+# (get_optimizer_grouped_parameters: a case-sensitive substring match): biases and the RMSNorm/LayerNorm weights.
+NO_DECAY = ("bias", "layer_norm.weight", "layernorm.weight", "norm.weight", "ln_f.weight")
+
+
+def decay_groups(named: list[tuple[str, torch.nn.Parameter]], weight_decay: float) -> list[dict]:
+    """AdamW parameter groups: weight decay on every trainable parameter but NO_DECAY's, which get none."""
+    exempt = [any(key in name for key in NO_DECAY) for name, _ in named]
+    return [
+        {"params": [p for (_, p), e in zip(named, exempt) if not e and p.requires_grad], "weight_decay": weight_decay},
+        {"params": [p for (_, p), e in zip(named, exempt) if e and p.requires_grad], "weight_decay": 0.0},
+    ]
+
+
 def load_causal_lm(model_dir: str) -> torch.nn.Module:
     """A float32 HF causal LM on the CPU (eager attention: exact and fast enough for the tiny model)."""
     from transformers import AutoModelForCausalLM
@@ -74,7 +88,7 @@ class PolicyTrainer:
         self.grad_clip = grad_clip
         self.micro = micro_batch_size
         self.optimizer = torch.optim.AdamW(
-            self.policy.parameters(), lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False
+            decay_groups(list(self.policy.named_parameters()), weight_decay), lr=lr, betas=betas, eps=eps, foreach=False
         )
         low_high = (0.0, loss.tis_threshold) if loss.tis_threshold is not None else (0.5, 5.0)
         # TIS (Yao et al. 2025): weight each token by min(pi_train/pi_rollout, C) -> clip mode, token level
