@@ -501,3 +501,29 @@ def test_the_n_sweep_step_must_be_an_evaluated_step_of_its_arms():
         ConfigError, match=r"step 2 of sweep arm 'prorl_n4' is not evaluated \(its evaluated steps: \[3, 6\]\)"
     ):
         validate_config(cfg)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("advantage_estimator", "rloo", "'rloo' is not implemented by the embedded engine"),
+        ("loss_aggregation", "seq-mean-token-mean", "'seq-mean-token-mean' is not implemented"),
+        ("length_penalty", True, "True is not implemented by the embedded engine"),
+    ],
+)
+def test_the_embedded_engine_refuses_what_it_cannot_train(key, value, words):
+    """The tiny preset trains with the embedded engine: a key it would silently ignore is refused by name."""
+    tiny = load_yaml_config(CONFIG, TINY)
+    tiny["training"][key] = value
+    with pytest.raises(ConfigError, match=rf"'training.{key}': {words}"):
+        validate_config(tiny)
+    paper = load_yaml_config(CONFIG)  # the cluster engine (OpenRLHF) takes it
+    paper["training"][key] = value
+    validate_config(paper)
+
+
+def test_the_embedded_engine_refuses_kl_in_the_reward():
+    tiny = load_yaml_config(CONFIG, TINY)
+    tiny["training"]["kl"]["use_loss"] = False
+    with pytest.raises(ConfigError, match="'training.kl.use_loss': false"):
+        validate_config(tiny)

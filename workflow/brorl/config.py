@@ -296,6 +296,32 @@ def _check_embedded_model(cfg: dict) -> list[str]:
     return []
 
 
+def _check_embedded_engine(cfg: dict) -> list[str]:
+    """Training keys the embedded engine cannot honour: refused by name, never silently trained another way (the
+    cluster engine, OpenRLHF, takes them all)."""
+    train = cfg["training"]
+    if (train.get("engine") or cfg["engine"]) != "embedded" or not any(a.get("enabled", True) for a in cfg["arms"]):
+        return []
+    unsupported = {
+        "advantage_estimator": (train["advantage_estimator"], "reinforce_baseline"),
+        "loss_aggregation": (train["loss_aggregation"], "token-mean"),
+        "length_penalty": (train["length_penalty"], False),
+    }
+    problems = [
+        f"config key 'training.{key}': {value!r} is not implemented by the embedded engine (it trains {only!r} "
+        "only); use training.engine: cluster (OpenRLHF) for it"
+        for key, (value, only) in unsupported.items()
+        if value != only
+    ]
+    if not train["kl"]["use_loss"] and train["kl"]["coef"]:
+        problems.append(
+            "config key 'training.kl.use_loss': false (KL folded into the reward, OpenRLHF's default) is not "
+            "implemented by the embedded engine, which adds the KL to the loss only; use true or training.engine: "
+            "cluster"
+        )
+    return problems
+
+
 def _check_unique_entries(cfg: dict) -> list[str]:
     layouts = [(x.get("prompts"), x.get("n")) if isinstance(x, dict) else None for x in cfg["throughput"]["layouts"]]
     return (
@@ -403,6 +429,7 @@ _CHECKS = (
     _check_training,
     _check_lengths,
     _check_embedded_model,
+    _check_embedded_engine,
     _check_unique_entries,
     _check_analysis,
     _check_simulation,
