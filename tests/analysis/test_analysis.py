@@ -702,6 +702,23 @@ def test_cli_from_score_files_to_summary(tmp_path):
     assert "tiny preset" in text and "delta 0.0033" in text and "over n = 12 instances" in text
     assert f"{float(base['Math']):.2f} ± {float(base['Math se']):.2f} (n 6 x 16) (" in text
     assert "Table 2" in text and "not run: the throughput stage" in text
+    # the verdict comes from the paired test: never "does not hold" from differences it cannot tell from noise
+    verdict = next(line for line in text.splitlines() if line.startswith("- Verdict here"))
+    if sig["pooled"]["reject"]:
+        assert "< alpha 0.05" in verdict and "**not resolved" not in verdict, verdict
+    else:
+        assert "**not resolved at this scale** (paired one-tailed test p" in verdict, verdict
+        assert "does not hold" not in verdict
+
+
+def test_the_summary_verdict_is_resolved_only_by_the_paired_test():
+    from brorl.analysis.summary import resolved_by_test
+
+    sig = {"status": "ok", "alpha": 0.05, "pooled": {"reject": False, "p": 0.31, "n": 48}}
+    assert resolved_by_test(sig) == (False, "paired one-tailed test p 0.31 >= alpha 0.05 over n = 48")
+    sig["pooled"].update(reject=True, p=0.004)
+    assert resolved_by_test(sig) == (True, "paired one-tailed test p 0.004 < alpha 0.05")
+    assert resolved_by_test({"status": "not run", "reason": "one arm"}) == (False, "no paired test (one arm)")
 
 
 def test_an_embedded_table_keeps_the_summary_to_one_heading_outline():

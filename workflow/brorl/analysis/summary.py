@@ -78,7 +78,18 @@ def _verdict(gains: dict[str, dict[str, float]], rg_column: str) -> tuple[str, i
     return verdict, len(better), len(columns)
 
 
-def _main_claim(table1: pd.DataFrame, spec: Mapping) -> list[str]:
+def resolved_by_test(sig: Mapping) -> tuple[bool, str]:
+    """Whether the paired one-tailed test resolves the comparison (p < alpha), and why not where it does not: a
+    verdict read from point estimates alone would call noise a result."""
+    if sig.get("status") != "ok":
+        return False, f"no paired test ({sig.get('reason') or 'not run'})"
+    pooled = sig["pooled"]
+    if pooled["reject"]:
+        return True, f"paired one-tailed test p {pooled['p']:.3g} < alpha {sig['alpha']}"
+    return False, f"paired one-tailed test p {pooled['p']:.3g} >= alpha {sig['alpha']} over n = {pooled['n']}"
+
+
+def _main_claim(table1: pd.DataFrame, spec: Mapping, sig: Mapping | None = None) -> list[str]:
     roles = spec["analysis"]["comparison"]
     lines = [
         "## Main claim: larger N keeps improving where N = 16 stalls",
@@ -101,12 +112,19 @@ def _main_claim(table1: pd.DataFrame, spec: Mapping) -> list[str]:
         lines.append(
             f"- {role} arm `{roles[role]}` at {last['continued steps']}: change from the start: {text} points."
         )
-    if len(gains) == 2:
+    resolved, why = resolved_by_test(sig or {})
+    if len(gains) == 2 and not resolved:
+        by_category = _verdict(gains, RG_CATEGORY)
+        lines.append(
+            f"- Verdict here: **not resolved at this scale** ({why}); the treatment gains more in {by_category[1]} "
+            f"of {by_category[2]} families, differences the test does not tell from noise."
+        )
+    elif len(gains) == 2:
         by_category, by_task = _verdict(gains, RG_CATEGORY), _verdict(gains, RG_TASK)
         lines.append(
             f"- Verdict here: the treatment gains more in {by_category[1]} of {by_category[2]} families with "
-            f"the category mean of Reasoning Gym, {by_task[1]} of {by_task[2]} with the task mean: the claim "
-            f"**{by_category[0]}** at this scale"
+            f"the category mean of Reasoning Gym, {by_task[1]} of {by_task[2]} with the task mean ({why}): the "
+            f"claim **{by_category[0]}** at this scale"
             + (
                 "."
                 if by_category[0] == by_task[0]
@@ -332,7 +350,7 @@ def render_summary(
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
-    lines += _main_claim(table1, spec)
+    lines += _main_claim(table1, spec, sig)
     lines += _simulation(claims)
     lines += ["## Section 4.2: results to regenerate", ""]
     lines += _table1(table1)
