@@ -450,6 +450,35 @@ def test_figures_draw_the_interval_bands(monkeypatch):
     assert len(drawn[1].axes[0].collections) == 2
 
 
+def test_figure1_draws_the_papers_published_points_apart_at_paper_scale(tmp_path):
+    from brorl.analysis import figures
+    from brorl.analysis.paper import load_paper
+
+    table1 = load_paper()["table1"]
+    pts = figures.paper_points(table1, "math")
+    assert pts["control"] == [(0.0, 61.69), (56.3, 62.08), (133.8, 62.02)]
+    assert pts["treatment"][-1] == (173.8, 63.03) and len(pts["treatment"]) == 4
+    rng = np.random.default_rng(8)
+    units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng)
+    fam = family_pass1(units).assign(hours=[0.0, 1.0, 1.2])
+    drawn = []
+    real_save = figures._save
+    figures._save = lambda fig, p, q, n: drawn.append(fig) or real_save(fig, p, q, n)
+    try:
+        ours = figures.plot_figure1(fam, ["c", "t"], {}, "base", 0, tmp_path / "a.png", tmp_path / "a.pdf")
+        both = figures.plot_figure1(
+            fam, ["c", "t"], {}, "base", 0, tmp_path / "b.png", tmp_path / "b.pdf", paper_table1=table1
+        )
+    finally:
+        figures._save = real_save
+    labels = [line.get_label() for line in drawn[1].axes[0].get_lines()]
+    assert "paper: ProRL (N=16)" in labels and "paper: BroRL (N=512)" in labels
+    assert not any(str(x).startswith("paper:") for x in (line.get_label() for line in drawn[0].axes[0].get_lines()))
+    assert ours == both == 4  # the paper's markers are not counted as this run's data
+    paper_line = next(line for line in drawn[1].axes[0].get_lines() if line.get_label() == "paper: BroRL (N=512)")
+    assert paper_line.get_marker() == "s" and paper_line.get_markerfacecolor() == "none"
+
+
 def test_pass_rate_axes_stay_within_0_and_100_and_every_figure_names_its_scale(tmp_path):
     from brorl.analysis import figures
 

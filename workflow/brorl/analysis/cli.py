@@ -202,9 +202,14 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     fam = with_hours(family_pass1(units), hours)  # pass@1 with its 95% interval: the bands
     note = scale_note(spec["engine"])
     start = (spec["base_arm"], spec["start_step"])
+    published = None if spec["engine"] == "embedded" else paper["table1"]  # never beside a seconds-long tiny curve
     points = {
-        "figure1": plot_figure1(fam, arms, labels, *start, a.figure1_png, a.figure1_pdf, note=note),
-        "figure1_families": plot_figure1(fam, arms, labels, *start, a.families_png, a.families_pdf, FAMILIES, note),
+        "figure1": plot_figure1(
+            fam, arms, labels, *start, a.figure1_png, a.figure1_pdf, note=note, paper_table1=published
+        ),
+        "figure1_families": plot_figure1(
+            fam, arms, labels, *start, a.families_png, a.families_pdf, FAMILIES, note, published
+        ),
     }
     tasks = with_hours(task_pass1(units), hours)
     patterns = {int(k): v for k, v in paper["figure4_patterns"].items()}

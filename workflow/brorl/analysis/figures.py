@@ -32,8 +32,14 @@ def scale_note(engine: str) -> str:
 
 
 def plotted_points(fig) -> int:
-    """Data points drawn on the figure's axes (lines, markers, error bars), bands excluded."""
-    return sum(len(line.get_xdata()) for ax in fig.axes for line in ax.get_lines())
+    """This run's data points drawn on the figure's axes (lines, markers, error bars), bands and the paper's
+    published points excluded."""
+    return sum(
+        len(line.get_xdata())
+        for ax in fig.axes
+        for line in ax.get_lines()
+        if not str(line.get_label()).startswith("paper:")
+    )
 
 
 def _pass_rate_axis(ax) -> None:
@@ -69,6 +75,18 @@ def _band(ax, d: pd.DataFrame, colour) -> None:
         ax.fill_between(d["hours"], 100 * d["ci_low"], 100 * d["ci_high"], color=colour, alpha=0.2, linewidth=0)
 
 
+def paper_points(table1: Sequence[Mapping], family: str) -> dict[str, list[tuple[float, float]]]:
+    """The paper's published (training hours, score %) of `family` per role (control, treatment), from its Table 1;
+    the baseline row is each role's point at 0 h."""
+    base = next((r for r in table1 if r["role"] == "base"), None)
+    points: dict[str, list[tuple[float, float]]] = {}
+    for role in ("control", "treatment"):
+        rows = [r for r in table1 if r["role"] == role and r.get("time_h") is not None]
+        start = [(0.0, float(base[family]))] if base and base.get(family) is not None else []
+        points[role] = start + [(float(r["time_h"]), float(r[family])) for r in rows if r.get(family) is not None]
+    return points
+
+
 def plot_figure1(
     family: pd.DataFrame,
     arms: Sequence[str],
@@ -79,9 +97,12 @@ def plot_figure1(
     pdf: Path,
     families: Sequence[str] = ("math",),
     note: str = "",
+    paper_table1: Sequence[Mapping] | None = None,
 ) -> int:
     """One panel per family of ``families`` evaluated: pass@1 (%) against training hours, one line per arm with its
-    95% interval as a band (the paper's Figure 1 is Math only)."""
+    95% interval as a band (the paper's Figure 1 is Math only). ``paper_table1`` (paper scale only, never beside a
+    tiny run): the paper's published points of the control and treatment arms (``arms`` in that order) as open
+    markers with dashed lines, in the arms' colours."""
     data = _with_start(family, arms, base_arm, start_step)
     fams = [f for f in families if f in set(data["family"])] or list(families[:1])
     sns.set_theme(style="whitegrid", context="paper")
@@ -94,6 +115,20 @@ def plot_figure1(
                 continue
             ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
             _band(ax, d, colours[arm])
+        if paper_table1:
+            for role, arm in zip(("control", "treatment"), arms):
+                pts = paper_points(paper_table1, fam)[role]
+                if pts:
+                    hours, score = zip(*pts)
+                    ax.plot(
+                        hours,
+                        score,
+                        linestyle="--",
+                        marker="s",
+                        markerfacecolor="none",
+                        color=colours[arm],
+                        label=f"paper: {'ProRL (N=16)' if role == 'control' else 'BroRL (N=512)'}",
+                    )
         ax.set_title(FAMILY_LABELS[fam])
         ax.set_xlabel("training hours")
         ax.set_ylabel("pass@1 (%)")
