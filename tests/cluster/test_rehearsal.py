@@ -91,12 +91,11 @@ class Workflow:
         )
         assert proc.returncode == 0, output_of(proc)[-4000:]
 
-    def env(self, extra: dict | None = None) -> dict:
+    def env(self) -> dict:
         return {
             **os.environ,
             **CI_SITE,
             "BRORL_DATA_ROOT": str(self.logs / "none"),
-            **(extra or {}),
             "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]]),
         }
 

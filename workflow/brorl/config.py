@@ -296,11 +296,16 @@ def _check_embedded_model(cfg: dict) -> list[str]:
     return []
 
 
+def training_engine(cfg: dict) -> str:
+    """The engine that trains the arms: training.engine, or the top-level engine when it is null."""
+    return cfg["training"].get("engine") or cfg["engine"]
+
+
 def _check_embedded_engine(cfg: dict) -> list[str]:
     """Training keys the embedded engine cannot honour: refused by name, never silently trained another way (the
     cluster engine, OpenRLHF, takes them all)."""
     train = cfg["training"]
-    if (train.get("engine") or cfg["engine"]) != "embedded" or not any(a.get("enabled", True) for a in cfg["arms"]):
+    if training_engine(cfg) != "embedded" or not any(a.get("enabled", True) for a in cfg["arms"]):
         return []
     unsupported = {
         "advantage_estimator": (train["advantage_estimator"], "reinforce_baseline"),

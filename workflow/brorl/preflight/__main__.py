@@ -63,10 +63,11 @@ def run_checks(
 
 def config_needs(config: dict) -> tuple[float, bool]:
     """(GB of disk the run's training needs, whether the start checkpoint still has to be downloaded)."""
+    from brorl.config import training_engine
     from brorl.plan.cli import disk_per_arm
     from brorl.plan.profile import read_estimates
 
-    cluster = (config["training"].get("engine") or config["engine"]) == "cluster"
+    cluster = training_engine(config) == "cluster"
     estimates = read_estimates(ROOT / "profiles" / "slurm" / "estimates.yaml")  # the 1.5B model's sizes
     need = sum(d["peak_gb"] for d in disk_per_arm(config, estimates).values()) if cluster else 1.0  # tiny: MBs
     from brorl.models.folders import staged_base_model

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from brorl.config import load_yaml_config, validate_config
+from brorl.config import load_yaml_config
 from brorl.smoke.verdict import drill_rows, evaluation_rows, gpu_rows, table, throughput_rows, verdict
+from brorl.training.recipe import enabled_arms, find_arm
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -27,7 +28,8 @@ def collect_arm(results: Path, name: str) -> dict[str, Any]:
     segments = [json.loads(p.read_text()) for p in sorted(out.glob("segment*.json"))]
     records = _jsonl(out / "metrics.jsonl") or _jsonl(out / "run" / "metrics.jsonl")
     memory = out / "run" / "openrlhf" / "gpu_memory"
-    peaks = [max(e["peak_gib"] for e in _jsonl(p)) for p in sorted(memory.glob("*.jsonl")) if _jsonl(p)]
+    per_rank = [_jsonl(p) for p in sorted(memory.glob("*.jsonl"))]  # one file per training rank
+    peaks = [max(e["peak_gib"] for e in entries) for entries in per_rank if entries]
     return {
         "name": name,
         "complete": (out / "train.json").is_file(),
@@ -41,12 +43,12 @@ def collect_arm(results: Path, name: str) -> dict[str, Any]:
 
 def build(config: dict[str, Any], results: Path) -> tuple[list, dict[str, Any]]:
     cluster = config["training"]["cluster"]
-    arms = [collect_arm(results, a["name"]) for a in config["arms"] if a.get("enabled", True)]
+    names = enabled_arms(config)
+    arms = [collect_arm(results, name) for name in names]
     logs = str(results / "logs" / "train_ppo")
-    finals = {a["name"]: a["continued_steps"] for a in config["arms"] if a.get("enabled", True)}
     expected = [
-        f"eval/{arm}/step{step}/{bench}.summary.json"
-        for arm, step in finals.items()
+        f"eval/{name}/step{find_arm(config, name)['continued_steps']}/{bench}.summary.json"
+        for name in names
         for bench in config["evaluation"]["benchmarks"]
     ]
     found = [e for e in expected if (results / e).is_file()]
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--out", type=Path, default=None, help="default: <results>/smoke")
     a = parser.parse_args(argv)
-    config = validate_config(load_yaml_config(ROOT / "config.yaml", *a.configfile))
+    config = load_yaml_config(ROOT / "config.yaml", *a.configfile)  # validated, defaults filled
     rows, result = build(config, a.results)
     out = a.out or a.results / "smoke"
     out.mkdir(parents=True, exist_ok=True)

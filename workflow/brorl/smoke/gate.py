@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config import training_engine
+
 VERDICT = Path("results") / "smoke" / "verdict.json"
 
 
 def smoke_gate_problem(config: Mapping[str, Any], verdict_path: Path = VERDICT) -> str:
     """Why this config's GPU training must not start yet (empty: it may, or the gate does not apply)."""
-    train = config["training"]
-    cluster = train["cluster"]
-    engine = train.get("engine") or config["engine"]
-    if engine != "cluster" or cluster["device"] != "gpu" or not cluster["require_smoke"]:
+    cluster = config["training"]["cluster"]
+    if training_engine(config) != "cluster" or cluster["device"] != "gpu" or not cluster["require_smoke"]:
         return ""
     how = (
         "run the GPU smoke preset on one node first (`make smoke`, docs/cluster.md#the-gpu-smoke-run), or set "

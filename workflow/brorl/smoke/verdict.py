@@ -1,5 +1,5 @@
 """The smoke run's verdict: for each path the paper's run depends on, whether the smoke run exercised it and how it
-went, from the facts the run left on disk (collected by brorl.smoke.collect). Pure: no I/O.
+went, from the facts the run left on disk (collected by `python -m brorl.smoke`). Pure: no I/O.
 
 Three kinds of rows:
   * GPU paths (sleep mode, weight sync, packing, partition, FusedAdam, ZeRO-2 bf16): pass when every training

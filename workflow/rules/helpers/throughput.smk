@@ -1,4 +1,6 @@
 # Input functions of the throughput stage (workflow/rules/throughput.smk).
+from brorl.config import training_engine
+
 THROUGHPUT = config["throughput"]
 TABLE2_FILES = {ext: f"results/tables/table2.{ext}" for ext in ("md", "tex", "csv")}
 THROUGHPUT_FIGURE = {
@@ -71,10 +73,8 @@ def throughput_compared_arms():
 
 def training_setup_text():
     """The hardware the training runs use, in words (Table 2's rows measured in training)."""
-    if config["training"].get("engine") or config["engine"] == "embedded":
-        engine = config["training"].get("engine") or config["engine"]
-        if engine == "embedded":
-            return "embedded engine, one CPU machine"
+    if training_engine(config) == "embedded":
+        return "embedded engine, one CPU machine"
     cluster = config["training"]["cluster"]
     return f"{cluster['nodes']} nodes x {cluster['gpus_per_node']} {cluster['device'].upper()}s"
 

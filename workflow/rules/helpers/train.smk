@@ -1,6 +1,7 @@
 # Input functions of the train stage (workflow/rules/train.smk).
 import json
 
+from brorl.config import training_engine
 from brorl.training.layout import freeze_layouts
 from brorl.training.recipe import (
     OPERATIONS_ENV,
@@ -13,9 +14,8 @@ from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
 from brorl.smoke.gate import smoke_gate_problem
 
 TRAIN = config["training"]
-TRAIN_ENGINE = (
-    TRAIN["engine"] or config["engine"]
-)  # the CPU rehearsal trains with cluster, the rest embedded
+# the CPU rehearsal trains with cluster, the rest embedded
+TRAIN_ENGINE = training_engine(config)
 TRAINED_ARMS = enabled_arms(config)
 PRESENTATION_KEYS = ("label", "description", "enabled")
 # config `logging` reaches the segment jobs through the environment (TRACKING_ENV, declared with `envvars:` in

@@ -234,6 +234,7 @@ def run_segment(
     parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
     argv = [python, "-m", MODULE, *flags]
     launches_path = paths.openrlhf_dir / "launches.json"
+    drills_path = paths.openrlhf_dir / "drills.json"  # the fault drills fired so far (drills.py)
     if latest is None or latest < last_global:
         for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
             folder.mkdir(parents=True, exist_ok=True)
@@ -241,12 +242,15 @@ def run_segment(
         attempt = 1 + sum(1 for run in read_launches(launches_path, paths.logs_dir) if run.segment == segment_index)
         logs = f"segment{segment_index:03d}-{attempt}"
         env[LAUNCH_ENV] = f"{arm}-{logs}-{os.getpid()}"  # every process of this launch: what a drill kills
-        drills_path = paths.openrlhf_dir / "drills.json"
         pending = pending_drills(cluster["drills"], segment.steps, layout.offset, read_fired(drills_path))
         hold = [d for d in pending if d.kind == "kill_in_save"]
         if hold:
             env[HOLD_ENV] = f"{hold[0].global_step}:{cluster['drills']['save_hold_s']}"
-        watch = DrillWatch(pending, ckpt, drills_path, segment_index, logs, env[LAUNCH_ENV], cluster["nodes"])
+        watch = (
+            DrillWatch(pending, ckpt, drills_path, segment_index, logs, env[LAUNCH_ENV], cluster["nodes"])
+            if pending
+            else None
+        )
         single_host = cluster["device"] == "cpu" and not (
             os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")
         )
@@ -273,7 +277,7 @@ def run_segment(
                 last_global,
                 cluster["poll_seconds"],
                 cluster["watchdog_minutes"] * 60,
-                watch if pending else None,
+                watch,
             )
         except ClusterRunError:
             status = "watchdog"
@@ -354,7 +358,7 @@ def run_segment(
         "reward_text": text,
         "vllm_kv_cache_tokens": kv_cache,
         "checkpoint_repair": dataclasses.asdict(fixed),
-        "drills": [d for d in read_fired(paths.openrlhf_dir / "drills.json") if d["segment"] == segment_index],
+        "drills": [d for d in read_fired(drills_path) if d["segment"] == segment_index],
         "removed_after_last_step": overshoot,
         "pruned_exports": pruned,
     }
