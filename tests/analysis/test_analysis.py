@@ -22,8 +22,17 @@ import pytest
 import scipy.stats as sps
 from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
-from brorl.analysis.paper import NOT_GIVEN, NOT_RUN, PaperDataError, _check, column_mean, load_paper
+from brorl.analysis.paper import (
+    NOT_GIVEN,
+    NOT_RUN,
+    TINY_SCALE,
+    PaperDataError,
+    _check,
+    column_mean,
+    load_paper,
+)
 from brorl.analysis.paper_tables import (
+    OURS,
     RG_CATEGORY,
     RG_ITEM,
     RG_TASK,
@@ -32,6 +41,7 @@ from brorl.analysis.paper_tables import (
     checkpoint_rows,
     display,
     table1,
+    table1_long,
 )
 from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
 from brorl.analysis.significance import compare_checkpoints
@@ -382,6 +392,33 @@ def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
                 assert hit["pass@1, paper"].tolist() == [f"{value:.2f}"], (name, key)
         # cells the paper does not give are marked, not blank: e.g. amc, every checkpoint
         assert (t[~t.index.isin(given.index)]["pass@1, paper"] == NOT_GIVEN).all()
+
+
+def test_tiny_runs_and_partial_families_are_never_diffed_and_table1_prints_in_ten_columns():
+    fam, bench, hours, rg, samples = paper_as_reproduced()
+    fam["benchmarks"] = fam["family"].map(lambda f: ",".join(PAPER["benchmark_tables"][f]["benchmarks"]))
+    evaluated = set(map(tuple, fam[["arm", "step"]].itertuples(index=False)))
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated)
+    # a tiny run: the paper's values shown, every difference withheld
+    t1 = table1(PAPER, rows, fam, hours, 3000, rg, samples, tiny=True)
+    for label in ("Math", "Code", RG_CATEGORY, RG_TASK):
+        assert (t1[f"{label} diff"] == TINY_SCALE).all() and t1[f"{label}, paper"].map(float).notna().all()
+    assert (t1.loc[1:, "time (h) diff"] == TINY_SCALE).all() and (t1.loc[1:, f"{SAMPLES} diff"] == TINY_SCALE).all()
+    for family in PAPER["benchmark_tables"]:
+        t = benchmark_table(PAPER, family, rows, bench, tiny=True)
+        assert set(t["diff"]) <= {TINY_SCALE, "n/a"} and (t["diff"] == TINY_SCALE).any()
+    # at paper scale a family average over part of the paper's benchmarks is flagged, never diffed
+    partial = fam.copy()
+    partial.loc[partial["family"] == "math", "benchmarks"] = "aime24,math500"
+    t1 = table1(PAPER, rows, partial, hours, 3000, rg, samples)
+    assert (t1["Math diff"] == "n/a (partial: 2 of 6 benchmarks)").all() and (t1["Code diff"].abs() < 1e-9).all()
+    # printed: one row per checkpoint x measure, our N beside the paper's row
+    long = table1_long(display(t1))
+    assert len(long.columns) <= 12 and list(long.columns[:3]) == ["checkpoint", "arm", OURS]
+    assert set(long["measure"]) == {"Math", "Code", RG_CATEGORY, RG_TASK, RG_ITEM, SAMPLES, "time (h)"}
+    brorl = long[(long["arm"] == "brorl_n512") & (long["measure"] == "Math")]
+    assert list(brorl[OURS]) == ["512 x 128"] * 3 and brorl["paper row"].str.contains("N=512").all()
+    assert len(long[(long["arm"] == "base") & (long["measure"] == "time (h)")]) == 0  # nothing to show
 
 
 def test_tables_mark_checkpoints_and_benchmarks_not_run():

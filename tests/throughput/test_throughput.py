@@ -155,6 +155,10 @@ def test_table2_has_the_paper_column_and_differences():
     assert cell(df, "prefix-caching speed-up (on / off)", "512x16", "reproduced") == pytest.approx(40 / 30)
     # the BroRL layout without prefix caching was not measured: that ratio says so instead of a number
     assert cell(df, "throughput ratio BroRL / ProRL", "prefix caching off", "reproduced") == NOT_AVAILABLE
+    # a tiny CPU run: the paper's H100 values stay, no difference is computed against them
+    tiny = table2(results, ARMS, {"control": 0.4}, {}, "here", gpus=1, tiny=True)
+    assert set(tiny["difference"]) == {"n/a (tiny scale)", "-"} and (tiny["paper"] == df["paper"]).all()
+    assert cell(tiny, tp, "ProRL: 512 x 16", "difference") == "n/a (tiny scale)"
 
 
 def test_table2_compares_training_runs_with_the_paper_and_the_standalone_benchmark_per_gpu():

@@ -162,10 +162,12 @@ def write_table(
     csv_path: str | Path,
     tex_path: str | Path | None = None,
     title: str | None = None,
+    csv_frame: pd.DataFrame | None = None,
 ) -> None:
     """Write ``df`` as markdown (title heading, a short line saying how it was produced, readable numbers), as CSV
     (raw values, with ``<csv>.json`` holding the full command) and, when ``tex_path`` is given, as a LaTeX booktabs
-    tabular. Parent folders are created."""
+    tabular. ``csv_frame``: what the CSV holds when it differs from the printed table (full-precision numbers, a
+    wider layout). Parent folders are created."""
     outputs = [(Path(md_path), _markdown(df, title))]
     if tex_path is not None:
         outputs.append((Path(tex_path), _latex(df, title)))
@@ -174,7 +176,8 @@ def write_table(
         path.write_text(text)
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(csv_path, index=False)
+    data = df if csv_frame is None else csv_frame
+    data.to_csv(csv_path, index=False)
     # the full command (the tables' line shortens long values): <table>.csv.json
-    sidecar = {"command": [_program(), *sys.argv[1:]], "columns": [str(c) for c in df.columns], "rows": len(df)}
+    sidecar = {"command": [_program(), *sys.argv[1:]], "columns": [str(c) for c in data.columns], "rows": len(data)}
     Path(f"{csv_path}.json").write_text(json.dumps(sidecar, indent=2) + "\n")

@@ -115,6 +115,7 @@ rule tabulate_throughput:
         metrics=throughput_metrics_flags,
         gpus=config["throughput"]["gpus"],
         setup=training_setup_text(),
+        scale=["--tiny-scale"] if config["engine"] == "embedded" else [],
     shell:
         """
         python -m brorl.throughput tabulate \
@@ -123,6 +124,7 @@ rule tabulate_throughput:
             {params.metrics:q} \
             --gpus {params.gpus} \
             --setup {params.setup:q} \
+            {params.scale:q} \
             --out-md {output.md:q} \
             --out-tex {output.tex:q} \
             --out-csv {output.csv:q} \

@@ -147,11 +147,12 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     from ..tables import write_table
     from .checkpoints import samples_by_step
     from .load import load_hours
-    from .paper import FAMILIES, load_paper
-    from .paper_tables import benchmark_table, checkpoint_rows, display, table1
+    from .paper import FAMILIES, is_tiny_scale, load_paper
+    from .paper_tables import benchmark_table, checkpoint_rows, display, table1, table1_long
     from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
 
     spec, paper = _spec(a), load_paper()
+    tiny = is_tiny_scale(spec["engine"])
     units = _read_units(a.units)
     _, hours = _hours(a, spec)
     samples = pd.DataFrame(
@@ -168,14 +169,13 @@ def _cmd_tables(a: argparse.Namespace) -> None:
         spec["base_arm"],
     )
     fam, bench = family_pass1(units), benchmark_pass1(units)
-    t1 = table1(paper, rows, fam, hours, spec["start_step"], reasoning_gym_averages(units), samples)
-    _write(
-        write_table, t1, display(t1), a.out_dir / "table1", "Table 1: family pass@1 (%), reproduced beside the paper"
-    )
+    t1 = table1(paper, rows, fam, hours, spec["start_step"], reasoning_gym_averages(units), samples, tiny)
+    title = "Table 1: family pass@1 (%), reproduced beside the paper (one row per checkpoint and measure)"
+    _write(write_table, t1, table1_long(display(t1)), a.out_dir / "table1", title)
     families = spec.get("benchmark_families", {})
     for number, family in zip((3, 4, 5), FAMILIES):
         configured = [b for b in spec["evaluation"]["benchmarks"] if families.get(b) == family]
-        t = benchmark_table(paper, family, rows, bench, configured)
+        t = benchmark_table(paper, family, rows, bench, configured, tiny)
         title = f"{paper['benchmark_tables'][family]['title']}: pass@1 (%), reproduced beside the paper"
         _write(write_table, t, display(t), a.out_dir / f"table{number}", title)
     print(f"tables 1, 3, 4, 5 ({len(rows)} checkpoint rows) -> {a.out_dir}")
@@ -183,8 +183,8 @@ def _cmd_tables(a: argparse.Namespace) -> None:
 
 def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
     """Markdown and LaTeX from the paper-style text cells; CSV keeps the full-precision numbers."""
-    write_table(shown, stem.with_suffix(".md"), stem.with_suffix(".csv"), stem.with_suffix(".tex"), title=title)
-    numeric.to_csv(stem.with_suffix(".csv"), index=False)
+    paths = (stem.with_suffix(".md"), stem.with_suffix(".csv"), stem.with_suffix(".tex"))
+    write_table(shown, *paths, title=title, csv_frame=numeric)
 
 
 def _cmd_figures(a: argparse.Namespace) -> None:

@@ -15,6 +15,7 @@ PAPER_RESULTS = Path(__file__).with_name("paper_results.yaml")
 NOT_GIVEN = "not given"  # the paper has no value for this cell
 NOT_RUN = "not run"  # this configuration did not evaluate this checkpoint or benchmark
 NOT_APPLICABLE = "n/a"  # the cell has no meaning for this row (e.g. the start checkpoint's training time)
+TINY_SCALE = "n/a (tiny scale)"  # a difference to the paper that would compare a tiny CPU run with the paper's
 ROLES = ("base", "control", "treatment")
 FAMILIES = ("math", "code", "reasoning_gym")
 FAMILY_LABELS = {"math": "Math", "code": "Code", "reasoning_gym": "Reasoning Gym"}
@@ -22,6 +23,16 @@ FAMILY_LABELS = {"math": "Math", "code": "Code", "reasoning_gym": "Reasoning Gym
 
 class PaperDataError(ValueError):
     """paper_results.yaml does not have the expected shape (names the key)."""
+
+
+def is_tiny_scale(engine: str) -> bool:
+    """Whether the run is the tiny CPU preset (engine embedded), whose numbers are never diffed against the paper."""
+    return engine == "embedded"
+
+
+def partial_text(present: int, total: int) -> str:
+    """The difference cell of a family average over only part of the paper's benchmarks: never diffed silently."""
+    return f"n/a (partial: {present} of {total} benchmarks)"
 
 
 def checkpoint_key(role: str, step: int) -> str:

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..tables import plus_minus
-from .paper import FAMILY_LABELS, NOT_APPLICABLE, NOT_GIVEN, NOT_RUN, checkpoint_key, column_mean
+from .paper import (
+    FAMILY_LABELS,
+    NOT_APPLICABLE,
+    NOT_GIVEN,
+    NOT_RUN,
+    TINY_SCALE,
+    checkpoint_key,
+    column_mean,
+    partial_text,
+)
 
 # Table 1's Reasoning Gym columns: the mean over the 11 categories is compared with the same mean of the paper's own
 # Table 5 columns; the mean over tasks with the paper's printed "Avg." (its rule is unpublished; a mean over tasks is
@@ -28,6 +37,7 @@ RG_CATEGORY = "Reasoning Gym (category mean)"
 RG_TASK = "Reasoning Gym (task mean)"
 RG_ITEM = "Reasoning Gym (item mean)"
 SAMPLES = "samples (k)"
+OURS = "ours: N x prompts"
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,13 @@ def _steps_text(cp: Checkpoint, start_step: int, paper: Mapping) -> str:
     return f"+{cp.continued}"
 
 
+def _ours(cp: Checkpoint) -> str:
+    """This configuration's N x prompts/step of a row (the paper's are in its paper row)."""
+    if cp.continued == 0:
+        return NOT_APPLICABLE
+    return f"{cp.n:,} x {cp.prompts:,}" if cp.step is not None else NOT_RUN
+
+
 def _paper_label(cp: Checkpoint, paper: Mapping) -> str:
     if cp.paper_key is None:
         return "no paper row"
@@ -140,11 +157,25 @@ def _paper_label(cp: Checkpoint, paper: Mapping) -> str:
     return f"{p['method']} N={p['n']} x {p['prompts_per_step']}, +{p['continued_steps']}"
 
 
-def _triple(row: dict, label: str, repro: object, given: object) -> None:
-    """``label``, ``label, paper`` and ``label diff`` cells of one row."""
+def _triple(row: dict, label: str, repro: object, given: object, withheld: str | None = None) -> None:
+    """``label``, ``label, paper`` and ``label diff`` cells of one row; ``withheld`` (a marker saying why) replaces a
+    difference that would compare unlike things (a tiny run, a partial family average)."""
     row[label] = repro
     row[f"{label}, paper"] = given if given is not None else NOT_GIVEN
-    row[f"{label} diff"] = _diff(repro, given)
+    diff = _diff(repro, given)
+    row[f"{label} diff"] = withheld if withheld and _is_num(diff) else diff
+
+
+def _partial(family: pd.DataFrame, arm: str | None, step: int | None, fam: str, paper: Mapping) -> str | None:
+    """The marker of a family average that lacks some of the paper's benchmarks of ``fam`` at this checkpoint."""
+    names = set(paper["benchmark_tables"][fam]["benchmarks"])
+    if "benchmarks" not in family.columns or arm is None or step is None:
+        return None
+    hit = family.loc[(family["arm"] == arm) & (family["step"] == step) & (family["family"] == fam), "benchmarks"]
+    if not len(hit):
+        return None
+    present = names & set(str(hit.iloc[0]).split(","))
+    return None if present == names else partial_text(len(present), len(names))
 
 
 def _percent(x: object) -> object:
@@ -173,9 +204,13 @@ def table1(
     start_step: int,
     rg: pd.DataFrame | None = None,
     samples: pd.DataFrame | None = None,
+    tiny: bool = False,
 ) -> pd.DataFrame:
     """Table 1: one row per checkpoint; generated samples, training hours and family pass@1 (%), each reproduced /
     paper / difference, with both Reasoning Gym averages (RG_CATEGORY, RG_TASK) and the item mean.
+
+    Differences are TINY_SCALE for a tiny run (``tiny``) and the partial marker for a family average that lacks some
+    of the paper's benchmarks (family's ``benchmarks`` column); the paper's values are shown either way.
 
     family: arm, step, family, pass1 (fraction); hours: arm, step, hours; rg: reasoning_gym_averages; samples: arm,
     step, samples_k (generated samples before filtering since the start, thousands).
@@ -192,6 +227,7 @@ def table1(
             "paper row": _paper_label(cp, paper),
             "N": cp.n,
             "prompts/step": cp.prompts,
+            OURS: _ours(cp),
             "continued steps": _steps_text(cp, start_step, paper),
         }
         for label, frame, column, key in (
@@ -201,14 +237,22 @@ def table1(
             if cp.continued == 0:
                 row[label], row[f"{label}, paper"], row[f"{label} diff"] = (NOT_APPLICABLE,) * 3
             else:
-                _triple(row, label, _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN, p.get(key))
+                repro = _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN
+                _triple(row, label, repro, p.get(key), TINY_SCALE if tiny else None)
+
+        def withheld(fam: str, cp: Checkpoint = cp) -> str | None:
+            return TINY_SCALE if tiny else _partial(family, cp.arm, cp.step, fam, paper)
+
         for fam in ("math", "code"):
-            _triple(row, FAMILY_LABELS[fam], _percent(_value(family, cp.arm, cp.step, "pass1", family=fam)), p.get(fam))
+            repro = _percent(_value(family, cp.arm, cp.step, "pass1", family=fam))
+            _triple(row, FAMILY_LABELS[fam], repro, p.get(fam), withheld(fam))
             _with_error(row, FAMILY_LABELS[fam], family, cp.arm, cp.step, "se", family=fam)
         category = column_mean(paper, "reasoning_gym", cp.paper_key) if cp.paper_key else None
-        _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category)
+        rg_withheld = withheld("reasoning_gym")
+        _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category, rg_withheld)
         _with_error(row, RG_CATEGORY, rg, cp.arm, cp.step, "category_mean_se")
-        _triple(row, RG_TASK, _percent(_value(rg, cp.arm, cp.step, "task_mean")), p.get("reasoning_gym"))
+        repro = _percent(_value(rg, cp.arm, cp.step, "task_mean"))
+        _triple(row, RG_TASK, repro, p.get("reasoning_gym"), rg_withheld)
         _with_error(row, RG_TASK, rg, cp.arm, cp.step, "task_mean_se")
         row[RG_ITEM] = _percent(_value(rg, cp.arm, cp.step, "item_mean"))
         _with_error(row, RG_ITEM, rg, cp.arm, cp.step, "item_mean_se")
@@ -222,8 +266,10 @@ def benchmark_table(
     rows: Sequence[Checkpoint],
     bench: pd.DataFrame,
     configured: Sequence[str] = (),
+    tiny: bool = False,
 ) -> pd.DataFrame:
-    """Table 3, 4 or 5 (``family``): one row per (benchmark, checkpoint), pass@1 (%) reproduced / paper / diff.
+    """Table 3, 4 or 5 (``family``): one row per (benchmark, checkpoint), pass@1 (%) reproduced / paper / diff
+    (TINY_SCALE in place of every difference of a tiny run).
 
     bench: arm, step, family, benchmark, pass1 (fraction) and optionally se, n_items, n_samples. Benchmarks: the
     paper's, then those of this family that were evaluated or configured (evaluation.benchmarks, ``configured``) but
@@ -248,7 +294,8 @@ def benchmark_table(
             }
             _with_error(row, "pass@1", bench, cp.arm, cp.step, "se", benchmark=name)
             row["pass@1, paper"] = given if given is not None else NOT_GIVEN
-            row["diff"] = _diff(repro, given)
+            diff = _diff(repro, given)
+            row["diff"] = TINY_SCALE if tiny and _is_num(diff) else diff
             out.append(row)
     return pd.DataFrame(out)
 
@@ -278,3 +325,35 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             if not (c.endswith(" se") and c[: -len(" se")] in errors)
         }
     )
+
+
+TABLE1_MEASURES = ("Math", "Code", RG_CATEGORY, RG_TASK, RG_ITEM, SAMPLES, "time (h)")
+
+
+def table1_long(shown: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 as printed (markdown, LaTeX): one row per checkpoint x measure, ten columns that fit a page, from
+    ``display(table1(...))``; our N and the paper row's N in their own columns. Rows with nothing in them (the start
+    checkpoint's training time) are left out; the CSV keeps the wide table."""
+    out = []
+    for r in shown.to_dict("records"):
+        for m in TABLE1_MEASURES:
+            if m not in r:
+                continue
+            cells = [r[m], r.get(f"{m}, paper", NOT_GIVEN), r.get(f"{m} diff", NOT_APPLICABLE)]
+            if all(c == NOT_APPLICABLE for c in cells):
+                continue
+            out.append(
+                {
+                    "checkpoint": r["method"],
+                    "arm": r["arm"],
+                    OURS: r[OURS],
+                    "paper row": r["paper row"],
+                    "steps": r["continued steps"],
+                    "measure": m,
+                    "reproduced": cells[0],
+                    "n": r.get(f"{m} n", ""),
+                    "paper": cells[1],
+                    "diff": cells[2],
+                }
+            )
+    return pd.DataFrame(out)

@@ -294,11 +294,12 @@ def _benchmarks(tables: Mapping[str, pd.DataFrame]) -> list[str]:
         given = t[t["pass@1, paper"].map(lambda x: _num(x) is not None)]
         both = given[given["pass@1"].map(lambda x: _num(x) is not None)]
         diffs = both["diff"].map(_num).dropna()
-        text = (
-            f"mean |diff| {diffs.abs().mean():.2f} points, largest {diffs.abs().max():.2f}"
-            if len(diffs)
-            else "none of them was reproduced in this configuration"
-        )
+        if len(diffs):
+            text = f"mean |diff| {diffs.abs().mean():.2f} points, largest {diffs.abs().max():.2f}"
+        elif len(both):
+            text = "no differences computed: a tiny run is not comparable with the paper"
+        else:
+            text = "none of them was reproduced in this configuration"
         lines.append(
             f"- {FAMILY_LABELS[fam]}: the paper gives {len(given)} cells; {len(both)} have a reproduced "
             f"value here ({text}); {int((t['pass@1'] == NOT_RUN).sum())} rows are not run."

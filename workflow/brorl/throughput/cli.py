@@ -129,7 +129,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     scale = f"measured on {line}, model {model}; paper: BroRL's H100 training cluster"
     if not same:
         scale += "; WARNING: the configurations ran on different hardware or software (see machine.json)"
-    df = table2(results, arms, rates, notes, scale, training, a.setup, a.gpus)
+    df = table2(results, arms, rates, notes, scale, training, a.setup, a.gpus, a.tiny_scale)
     write_table(
         df,
         a.out_md,
@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="GPUs a step's prompts are spread over for the per-GPU comparison (paper: 64; 1 = whole steps)",
     )
     p.add_argument("--setup", default="", help="the training runs' hardware in words (Table 2's training rows)")
+    p.add_argument(
+        "--tiny-scale", action="store_true", help="a tiny CPU run: no differences to the paper's H100 values"
+    )
     p.add_argument("--out-md", required=True, type=Path)
     p.add_argument("--out-csv", required=True, type=Path)
     p.add_argument("--out-tex", required=True, type=Path)
