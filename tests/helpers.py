@@ -63,8 +63,8 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-# For tests of the pipeline, not of the tiny model's skill (nothing trains on it): the warm start's 200 steps, about
-# 80 s on 2 cores, become 10; the rule still runs. Tests that train (the rehearsal, the demo) keep the preset's.
+# For tests of the pipeline, not of the tiny model's skill (nothing trains on it): the warm start's 300 steps, about
+# 90 s on 2 cores, become 10; the rule still runs. Tests that train (the rehearsal, the demo) keep the preset's.
 SHORT_WARM_START = {"base_model": {"embedded_model": {"warm_start": {"steps": 10}}}}
 
 

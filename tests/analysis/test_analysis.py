@@ -44,7 +44,7 @@ from brorl.analysis.paper_tables import (
     table1_long,
 )
 from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
-from brorl.analysis.significance import compare_checkpoints
+from brorl.analysis.significance import compare_checkpoints, learning_effects
 from brorl.analysis.summary import first_beating
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
@@ -294,6 +294,26 @@ def test_no_effect_rejects_at_about_alpha_through_this_stage():
         rejections += compare_checkpoints(units, ("ctl", 1), ("trt", 1), resamples=20, seed=0)["pooled"]["reject"]
     lo, hi = sps.binom.ppf([0.0005, 0.9995], draws, alpha)  # a 99.9 % band around 10 of 200
     assert lo <= rejections <= hi, rejections
+
+
+def test_the_learning_effect_is_each_arms_last_checkpoint_against_the_start_on_the_same_problems():
+    rng = np.random.default_rng(6)
+    p = rng.beta(1, 4, 256)
+    rates = {("base", 0): p, ("up", 3): p, ("up", 6): np.clip(p + 0.08, 0, 1), ("flat", 6): p}
+    units = pd.concat(
+        [units_frame(rates, rng), units_frame({("base", 0): np.zeros(8), ("up", 6): np.zeros(8)}, rng, bench="z")]
+    )
+    rows = {r["arm"]: r for r in learning_effects(units, ("base", 0), ["up", "flat", "none"], resamples=200)}
+    up = rows["up"]
+    assert up["step"] == 6 and up["resolved"] and up["benchmarks_resolved"] == ["b"] and up["pooled"]["delta"] > 0
+    pair = units[units.arm.isin(["base", "up"]) & units.step.isin([0, 6])].pivot(
+        index=["benchmark", "id"], columns="arm", values="score"
+    )
+    ref = sps.ttest_rel(pair["up"], pair["base"], alternative="greater")  # the last step (6), not step 3
+    assert up["pooled"]["p"] == pytest.approx(ref.pvalue) and up["pooled"]["n"] == 264
+    assert [b["group"] for b in up["benchmark"]] == ["b", "z"] and not up["benchmark"][1]["reject"]
+    assert rows["flat"]["status"] == "ok" and not rows["flat"]["resolved"]  # no effect: not resolved
+    assert rows["none"]["status"] == "not run" and "no evaluated checkpoint" in rows["none"]["reason"]
 
 
 def test_two_sided_and_corrections():
@@ -818,7 +838,15 @@ def test_cli_says_not_run_when_the_arms_are_not_evaluated(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- the workflow
-TINY_POINTS = [("base", 0), ("prorl_n4", 3), ("prorl_n4", 6), ("brorl_n16", 6)]  # the tiny preset's evaluated steps
+TINY_POINTS = [("base", 0), ("prorl_n4", 3), ("prorl_n4", 6), ("brorl_n16", 6)]  # the evaluated steps of TINY_SHAPE
+# The tiny preset's arms at 6 steps (the preset trains 20): the synthetic checkpoints and metrics below have this shape.
+TINY_SHAPE = {
+    "arms": [
+        {"name": "prorl_n4", "n": 4, "prompts_per_step": 8, "continued_steps": 6, "report_steps": [3, 6], "seed": 1},
+        {"name": "brorl_n16", "n": 16, "prompts_per_step": 4, "continued_steps": 6, "report_steps": [6], "seed": 1},
+    ],
+    "analysis": {"n_sweep": {"step": 6}},
+}
 # Training stood in for here: trained checkpoints in evaluation_points() and their folders as model inputs. Included by
 # the private copy's Snakefile after every helper and before the rules (later definitions win).
 OVERRIDES = f"""
@@ -885,7 +913,12 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
     benches = ["synthetic_math", "rg_arithmetic", "rg_geometry"]
     override = write_yaml(
         tmp_path / "small.yaml",
-        {"simulation": {"enabled": False}, "throughput": {"enabled": False}, "evaluation": {"benchmarks": benches}},
+        {
+            **TINY_SHAPE,
+            "simulation": {"enabled": False},
+            "throughput": {"enabled": False},
+            "evaluation": {"benchmarks": benches, "max_items": 4, "reasoning_gym": {"items_per_task": 2}},
+        },
     )
     args = ("--cores", "2", "--directory", work, "--configfile", TINY, override)
     env_data_root = os.environ.get("BRORL_DATA_ROOT")

@@ -424,9 +424,9 @@ def test_dry_run_of_the_tiny_preset_evaluates_the_start_checkpoint(tmp_path):
     for bench in cfg["evaluation"]["benchmarks"]:
         for ext in ("samples.parquet", "scores.parquet", "summary.json"):
             assert f"results/eval/base/step{step}/{bench}.{ext}" in text
-            assert f"results/eval/brorl_n16/step6/{bench}.{ext}" in text  # trained checkpoints too
-    assert "--model results/train/prorl_n4/step3" in text
-    assert "--max-items 4" in text and "--n 16" in text and "--engine embedded" in text
+            assert f"results/eval/brorl_n16/step16/{bench}.{ext}" in text  # trained checkpoints too
+    assert "--model results/train/prorl_n4/step16" in text
+    assert "--max-items" not in text and "--n 16" in text and "--engine embedded" in text  # every problem
 
 
 @pytest.mark.workflow

@@ -50,7 +50,7 @@ def setup(tmp_path_factory):
     arm.update(n=8, prompts_per_step=2, continued_steps=3, report_steps=[3])
     config["arms"] = [arm]
     config["training"].update(checkpoint_every=1, mini_batches_per_step=2)
-    config["training"]["reference_reset"].update(resets=None, period_steps=2)
+    config["training"]["reference_reset"].update(enabled=True, resets=None, period_steps=2, round_to=1)
     recipe = {k: config[k] for k in ("arms", "training", "context")}
     recipe["train_data"] = {"name": "mix"}
     assert [(s.first_step, s.last_step) for s in arm_plan(recipe, ARM).segments] == [(1, 2), (3, 3)]

@@ -52,7 +52,7 @@ def _cmd_significance(a: argparse.Namespace) -> None:
     from ..tables import write_table
     from .checkpoints import SelectionError, select_checkpoints
     from .paper import load_paper
-    from .significance import compare_checkpoints, paper_comparison
+    from .significance import compare_checkpoints, learning_effects, paper_comparison
 
     spec, paper = _spec(a), load_paper()
     cfg = spec["analysis"]
@@ -90,6 +90,15 @@ def _cmd_significance(a: argparse.Namespace) -> None:
         )
         result.update(rows)
         result["versus_paper"] = paper_comparison(rows["pooled"], paper["statistics"])
+    test = {
+        "alpha": cfg["alpha"],
+        "correction": cfg["correction"],
+        "resamples": cfg["bootstrap"]["resamples"],
+        "seed": cfg["bootstrap"]["seed"],
+    }  # one-tailed always: the question is whether training improved the start model
+    base = (spec["base_arm"], spec["start_step"])
+    arms = [arm["name"] for arm in spec["arms"]]
+    result["learning"] = learning_effects(units, base, arms, **test)
     result["provenance"] = provenance()
     a.out_json.parent.mkdir(parents=True, exist_ok=True)
     a.out_json.write_text(json.dumps(result, indent=2) + "\n")

@@ -310,9 +310,11 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             return "yes" if x is True else "no" if x is False else str(x)
         if column in ("N", "prompts/step"):
             return f"{int(x):,}"
+        # a tiny run's few hundred samples and seconds would print as 0
+        small = abs(float(x)) < 1 and not column.endswith("diff")
         if column.startswith(SAMPLES):
-            return f"{float(x):{'+' if column.endswith('diff') else ''},.0f}"
-        digits = 1 if column.startswith("time") else 2
+            return f"{float(x):{'+' if column.endswith('diff') else ''},.{2 if small else 0}f}"
+        digits = (3 if small else 1) if column.startswith("time") else 2
         sign = "+" if column.endswith("diff") else ""
         return f"{round(float(x), digits) + 0.0:{sign}.{digits}f}"  # + 0.0: no "-0.00" from rounding noise
 

@@ -151,3 +151,35 @@ def paper_comparison(pooled: Mapping, paper_stats: Mapping) -> dict:
     return {k: {"paper": paper_stats[k], "reproduced": pooled.get(k)} for k in ("delta", "t", "p")} | {
         "n": {"paper": paper_stats.get("n_text"), "reproduced": pooled.get("n")}
     }
+
+
+def learning_effects(units: pd.DataFrame, base: tuple[str, int], arms: list[str], **test: object) -> list[dict]:
+    """Does RL training improve the start model? For each of ``arms`` with an evaluated checkpoint, its last
+    evaluated step against the start checkpoint ``base`` (arm, step) on the same problems, by compare_checkpoints
+    (``test``: its keyword arguments). A row per arm: arm, step, status, and the test's pooled and per-benchmark
+    rows; ``resolved`` when the pooled test or a benchmark's Holm-adjusted test rejects at alpha."""
+    out = []
+    for arm in arms:
+        steps = sorted(int(s) for s in set(units.loc[units["arm"] == arm, "step"]))
+        if not steps:
+            out.append({"arm": arm, "status": "not run", "reason": f"arm {arm!r} has no evaluated checkpoint"})
+            continue
+        try:
+            rows = compare_checkpoints(units, base, (arm, steps[-1]), **test)
+        except ValueError as err:
+            out.append({"arm": arm, "step": steps[-1], "status": "not run", "reason": str(err)})
+            continue
+        won = [r["group"] for r in rows["benchmark"] if r["reject_holm"] and (r["delta"] or 0) > 0]
+        resolved = bool(rows["pooled"]["reject"]) or bool(won)
+        out.append(
+            {
+                "arm": arm,
+                "step": steps[-1],
+                "status": "ok",
+                "resolved": resolved,
+                "benchmarks_resolved": won,
+                "pooled": rows["pooled"],
+                "benchmark": rows["benchmark"],
+            }
+        )
+    return out

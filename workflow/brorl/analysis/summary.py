@@ -43,15 +43,16 @@ def scale_text(spec: Mapping) -> str:
     )
     if spec["engine"] == "embedded":
         head = (
-            "**Scale: tiny preset** (engine embedded: a tiny Qwen2 built offline on CPU, short responses, a few "
-            "problems per benchmark). Its numbers test the pipeline end to end; they are not evidence about BroRL."
+            "**Scale: tiny preset** (engine embedded: a tiny Qwen2 built offline on CPU, short responses, synthetic "
+            "benchmarks). Its numbers test the pipeline end to end, and whether RL training improves the tiny model "
+            "(below); they are not evidence about BroRL."
         )
     else:
         head = "**Scale: the paper's** (engine cluster: the ProRLv2 1.5B checkpoint, OpenRLHF on GPUs)."
     return (
         f"{head} Arms: {arms}. Benchmarks evaluated: {', '.join(spec['evaluation']['benchmarks'])} "
         f"({spec['evaluation']['n_samples']} samples each; max items per benchmark: "
-        f"{spec['evaluation']['max_items']}). Paper: ProRL N=16 x 512 prompts (+535 steps) vs BroRL N=512 x 128 "
+        f"{spec['evaluation']['max_items'] or 'all'}). Paper: ProRL N=16 x 512 prompts (+535 steps) vs BroRL N=512 x 128 "
         f"(+191 steps) on 64 H100; 21 benchmark columns (6 math, 4 code, 11 Reasoning Gym categories), "
         '">10,000" problem instances.'
     )
@@ -87,6 +88,53 @@ def resolved_by_test(sig: Mapping) -> tuple[bool, str]:
     if pooled["reject"]:
         return True, f"paired one-tailed test p {pooled['p']:.3g} < alpha {sig['alpha']}"
     return False, f"paired one-tailed test p {pooled['p']:.3g} >= alpha {sig['alpha']} over n = {pooled['n']}"
+
+
+def _g(p: object) -> str:
+    """A p-value, or n/a where the test is undefined (no variance: every score equal)."""
+    v = _num(p)
+    return "n/a" if v is None else f"{v:.3g}"
+
+
+def _pts(x: object) -> str:
+    """A 0-1 difference as signed points."""
+    v = _num(x)
+    return "n/a" if v is None else f"{100 * v:+.2f}"
+
+
+def _learning(sig: Mapping, spec: Mapping) -> list[str]:
+    """Whether RL training improved the start model, per arm, by the paired one-tailed test (final vs start)."""
+    lines = [
+        "## Does RL training improve the start model?",
+        "",
+        f"Each arm's last evaluated checkpoint against the start checkpoint on the same problems: the paired one-tailed "
+        f"t-test over problems (alpha {sig.get('alpha', spec['analysis'].get('alpha'))}), pooled over the benchmarks "
+        "and per benchmark with Holm's correction. A sign error in the advantages or the loss would show here.",
+        "",
+    ]
+    rows = sig.get("learning") or []
+    if not rows:
+        return lines + [f"{NOT_RUN}: no arm was evaluated.", ""]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"- `{r['arm']}`: {NOT_RUN} ({r['reason']}).")
+            continue
+        p = r["pooled"]
+        per = ", ".join(
+            f"{b['group']} {100 * b['baseline_mean']:.1f} -> {100 * b['treatment_mean']:.1f} (p {_g(b['p'])})"
+            for b in r["benchmark"]
+        )
+        verdict = (
+            f"**resolved: training improved the start model** ({', '.join(r['benchmarks_resolved']) or 'pooled'})"
+            if r["resolved"]
+            else "**not resolved at this scale** (p >= alpha pooled and on every benchmark after Holm)"
+        )
+        lines.append(
+            f"- `{r['arm']}` step {r['step']} vs start: pooled delta {_pts(p['delta'])} points (95% CI "
+            f"{_pts(p['ci_low'])} .. {_pts(p['ci_high'])}), p {_g(p['p'])} over n = {p['n']} problems; "
+            f"{per}. Verdict: {verdict}."
+        )
+    return lines + [""]
 
 
 def _main_claim(table1: pd.DataFrame, spec: Mapping, sig: Mapping | None = None) -> list[str]:
@@ -351,6 +399,7 @@ def render_summary(
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
+    lines += _learning(sig, spec)
     lines += _main_claim(table1, spec, sig)
     lines += _simulation(claims)
     lines += ["## Section 4.2: results to regenerate", ""]
