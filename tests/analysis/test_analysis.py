@@ -536,6 +536,34 @@ def test_figure1_draws_the_papers_published_points_apart_at_paper_scale(tmp_path
     assert paper_line.get_marker() == "s" and paper_line.get_markerfacecolor() == "none"
 
 
+def test_figure4_and_the_n_sweep_draw_the_papers_published_points_only_where_given(monkeypatch):
+    from brorl.analysis import figures
+
+    paper = load_paper()
+    apps = figures.paper_task_points(paper, "apps")  # Table 4's apps column at Table 1's hours
+    cells = paper["benchmark_tables"]["code"]["benchmarks"]["apps"]
+    assert apps["control"][0] == (0.0, cells["base@0"]) and apps["control"][-1] == (133.8, cells["control@535"])
+    assert apps["treatment"][-1] == (173.8, cells["treatment@191"])
+    assert figures.paper_task_points(paper, "rg_basic_arithmetic") == {"control": [], "treatment": []}
+    assert figures.paper_final_points(paper["table1"], "math") == [(16, 62.02, 535), (512, 63.03, 191)]
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf, note: drawn.append(fig) or figures.plotted_points(fig))
+    rng = np.random.default_rng(9)
+    units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng, bench="apps")
+    tasks = task_pass1(units).assign(hours=[0.0, 1.0, 1.2])
+    args = (tasks, {1: ["apps"]}, {1: 1.0}, 1, ["c", "t"], {}, "base", 0, "y.png", "y.pdf", "")
+    tiny, paper_scale = figures.plot_figure4(*args), figures.plot_figure4(*args, paper)
+    labels = [line.get_label() for line in drawn[1].axes[0].get_lines()]
+    assert {"paper: ProRL (N=16)", "paper: BroRL (N=512)"} <= set(labels) and tiny == paper_scale == 4
+    assert not any(line.get_label().startswith("paper:") for line in drawn[0].axes[0].get_lines())
+    fam = family_pass1(units)
+    sweep = [{"name": "c", "n": 16}, {"name": "t", "n": 512}]
+    ours = figures.plot_n_sweep(fam, sweep, 1, "z.png", "z.pdf", "")
+    assert figures.plot_n_sweep(fam, sweep, 1, "z.png", "z.pdf", "", paper["table1"]) == ours > 0  # ours only
+    marks = [line for line in drawn[3].axes[0].get_lines() if line.get_label().startswith("paper: Math")]
+    assert len(marks) == 1 and list(marks[0].get_xdata()) == [16, 512] and "+535" in marks[0].get_label()
+
+
 def test_pass_rate_axes_stay_within_0_and_100_and_every_figure_names_its_scale(tmp_path):
     from brorl.analysis import figures
 

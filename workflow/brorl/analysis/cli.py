@@ -227,7 +227,17 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     classified.to_csv(a.patterns_csv, index=False)
     shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)
     points["figure4"] = plot_figure4(
-        tasks, rows, shares, len(classified), arms, labels, *start, a.figure4_png, a.figure4_pdf, note
+        tasks,
+        rows,
+        shares,
+        len(classified),
+        arms,
+        labels,
+        *start,
+        a.figure4_png,
+        a.figure4_pdf,
+        note,
+        None if published is None else paper,
     )
     print(
         f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
@@ -237,7 +247,8 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     if a.sweep_png:
         enabled = {arm["name"]: arm for arm in spec["arms"]}
         sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
-        points["n_sweep"] = plot_n_sweep(fam, sweep, cfg["n_sweep"]["step"], a.sweep_png, a.sweep_pdf, note)
+        step = cfg["n_sweep"]["step"]
+        points["n_sweep"] = plot_n_sweep(fam, sweep, step, a.sweep_png, a.sweep_pdf, note, published)
         print(f"N sweep over {[s['name'] for s in sweep]} at step {cfg['n_sweep']['step']}")
     for name in (n for n, count in points.items() if not count):
         print(f"warning: figure {name} has no data point (no evaluated checkpoint of its arms at its steps)")

@@ -87,6 +87,38 @@ def paper_points(table1: Sequence[Mapping], family: str) -> dict[str, list[tuple
     return points
 
 
+def paper_task_points(paper: Mapping, task: str) -> dict[str, list[tuple[float, float]]]:
+    """The paper's published (training hours, pass@1 %) of one benchmark column of its Tables 3-5 per role, at the
+    hours of its Table 1 rows (the baseline at 0 h); empty when the paper publishes no such column (of Figure 4's
+    tasks only apps has one)."""
+    cells = next((t["benchmarks"][task] for t in paper["benchmark_tables"].values() if task in t["benchmarks"]), {})
+    rows = {f"{r['role']}@{r['continued_steps']}": r for r in paper["table1"]}
+    base = next((v for k, v in cells.items() if k.startswith("base@")), None)
+    points: dict[str, list[tuple[float, float]]] = {}
+    for role in ("control", "treatment"):
+        mine = sorted(
+            (float(rows[k]["time_h"]), float(v))
+            for k, v in cells.items()
+            if k.startswith(f"{role}@") and rows[k].get("time_h") is not None
+        )
+        points[role] = ([(0.0, float(base))] if base is not None and mine else []) + mine
+    return points
+
+
+PAPER_LABELS = {"control": "paper: ProRL (N=16)", "treatment": "paper: BroRL (N=512)"}
+
+
+def _draw_published(ax, points: Mapping[str, list[tuple[float, float]]], arms: Sequence[str], colours) -> None:
+    """The paper's points of the control and treatment roles (``arms`` in that order) as open squares on dashed
+    lines in the arms' colours, labelled "paper: ..." (never counted as this run's data)."""
+    for role, arm in zip(("control", "treatment"), arms):
+        if points.get(role):
+            x, y = zip(*points[role])
+            ax.plot(
+                x, y, linestyle="--", marker="s", markerfacecolor="none", color=colours[arm], label=PAPER_LABELS[role]
+            )
+
+
 def plot_figure1(
     family: pd.DataFrame,
     arms: Sequence[str],
@@ -116,19 +148,7 @@ def plot_figure1(
             ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
             _band(ax, d, colours[arm])
         if paper_table1:
-            for role, arm in zip(("control", "treatment"), arms):
-                pts = paper_points(paper_table1, fam)[role]
-                if pts:
-                    hours, score = zip(*pts)
-                    ax.plot(
-                        hours,
-                        score,
-                        linestyle="--",
-                        marker="s",
-                        markerfacecolor="none",
-                        color=colours[arm],
-                        label=f"paper: {'ProRL (N=16)' if role == 'control' else 'BroRL (N=512)'}",
-                    )
+            _draw_published(ax, paper_points(paper_table1, fam), arms, colours)
         ax.set_title(FAMILY_LABELS[fam])
         ax.set_xlabel("training hours")
         ax.set_ylabel("pass@1 (%)")
@@ -166,9 +186,11 @@ def plot_figure4(
     png: Path,
     pdf: Path,
     note: str = "",
+    paper: Mapping | None = None,
 ) -> int:
     """Per-task pass@1 (%) against training hours, one row per trajectory pattern (its share of the classified
-    tasks in the row title), one line per arm with its 95% interval as a band."""
+    tasks in the row title), one line per arm with its 95% interval as a band. ``paper`` (paper scale only): the
+    published points of a task that has a column in the paper's Tables 3-5 (apps), as in Figure 1."""
     data = _with_start(tasks, arms, base_arm, start_step)
     sns.set_theme(style="whitegrid", context="paper")
     cols = max(1, max((len(v) for v in rows.values()), default=1))
@@ -190,6 +212,8 @@ def plot_figure4(
                 if not d.empty:
                     ax.plot(d["hours"], 100 * d["pass1"], marker="o", color=colours[arm], label=labels.get(arm, arm))
                     _band(ax, d, colours[arm])
+            if paper:
+                _draw_published(ax, paper_task_points(paper, shown[c]), arms, colours)
             ax.set_title(
                 shown[c] if c else f"pattern {k} ({100 * shares.get(k, 0):.0f}% of {n_tasks}): {shown[c]}", loc="left"
             )
@@ -205,10 +229,29 @@ def plot_figure4(
     return _save(fig, png, pdf, note)
 
 
+def paper_final_points(table1: Sequence[Mapping], family: str) -> list[tuple[int, float, int]]:
+    """(N, pass@1 %, continued steps) of each role's last Table 1 row: the paper's two published N at its end."""
+    out = []
+    for role in ("control", "treatment"):
+        rows = [r for r in table1 if r["role"] == role and r.get(family) is not None]
+        if rows:
+            last = max(rows, key=lambda r: r["continued_steps"])
+            out.append((int(last["n"]), float(last[family]), int(last["continued_steps"])))
+    return out
+
+
 def plot_n_sweep(
-    family: pd.DataFrame, sweep: Sequence[Mapping], step: int, png: Path, pdf: Path, note: str = ""
+    family: pd.DataFrame,
+    sweep: Sequence[Mapping],
+    step: int,
+    png: Path,
+    pdf: Path,
+    note: str = "",
+    paper_table1: Sequence[Mapping] | None = None,
 ) -> int:
-    """Family pass@1 (%) at ``step`` against N (log2 axis) over the sweep arms (name, n), with 95% intervals."""
+    """Family pass@1 (%) at ``step`` against N (log2 axis) over the sweep arms (name, n), with 95% intervals.
+    ``paper_table1`` (paper scale only): the paper's final checkpoints (ProRL N=16 at +535, BroRL N=512 at +191)
+    per family as open squares, labelled with their steps (they are not at ``step``)."""
     rows = []
     for arm in sweep:
         d = family[(family["arm"] == arm["name"]) & (family["step"] == step)]
@@ -224,6 +267,19 @@ def plot_n_sweep(
         if "ci_low" in d:
             err = np.vstack([100 * (d["pass1"] - d["ci_low"]), 100 * (d["ci_high"] - d["pass1"])])
         ax.errorbar(d["N"], 100 * d["pass1"], yerr=err, marker="o", capsize=3, color=colour, label=FAMILY_LABELS[fam])
+    for fam, colour in zip(FAMILIES, sns.color_palette("colorblind", 3)):
+        pts = paper_final_points(paper_table1 or [], fam)
+        if pts:
+            steps = ", ".join(f"N={n} +{k}" for n, _, k in pts)
+            ax.plot(
+                [n for n, _, _ in pts],
+                [v for _, v, _ in pts],
+                linestyle="none",
+                marker="s",
+                markerfacecolor="none",
+                color=colour,
+                label=f"paper: {FAMILY_LABELS[fam]} ({steps})",
+            )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rollouts per prompt N")
     ax.set_ylabel(f"pass@1 (%) at continued step {step}")
