@@ -101,7 +101,7 @@ class Workflow:
 
     def finish(self, name: str, targets: list[str]) -> str:
         proc = subprocess.run(
-            ["timeout", "-k", "15", "1500", *DRIVER_SNAKEMAKE, *targets, *self.args],
+            ["timeout", "-k", "15", "2400", *DRIVER_SNAKEMAKE, *targets, *self.args],
             cwd=self.repo,
             env=self.env(),
             capture_output=True,
