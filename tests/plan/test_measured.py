@@ -70,8 +70,8 @@ def paper_run(root: Path) -> Path:
 
 
 def tiny_run(root: Path) -> Path:
-    """The tiny CPU preset's files: embedded engine, 32 tokens, 4 problems."""
-    sidecar(root, "prorl_n4", 6, "synthetic_math", "embedded", 4, 16, 32, 10.0)
+    """The tiny CPU preset's files: embedded engine, 32 tokens, every synthetic_math problem (32)."""
+    sidecar(root, "prorl_n4", 16, "synthetic_math", "embedded", 32, 16, 32, 10.0)
     sidecar(root, "base", 0, "aime24", "embedded", 4, 16, 32, 10.0)
     timing(root / "results/timings/generate_samples/base/step0/aime24.tsv", 8.0)
     timing(root / "results/timings/score_samples/base/step0/aime24.tsv", 2.0)
