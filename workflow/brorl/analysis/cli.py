@@ -61,6 +61,12 @@ def _cmd_significance(a: argparse.Namespace) -> None:
     roles = cfg["comparison"]
     evaluated = {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in roles.values()}
     target = cfg["equal_time_hours"]
+    test = {  # both comparisons' settings (the arms' also takes analysis.alternative)
+        "alpha": cfg["alpha"],
+        "correction": cfg["correction"],
+        "resamples": cfg["bootstrap"]["resamples"],
+        "seed": cfg["bootstrap"]["seed"],
+    }
     result = {
         "status": "ok",
         "alpha": cfg["alpha"],
@@ -82,20 +88,12 @@ def _cmd_significance(a: argparse.Namespace) -> None:
             units,
             (roles["control"], chosen[roles["control"]]),
             (roles["treatment"], chosen[roles["treatment"]]),
-            alpha=cfg["alpha"],
             alternative=cfg["alternative"],
-            correction=cfg["correction"],
-            resamples=cfg["bootstrap"]["resamples"],
-            seed=cfg["bootstrap"]["seed"],
+            **test,
         )
         result.update(rows)
         result["versus_paper"] = paper_comparison(rows["pooled"], paper["statistics"])
-    test = {
-        "alpha": cfg["alpha"],
-        "correction": cfg["correction"],
-        "resamples": cfg["bootstrap"]["resamples"],
-        "seed": cfg["bootstrap"]["seed"],
-    }  # one-tailed always: the question is whether training improved the start model
+    # the learning effect is one-tailed always: the question is whether training improved the start model
     base = (spec["base_arm"], spec["start_step"])
     arms = [arm["name"] for arm in spec["arms"]]
     result["learning"] = learning_effects(units, base, arms, **test)
@@ -198,7 +196,7 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 def _cmd_figures(a: argparse.Namespace) -> None:
     from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep, scale_note
-    from .paper import FAMILIES, load_paper
+    from .paper import FAMILIES, is_tiny_scale, load_paper
     from .patterns import classify_tasks, pattern_shares
     from .trajectories import family_pass1, task_pass1, with_hours
 
@@ -211,7 +209,8 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     fam = with_hours(family_pass1(units), hours)  # pass@1 with its 95% interval: the bands
     note = scale_note(spec["engine"])
     start = (spec["base_arm"], spec["start_step"])
-    published = None if spec["engine"] == "embedded" else paper["table1"]  # never beside a seconds-long tiny curve
+    tiny = is_tiny_scale(spec["engine"])
+    published = None if tiny else paper["table1"]  # never beside a seconds-long tiny curve
     points = {
         "figure1": plot_figure1(
             fam, arms, labels, *start, a.figure1_png, a.figure1_pdf, note=note, paper_table1=published
@@ -237,7 +236,7 @@ def _cmd_figures(a: argparse.Namespace) -> None:
         a.figure4_png,
         a.figure4_pdf,
         note,
-        None if published is None else paper,
+        None if tiny else paper,
     )
     print(
         f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
@@ -249,7 +248,7 @@ def _cmd_figures(a: argparse.Namespace) -> None:
         sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
         step = cfg["n_sweep"]["step"]
         points["n_sweep"] = plot_n_sweep(fam, sweep, step, a.sweep_png, a.sweep_pdf, note, published)
-        print(f"N sweep over {[s['name'] for s in sweep]} at step {cfg['n_sweep']['step']}")
+        print(f"N sweep over {[s['name'] for s in sweep]} at step {step}")
     for name in (n for n, count in points.items() if not count):
         print(f"warning: figure {name} has no data point (no evaluated checkpoint of its arms at its steps)")
     if a.points_json:  # what each figure drew, so an empty one is caught (tests) and seen (the report)

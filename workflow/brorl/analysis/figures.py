@@ -20,13 +20,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from .paper import FAMILIES, FAMILY_LABELS  # noqa: E402
+from .paper import FAMILIES, FAMILY_LABELS, is_tiny_scale  # noqa: E402
 from .patterns import PATTERNS  # noqa: E402
 
 
 def scale_note(engine: str) -> str:
     """The subtitle every figure carries: which run it shows, so a tiny CPU curve is never read as the paper's."""
-    if engine == "embedded":
+    if is_tiny_scale(engine):
         return "tiny CPU run (embedded engine, tiny model): checks the pipeline, not comparable with the paper"
     return "paper-scale run (OpenRLHF engine)"
 

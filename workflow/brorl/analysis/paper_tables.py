@@ -132,8 +132,12 @@ def _value(table: pd.DataFrame, arm: str | None, step: int | None, column: str, 
     return float(hit.iloc[0]) if len(hit) else NOT_RUN
 
 
-def _diff(repro: object, paper: object) -> object:
-    return repro - paper if _is_num(repro) and _is_num(paper) else NOT_APPLICABLE
+def _diff(repro: object, paper: object, withheld: str | None = None) -> object:
+    """reproduced - paper; ``withheld`` (a marker saying why) in place of a difference that would compare unlike
+    things (a tiny run, a partial family average)."""
+    if not (_is_num(repro) and _is_num(paper)):
+        return NOT_APPLICABLE
+    return withheld or repro - paper
 
 
 def _steps_text(cp: Checkpoint, start_step: int, paper: Mapping) -> str:
@@ -158,12 +162,10 @@ def _paper_label(cp: Checkpoint, paper: Mapping) -> str:
 
 
 def _triple(row: dict, label: str, repro: object, given: object, withheld: str | None = None) -> None:
-    """``label``, ``label, paper`` and ``label diff`` cells of one row; ``withheld`` (a marker saying why) replaces a
-    difference that would compare unlike things (a tiny run, a partial family average)."""
+    """``label``, ``label, paper`` and ``label diff`` cells of one row (``withheld``: see _diff)."""
     row[label] = repro
     row[f"{label}, paper"] = given if given is not None else NOT_GIVEN
-    diff = _diff(repro, given)
-    row[f"{label} diff"] = withheld if withheld and _is_num(diff) else diff
+    row[f"{label} diff"] = _diff(repro, given, withheld)
 
 
 def _partial(family: pd.DataFrame, arm: str | None, step: int | None, fam: str, paper: Mapping) -> str | None:
@@ -294,8 +296,7 @@ def benchmark_table(
             }
             _with_error(row, "pass@1", bench, cp.arm, cp.step, "se", benchmark=name)
             row["pass@1, paper"] = given if given is not None else NOT_GIVEN
-            diff = _diff(repro, given)
-            row["diff"] = TINY_SCALE if tiny and _is_num(diff) else diff
+            row["diff"] = _diff(repro, given, TINY_SCALE if tiny else None)
             out.append(row)
     return pd.DataFrame(out)
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from .paper import FAMILY_LABELS, NOT_RUN
+from .paper import FAMILY_LABELS, NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK
 
 # Table 1 columns whose gains decide the main claim; the two Reasoning Gym averages are read separately
@@ -41,7 +41,7 @@ def scale_text(spec: Mapping) -> str:
         f"{a['name']} (N={a['n']} x {a['prompts_per_step']} prompts, {a['continued_steps']} steps)"
         for a in spec["arms"]
     )
-    if spec["engine"] == "embedded":
+    if is_tiny_scale(spec["engine"]):
         head = (
             "**Scale: tiny preset** (engine embedded: a tiny Qwen2 built offline on CPU, short responses, synthetic "
             "benchmarks). Its numbers test the pipeline end to end, and whether RL training improves the tiny model "
