@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pytest without pytest-xdist: no workers to schedule
+    LoadScopeScheduling = None
+
 TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
@@ -28,6 +33,12 @@ LONGEST_FIRST = (
     "tests/test_envs.py",
     "tests/cluster/test_slurm.py",
 )
+
+
+# Modules that run on another module's worker, after it. The demo-sized learning run and the OpenRLHF rehearsal each
+# keep both cores busy with vLLM, the trainer and Ray; side by side on two workers they slowed each other and the
+# rest of the suite far beyond their sum (rehearsal 2,618 s instead of ~760 s, the suite 48 minutes in CI).
+SAME_WORKER = {"tests/training/test_learning.py": "tests/cluster/test_rehearsal.py"}
 
 
 def module_of(item) -> str:
@@ -50,3 +61,30 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.engine)
     slow = {module_of(i) for i in items if i.get_closest_marker("slow") or i.get_closest_marker("slurm")}
     items.sort(key=lambda i: rank_of(module_of(i), slow))  # stable: collection order within each rank
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, or the module it shares a worker with (SAME_WORKER)."""
+    module = nodeid.split("::", 1)[0]
+    return SAME_WORKER.get(module, module)
+
+
+if LoadScopeScheduling is not None:
+
+    class ModuleUnits(LoadScopeScheduling):
+        """loadscope with modules as units (SAME_WORKER merged), and a worker on a merged unit gets no other unit
+        until it reaches that unit's last test (loadscope hands out a second unit to any worker with <= 2 pending)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+        def _reschedule(self, node) -> None:
+            merged = set(SAME_WORKER.values())
+            for unit, tests in self.assigned_work.get(node, {}).items():
+                if unit in merged and list(tests.values()).count(False) > 1:
+                    return
+            super()._reschedule(node)
+
+    def pytest_xdist_make_scheduler(config, log):
+        """`make test`'s `--dist loadscope` with the units above; any other mode keeps pytest-xdist's own."""
+        return ModuleUnits(config, log) if config.getvalue("dist") == "loadscope" else None

@@ -510,6 +510,34 @@ def test_launcher_single_host_runs_without_slurm(fake_slurm):
     assert _alive(tmp_path, "orphans") == []
 
 
+def test_emulated_launches_on_one_host_take_port_blocks_no_other_launch_holds(fake_slurm):
+    """Concurrent emulated launches share the loopback addresses: each holds a port block's lock for its lifetime,
+    so a block another launch holds is skipped (two jobs whose ids agree modulo the blocks once collided), and a
+    host with every block held stops with a message instead of a Ray head that cannot bind."""
+    import fcntl
+
+    tmp_path, env = fake_slurm
+    env = {k: v for k, v in env.items() if k != "SLURM_JOB_ID"}
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    held = []
+    for k in range(36):  # what other launches would hold: every block but 7
+        if k != 7:
+            f = (locks / f"ray_ports_{k}.lock").open("w")
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(f)
+    args = ["--logs", str(tmp_path / "logs"), "--nodes", "2", "--single-host", "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"']
+    result = _run(args, {**env, "RAY_PORT_LOCK_DIR": str(locks)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"addr=127.0.0.2:{20000 + 7 * 1250}" in result.stdout
+    with (locks / "ray_ports_7.lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again: the launch released it when it ended
+        result = _run(args, {**env, "RAY_PORT_LOCK_DIR": str(locks)})  # every block held now
+    assert result.returncode == 2 and "no free Ray port block" in result.stdout + result.stderr
+    for f in held:
+        f.close()
+
+
 def test_launcher_binds_ray_on_the_chosen_interface(fake_slurm):
     """F9: RAY_SLURM_IFACE=ib0 binds every Ray node on that interface's address (read on the node itself) and points
     the workers at the head's, instead of the Slurm NodeAddr; an interface without an address stops the launch."""
