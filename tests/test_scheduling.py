@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import SAME_WORKER
 
 TESTS = Path(__file__).resolve().parent
-RECORD = '''
+RECORD = """
 import json, os, time
 from pathlib import Path
 
@@ -22,7 +22,7 @@ def test_{name}():
     time.sleep({sleep})
     with open(Path(__file__).parents[{depth}] / "order.jsonl", "a") as f:
         f.write(json.dumps({{"test": "{name}", "worker": os.environ["PYTEST_XDIST_WORKER"], "t": time.time()}}) + "\\n")
-'''
+"""
 
 
 def test_a_merged_module_runs_right_after_its_host_on_a_worker_that_takes_nothing_else(tmp_path):

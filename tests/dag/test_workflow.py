@@ -198,6 +198,10 @@ def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
     assert grid["N"].tolist() == [4, 16, 64] and grid["gain per doubling"].notna().sum() == 2
     for rule in ("simulate_token_level", "check_theory", "plot_simulation", "tabulate_simulation", "tabulate_n_grid"):
         assert any((results / "logs" / rule).rglob("*.log")), rule
+    logs = results / "logs"
+    for log in (logs / "plot_simulation/figure3.log", logs / "tabulate_n_grid/n_grid.log"):
+        drawn = re.search(r": (\d+) data points ->", log.read_text())  # every figure says how much data it drew
+        assert drawn and int(drawn[1]) > 0, log.read_text()
 
     again = snakemake(*args)
     assert again.returncode == 0, output_of(again)

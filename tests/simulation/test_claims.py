@@ -160,7 +160,8 @@ def test_plot_figure3_from_real_runs(tmp_path) -> None:
         paths.append(path)
     runs = read_runs(paths)
     png, pdf = tmp_path / "fig" / "f.png", tmp_path / "fig" / "f.pdf"
-    plot_figure3(runs, png, pdf)
+    drawn = plot_figure3(runs, png, pdf)
+    assert drawn == 3 * 2 * runs["step"].nunique()  # three panels, one line per N (mean over seeds) of every step
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1_000
     claims_table(runs, 0.01, 99.9)  # real runs go through the claims code too

@@ -526,7 +526,17 @@ def test_emulated_launches_on_one_host_take_port_blocks_no_other_launch_holds(fa
             f = (locks / f"ray_ports_{k}.lock").open("w")
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             held.append(f)
-    args = ["--logs", str(tmp_path / "logs"), "--nodes", "2", "--single-host", "--", "bash", "-c", 'echo "addr=$RAY_ADDRESS"']
+    args = [
+        "--logs",
+        str(tmp_path / "logs"),
+        "--nodes",
+        "2",
+        "--single-host",
+        "--",
+        "bash",
+        "-c",
+        'echo "addr=$RAY_ADDRESS"',
+    ]
     result = _run(args, {**env, "RAY_PORT_LOCK_DIR": str(locks)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"addr=127.0.0.2:{20000 + 7 * 1250}" in result.stdout

@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ..figure_points import plotted_points  # noqa: E402
 from .paper import FAMILIES, FAMILY_LABELS, is_tiny_scale  # noqa: E402
 from .patterns import PATTERNS  # noqa: E402
 
@@ -29,17 +30,6 @@ def scale_note(engine: str) -> str:
     if is_tiny_scale(engine):
         return "tiny CPU run (embedded engine, tiny model): checks the pipeline, not comparable with the paper"
     return "paper-scale run (OpenRLHF engine)"
-
-
-def plotted_points(fig) -> int:
-    """This run's data points drawn on the figure's axes (lines, markers, error bars), bands and the paper's
-    published points excluded."""
-    return sum(
-        len(line.get_xdata())
-        for ax in fig.axes
-        for line in ax.get_lines()
-        if not str(line.get_label()).startswith("paper:")
-    )
 
 
 def _pass_rate_axis(ax) -> None:

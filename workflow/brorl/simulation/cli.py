@@ -93,11 +93,11 @@ def _cmd_check_theory(a: argparse.Namespace) -> None:
 
 
 def _cmd_figure(a: argparse.Namespace) -> None:
+    from ..figure_points import report_points
     from .figure import plot_figure3
     from .io import read_runs
 
-    plot_figure3(read_runs(a.runs), Path(a.png), Path(a.pdf))
-    print(f"Figure 3 -> {a.png}, {a.pdf}")
+    report_points("Figure 3", plot_figure3(read_runs(a.runs), Path(a.png), Path(a.pdf)), a.png)
 
 
 def _cmd_claims(a: argparse.Namespace) -> None:
@@ -126,7 +126,9 @@ def _cmd_n_grid(a: argparse.Namespace) -> None:
         f"{'yes' if verdict['concave_in_log_n'] else 'no, from N = ' + str(verdict['first_non_concave_N'])}"
     )
     write_table(table, a.out_md, a.out_csv, title=title)
-    plot_n_grid(table, verdict, a.mark, Path(a.png), Path(a.pdf))
+    from ..figure_points import report_points
+
+    report_points("the simulation's N grid", plot_n_grid(table, verdict, a.mark, Path(a.png), Path(a.pdf)), a.png)
     print(title)
 
 

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ..figure_points import plotted_points  # noqa: E402
 from .claims import main_family  # noqa: E402
 
 PANELS = (
@@ -54,8 +55,9 @@ def _linthresh(runs: pd.DataFrame) -> float:
     return 10.0 ** np.floor(np.log10(1e-3 * p0))
 
 
-def plot_figure3(runs: pd.DataFrame, png: Path, pdf: Path) -> None:
-    """Three panels side by side, one colour per N; line = mean over seeds, band = min..max over seeds.
+def plot_figure3(runs: pd.DataFrame, png: Path, pdf: Path) -> int:
+    """Three panels side by side, one colour per N; line = mean over seeds, band = min..max over seeds. Returns the
+    data points drawn.
 
     Uses the runs labelled "main" (all runs when there is none). Panel (c) has a symlog y axis whose linear
     range is 0.1% of a correct token's initial probability, so both the small-N drops (~1e-6) and the transient
@@ -106,4 +108,6 @@ def plot_figure3(runs: pd.DataFrame, png: Path, pdf: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=150)
     fig.savefig(pdf)
+    points = plotted_points(fig)
     plt.close(fig)
+    return points

@@ -43,13 +43,16 @@ def shape_verdict(table: pd.DataFrame, tol: float = 0.0) -> dict:
     return {"monotonic": rising, "concave_in_log_n": not bad, "first_non_concave_N": first}
 
 
-def plot_n_grid(table: pd.DataFrame, verdict: dict, marked: list[int], png: Path, pdf: Path) -> None:
-    """Gain in Q_pos at the final step against N (log2 axis); the training sweep's N values marked."""
+def plot_n_grid(table: pd.DataFrame, verdict: dict, marked: list[int], png: Path, pdf: Path) -> int:
+    """Gain in Q_pos at the final step against N (log2 axis); the training sweep's N values marked. Returns the data
+    points drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
+
+    from ..figure_points import plotted_points
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")
@@ -70,4 +73,6 @@ def plot_n_grid(table: pd.DataFrame, verdict: dict, marked: list[int], png: Path
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150)
+    points = plotted_points(fig)
     plt.close(fig)
+    return points

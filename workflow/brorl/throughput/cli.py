@@ -140,7 +140,11 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     cols = ["arm", "role", "step", "wall_s", "samples", "generated_samples", "pass_rate", "cumulative_pass_rate"]
     a.pass_rate_csv.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(series_rows, columns=cols).to_csv(a.pass_rate_csv, index=False)
-    plot_samples_per_s(figure_frame(results), line, a.figure_png, a.figure_pdf)
+    from ..figure_points import report_points
+
+    report_points(
+        "throughput vs N", plot_samples_per_s(figure_frame(results), line, a.figure_png, a.figure_pdf), a.figure_png
+    )
     print(df.to_string(index=False))
     print(f"-> {a.out_md}, {a.out_csv}, {a.out_tex}, {a.pass_rate_csv}, {a.figure_png}, {a.machine_out}")
 

@@ -12,10 +12,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ..figure_points import plotted_points  # noqa: E402
 
-def plot_samples_per_s(frame: pd.DataFrame, machine_line: str, png: Path | str, pdf: Path | str) -> None:
+
+def plot_samples_per_s(frame: pd.DataFrame, machine_line: str, png: Path | str, pdf: Path | str) -> int:
     """One line per (total samples, prefix caching): median samples/s with a min-max bar at each N; hollow markers
-    for measurements whose repeats varied more than throughput.max_cv. An empty frame gives a figure that says so."""
+    for measurements whose repeats varied more than throughput.max_cv. An empty frame gives a figure that says so.
+    Returns the data points drawn."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     fig, ax = plt.subplots(figsize=(5.2, 3.8), constrained_layout=True)
     if frame.empty:
@@ -56,4 +59,6 @@ def plot_samples_per_s(frame: pd.DataFrame, machine_line: str, png: Path | str, 
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=150)
     fig.savefig(pdf)
+    points = plotted_points(fig)
     plt.close(fig)
+    return points
