@@ -259,8 +259,48 @@ def _report_late(cfg):
     cfg["arms"][1]["report_steps"] = [191, 400]
 
 
+def _model(**fields) -> dict:
+    return {"name": "released", "repo_id": "org/model", "revision": "a" * 40, **fields}
+
+
 BAD = [
     # (id, mutation, config key named, words that must appear)
+    (
+        "model-named-base",
+        lambda c: _set(c, ["evaluation", "models"], [_model(name="base")]),
+        "'evaluation.models[0].name'",
+        "is taken",
+    ),
+    (
+        "model-named-like-an-arm",
+        lambda c: _set(c, ["evaluation", "models"], [_model(name="prorl_n16")]),
+        "'evaluation.models[0].name'",
+        "is taken",
+    ),
+    (
+        "model-two-sources",
+        lambda c: _set(c, ["evaluation", "models"], [_model(path="ckpt/")]),
+        "'evaluation.models[0]'",
+        "exactly one of repo_id",
+    ),
+    (
+        "model-no-revision",
+        lambda c: _set(c, ["evaluation", "models"], [_model(revision=None)]),
+        "'evaluation.models[0].revision'",
+        "needs a revision",
+    ),
+    (
+        "model-unknown-paper-row",
+        lambda c: _set(c, ["evaluation", "models"], [_model(paper_row="treatment@200")]),
+        "'evaluation.models[0].paper_row'",
+        "is not a row of the paper's Table 1",
+    ),
+    (
+        "model-duplicate",
+        lambda c: _set(c, ["evaluation", "models"], [_model(), _model()]),
+        "'evaluation.models[1].name'",
+        "duplicate",
+    ),
     ("unknown-top-level", lambda c: _set(c, ["shedule"], 1), "'shedule'", "unknown key"),
     ("unknown-nested", lambda c: _set(c, ["training", "kl", "beta"], 0.1), "'training.kl.beta'", "unknown key"),
     ("unknown-arm-key", lambda c: _set(c, ["arms", 0, "N"], 16), "'arms[0].N'", "unknown key"),
@@ -527,3 +567,11 @@ def test_the_embedded_engine_refuses_kl_in_the_reward():
     tiny["training"]["kl"]["use_loss"] = False
     with pytest.raises(ConfigError, match="'training.kl.use_loss': false"):
         validate_config(tiny)
+
+
+def test_the_released_preset_validates_and_evaluates_without_training():
+    cfg = load_yaml_config(ROOT / "config.yaml", ROOT / "workflow" / "presets" / "released.yaml")
+    (model,) = cfg["evaluation"]["models"]
+    assert model["repo_id"] == cfg["base_model"]["repo_id"] and model["revision"] == "brorl"  # pinned by make pin
+    assert model["paper_row"] == "treatment@191" and not any(arm["enabled"] for arm in cfg["arms"])
+    assert len(cfg["evaluation"]["benchmarks"]) == 21 and cfg["evaluation"]["n_samples"] == 16  # the paper's protocol

@@ -23,6 +23,7 @@ import scipy.stats as sps
 from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
 from brorl.analysis.paper import (
+    NOT_APPLICABLE,
     NOT_GIVEN,
     NOT_RUN,
     TINY_SCALE,
@@ -469,6 +470,47 @@ def test_tables_mark_checkpoints_and_benchmarks_not_run():
         ("p4", None, "control@535"),
     ]
     assert sum(cp.arm is None for cp in rows) == 3  # the BroRL rows: treatment arm b16 is not enabled
+
+
+def test_evaluated_models_are_rows_beside_the_paper_row_they_name():
+    """evaluation.models: a row each after the arms, not trained here (no samples, hours or N of ours), with the
+    paper's values of the row it names and their difference; a model without a paper row has none."""
+    fam, bench, hours, _, _ = paper_as_reproduced()
+    released = fam[(fam.arm == "brorl_n512") & (fam.step == 191)].assign(arm="released", step=0)
+    fam = pd.concat([fam[fam.arm == "base"], released], ignore_index=True)
+    bench = pd.concat(
+        [
+            bench[bench.arm == "base"],
+            bench[(bench.arm == "brorl_n512") & (bench.step == 191)].assign(arm="released", step=0),
+        ]
+    )
+    models = [
+        {
+            "name": "released",
+            "label": "BroRL (released)",
+            "step": 0,
+            "continued_steps": None,
+            "paper_row": "treatment@191",
+        },
+        {"name": "other", "label": None, "step": 0, "continued_steps": 50, "paper_row": None},
+    ]
+    evaluated = {("base", 3000), ("released", 0)}
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated, models=models)
+    mine = [cp for cp in rows if cp.model]
+    assert [(cp.method, cp.arm, cp.step, cp.paper_key, cp.evaluated) for cp in mine] == [
+        ("BroRL (released)", "released", 0, "treatment@191", True),
+        ("other", "other", 0, None, False),
+    ]
+    t1 = table1(PAPER, rows, fam, hours, 3000).set_index("arm")
+    assert t1.loc["released", "Math, paper"] == 63.03 and t1.loc["released", "Math diff"] == pytest.approx(0.0)
+    assert (
+        t1.loc["released", "time (h)"] == NOT_APPLICABLE and t1.loc["released", OURS] == "evaluated, not trained here"
+    )
+    assert t1.loc["released", "continued steps"] == "model" and t1.loc["other", "continued steps"] == "+50 (model)"
+    assert t1.loc["other", "Math"] == NOT_RUN and t1.loc["other", "Math, paper"] == NOT_GIVEN
+    t3 = benchmark_table(PAPER, "math", rows, bench)
+    cell = t3[(t3.benchmark == "aime24") & (t3.arm == "released")].iloc[0]
+    assert cell["pass@1, paper"] == 57.50 and cell["diff"] == pytest.approx(0.0)
 
 
 def test_tables_show_plus_minus_and_n_beside_every_reproduced_score():

@@ -57,6 +57,10 @@ def test_registry_has_one_valid_entry_per_config_benchmark():
             )
         elif spec.family == "code":
             assert spec.render_prompt("Sum two ints.").endswith("```python\nYour code\n```\nat the end.")
+        elif spec.family == "stem":
+            assert spec.render_prompt("Q").startswith("Q\n\n") and "within \\boxed{}" in spec.render_prompt("Q")
+        elif spec.family == "instruction_following":
+            assert spec.render_prompt("Write a haiku.") == "Write a haiku."  # the request as written
         else:
             assert spec.category in CATEGORIES and "<answer>answer here</answer>" in spec.render_prompt("Q")
 

@@ -444,6 +444,20 @@ def test_paper_config_evaluates_every_checkpoint_on_every_benchmark(tmp_path):
 ENGINE_READY = all(importlib.util.find_spec(m) is not None for m in ("brorl.models.cli", "brorl.generation.cli"))
 
 
+# Two checkpoints of evaluation.models, as workflow/presets/released.yaml names the released weights: the tiny model
+# as built (never trained) and its warm start (the start checkpoint's weights) standing for a paper row.
+TINY_MODELS = [
+    {"name": "bare", "label": "tiny model as built", "path": "resources/build/tiny-qwen2"},
+    {
+        "name": "warm",
+        "label": "tiny warm start (as a model)",
+        "path": "resources/build/tiny-qwen2-warm",
+        "continued_steps": 191,
+        "paper_row": "treatment@191",
+    },
+]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not ENGINE_READY, reason="brorl.models / brorl.generation are not here yet")
 @pytest.mark.workflow
@@ -463,6 +477,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
                 "n_samples": 16,
                 "max_tokens": 16,
                 "shard_size": 1,
+                "models": TINY_MODELS,  # the tiny twin of workflow/presets/released.yaml: checkpoints, no training
             },
         },
     )
@@ -497,6 +512,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         assert {"synthetic_math", "rg_arithmetic", "Math avg", "Reasoning Gym avg"} <= set(table.benchmark)
         agreement = pd.read_csv(tmp_path / "results/tables/math_verify_agreement.csv")
         assert set(agreement.benchmark) == {"synthetic_math", "Math avg"}
+        check_model_rows(tmp_path)
 
         again = snakemake(*args, cwd=repo)
         assert again.returncode == 0 and "Nothing to be done" in output_of(again), output_of(again)
@@ -525,10 +541,38 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         verifier = repo / "workflow" / "brorl" / "scoring" / "math" / "__init__.py"
         verifier.write_text(verifier.read_text() + "\n# a verifier edit\n")
         changed = job_counts(snakemake("-n", *args, cwd=repo))
-        assert changed.get("score_samples") == 2, changed
+        assert changed.get("score_samples") == 2 * (1 + len(TINY_MODELS)), changed  # start + models
         assert "generate_samples" not in changed and "build_tiny_model" not in changed, changed
     finally:
         if env_data_root is None:
             os.environ.pop("BRORL_DATA_ROOT", None)
         else:
             os.environ["BRORL_DATA_ROOT"] = env_data_root
+
+
+def check_model_rows(work: Path) -> None:
+    """evaluation.models went through the real rules: staged with a manifest, derived for the evaluation context,
+    generated, scored and summarised; rows in Tables 1 and 3 (the paper row beside the one that names it); each
+    tested against the start checkpoint with the paired one-tailed test in significance.json and SUMMARY.md."""
+    for m in TINY_MODELS:
+        staged = work / "resources/models/eval" / m["name"]
+        manifest = json.loads((staged / "brorl_manifest.json").read_text())
+        assert manifest["source"]["kind"] == "local" and manifest["source"]["path"] == m["path"], manifest["source"]
+        summary = json.loads((work / f"results/eval/{m['name']}/step0/synthetic_math.summary.json").read_text())
+        assert summary["n_items"] == 3 and summary["n_samples"] == 16
+    table1 = pd.read_csv(work / "results/tables/table1.csv")
+    rows = table1.set_index("arm")
+    assert {"base", "bare", "warm"} <= set(rows.index), table1["arm"].tolist()
+    assert rows.loc["warm", "paper row"].startswith("BroRL N=512") and rows.loc["bare", "paper row"] == "no paper row"
+    assert rows.loc["warm", "Math, paper"] == 63.03 and rows.loc["warm", "continued steps"] == "+191 (model)"
+    assert rows.loc["warm", "time (h)"] == "n/a"  # not trained here
+    table3 = pd.read_csv(work / "results/tables/table3.csv")
+    assert set(table3.loc[table3["benchmark"] == "synthetic_math", "arm"]) >= {"base", "bare", "warm"}
+    sig = json.loads((work / "results/stats/significance.json").read_text())
+    models = {r["arm"]: r for r in sig["models"]}
+    assert set(models) == {"bare", "warm"}
+    for r in models.values():
+        assert r["status"] == "ok" and r["pooled"]["n"] >= 3, r  # paired over the same problems as the start
+    summary = (work / "results/SUMMARY.md").read_text()
+    assert "## Evaluated checkpoints against the start checkpoint" in summary
+    assert "`bare` step 0 vs start" in summary and "`warm` step 0 vs start" in summary

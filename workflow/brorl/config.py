@@ -414,6 +414,32 @@ def _check_benchmarks(cfg: dict) -> list[str]:
     ]
 
 
+def _check_models(cfg: dict) -> list[str]:
+    """evaluation.models: names unique among arms and models (they share the {arm} wildcard), not the start
+    checkpoint's `base`; one source each (a hub repo with its revision, or a local path); a paper row that exists."""
+    from .analysis.paper import load_paper
+
+    models, problems = cfg["evaluation"]["models"], []
+    problems += _duplicates(_names(models), "evaluation.models", ".name")
+    arms = set(_names(cfg["arms"]))
+    rows = sorted(f"{r['role']}@{r['continued_steps']}" for r in load_paper()["table1"])
+    for i, m in enumerate(models):
+        where = f"config key 'evaluation.models[{i}]"
+        if m["name"] == "base" or m["name"] in arms:
+            problems.append(f"{where}.name': {m['name']!r} is taken (by the start checkpoint `base` or an arm)")
+        if bool(m["repo_id"]) == bool(m["path"]):
+            problems.append(f"{where}': give exactly one of repo_id (the hub, with revision) or path (a local folder)")
+        elif m["repo_id"] and not m["revision"]:
+            problems.append(
+                f"{where}.revision': {m['repo_id']} needs a revision (a commit, or a branch `make pin` locks)"
+            )
+        if m["paper_row"] is not None and m["paper_row"] not in rows:
+            problems.append(
+                f"{where}.paper_row': {m['paper_row']!r} is not a row of the paper's Table 1 ({', '.join(rows)})"
+            )
+    return problems
+
+
 def _check_logging(cfg: dict) -> list[str]:
     """logging.wandb.group is a template with exactly the field {arm} (one group per arm)."""
     group, where = cfg["logging"]["wandb"]["group"], "config key 'logging.wandb.group'"
@@ -439,5 +465,6 @@ _CHECKS = (
     _check_analysis,
     _check_simulation,
     _check_benchmarks,
+    _check_models,
     _check_logging,
 )

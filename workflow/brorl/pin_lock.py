@@ -2,7 +2,8 @@
 hub sources points at now and writes pins.lock.yaml beside config.yaml; the workflow, the plan and the preflight
 read it, so the config's branch names download at those commits and the pin gate (brorl.pins) opens.
 
-Only config keys are locked (base_model.revision, train_data.sources[*].revision): a benchmark's hub revision
+Only config keys are locked (base_model.revision, evaluation.models[*].revision,
+train_data.sources[*].revision): a benchmark's hub revision
 lives in its registry YAML, a project file, and is pinned there. The lock's keys name the repository and the
 branch it replaced, so editing a config revision (another branch or a commit) makes its entry inert, never wrong.
 """
@@ -45,6 +46,11 @@ def apply_lock(config: dict[str, Any], lock: Mapping[str, str]) -> list[str]:
     if base.get("repo_id") and not is_pinned(base.get("revision")) and key in lock:
         base["revision"] = lock[key]
         applied.append("base_model.revision")
+    for i, model in enumerate(config["evaluation"].get("models", [])):
+        key = lock_key("model", model.get("repo_id") or "", model.get("revision"))
+        if model.get("repo_id") and not is_pinned(model.get("revision")) and key in lock:
+            model["revision"] = lock[key]
+            applied.append(f"evaluation.models[{i}].revision")
     for src in config["train_data"]["sources"]:
         key = lock_key("dataset", src["dataset"], src.get("revision"))
         if not is_pinned(src.get("revision")) and key in lock:

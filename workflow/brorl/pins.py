@@ -76,7 +76,8 @@ def hub_sources(
     base_model: bool = True,
 ) -> list[HubSource]:
     """The hub downloads of a run of `config`: the start checkpoint (cluster engine, no local copy; when
-    `base_model`), the training mix's hub datasets (when `training`), and each evaluated benchmark that `uses_hub`
+    `base_model`), the training mix's hub datasets (when `training`), each hub checkpoint of evaluation.models, and
+    each evaluated benchmark that `uses_hub`
     (its registry entry in `benchmarks`; a local copy, when present, is used instead)."""
     sources = []
     base = config["base_model"]
@@ -87,6 +88,10 @@ def hub_sources(
             if src["dataset"] != "reasoning_gym" and not src["dataset"].startswith("synthetic:"):
                 key = f"train_data.sources[{src['name']}].revision"
                 sources.append(HubSource(key, src["dataset"], src.get("revision"), "dataset"))
+    for i, model in enumerate(config["evaluation"].get("models", [])):
+        if model.get("repo_id") and not model.get("path"):
+            key = f"evaluation.models[{i}].revision"
+            sources.append(HubSource(key, model["repo_id"], model.get("revision"), "model"))
     for name in config["evaluation"]["benchmarks"]:
         hub = benchmarks[name].source("hub")
         if hub is not None and uses_hub(name):

@@ -23,6 +23,8 @@ PREFLIGHT_REQUIRED = (
     config["engine"] == "cluster" and config["training"]["cluster"]["device"] == "gpu"
 )
 ARM_NAMES = [arm["name"] for arm in config["arms"]]
+# checkpoints evaluated beside the arms (evaluation.models): filed like arms, results/eval/<name>/step<step>/
+EVAL_MODELS = {model["name"]: model for model in EVAL["models"]}
 TRAIN_MIX = f"resources/train/{config['train_data']['name']}.jsonl"  # the RL prompts (rule prepare_train_data)
 
 
@@ -32,7 +34,7 @@ wildcard_constraints:
     variant="|".join(re.escape(v["name"]) for v in SENSITIVITY["variants"]),
     category="|".join(map(re.escape, RG_CATEGORIES)),
     mix=re.escape(config["train_data"]["name"]),
-    arm="|".join(map(re.escape, [BASE_ARM, *ARM_NAMES])),
+    arm="|".join(map(re.escape, [BASE_ARM, *ARM_NAMES, *EVAL_MODELS])),
     step=r"\d+",
     benchmark="|".join(map(re.escape, BENCHMARKS)),
 
@@ -153,9 +155,21 @@ def eval_start_model():
     return extended_model_dir(context_length(CONTEXT["eval_max_len"]))
 
 
+def eval_model_dir(name):
+    """Where a checkpoint of evaluation.models is staged with its manifest (rule download_eval_model)."""
+    return f"resources/models/eval/{name}"
+
+
 def model_dir(arm, step):
     """The model folder of (arm, step): the start checkpoint (arm `base` at base_model.start_step, extended to the
-    evaluation length) or a trained arm's exported step results/train/<arm>/step<k>/."""
+    evaluation length), a checkpoint of evaluation.models (at its step, extended likewise) or a trained arm's
+    exported step results/train/<arm>/step<k>/."""
+    if arm in EVAL_MODELS:
+        if int(step) != EVAL_MODELS[arm]["step"]:
+            raise ValueError(
+                f"evaluation model {arm!r} is filed under step {EVAL_MODELS[arm]['step']} only"
+            )
+        return f"{eval_model_dir(arm)}-ctx{context_length(CONTEXT['eval_max_len'])}"
     if arm == BASE_ARM:
         if int(step) != config["base_model"]["start_step"]:
             raise ValueError(
@@ -166,8 +180,9 @@ def model_dir(arm, step):
 
 
 def evaluation_points():
-    """The evaluated (arm, step) checkpoints: the start checkpoint (evaluation.steps.include_start) and each enabled
-    arm's steps of evaluation.steps (brorl.training.recipe.evaluation_steps)."""
+    """The evaluated (arm, step) checkpoints: the start checkpoint (evaluation.steps.include_start), each enabled
+    arm's steps of evaluation.steps (brorl.training.recipe.evaluation_steps) and each of evaluation.models.
+    """
     from brorl.training.recipe import enabled_arms, evaluation_steps
 
     points = []
@@ -175,4 +190,5 @@ def evaluation_points():
         points.append((BASE_ARM, config["base_model"]["start_step"]))
     for arm in enabled_arms(config):
         points += [(arm, step) for step in evaluation_steps(config, arm)]
+    points += [(name, model["step"]) for name, model in EVAL_MODELS.items()]
     return points

@@ -184,3 +184,40 @@ rule collect_evaluation:
             --agreement-csv {output.agreement_csv:q} \
             >{log:q} 2>&1
         """
+
+
+# Tracking of evaluation (docs/stages.md#experiment-tracking): in the stage's targets only when config `logging`
+# turns W&B or TensorBoard on (helpers/evaluate.smk). A local rule: W&B online needs the internet that compute nodes
+# may lack, and an arm's jobs serialize on a lock file in results/eval/{arm}/. WANDB_API_KEY reaches it from the
+# environment only, declared with envvars: in train.smk when set; never params.
+rule track_evaluation:
+    """One evaluated checkpoint's pass@1 (with standard errors and family averages) to W&B (run <arm>-eval, which
+    every checkpoint of the arm resumes) and TensorBoard (results/eval/{arm}/tensorboard/),
+    and a marker of what went where."""
+    input:
+        summaries=checkpoint_summaries(),
+    output:
+        "results/eval/{arm}/step{step}/tracked.json",
+    log:
+        "results/logs/track_evaluation/{arm}/step{step}.log",
+    localrule: True
+    conda:
+        "../../envs/train.yaml"  # the environment with wandb and tensorboard
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        tracking=tracking_settings,  # a change of the tracking settings logs the checkpoint again
+        folder=lambda wildcards: f"results/eval/{wildcards.arm}",
+    shell:
+        """
+        python -m brorl.evaluation track \
+            --summaries {input.summaries:q} \
+            --arm {wildcards.arm:q} \
+            --step {wildcards.step} \
+            --tracking {params.tracking:q} \
+            --folder {params.folder:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """

@@ -169,3 +169,76 @@ rule extend_context:
             --out {output:q} \
             >{log:q} 2>&1
         """
+
+
+rule download_eval_model:
+    """A checkpoint of evaluation.models staged with its manifest: from the hub at its revision (the pin gate
+    refuses a branch `make pin` did not lock) or from its local folder; the same contract as the start checkpoint.
+    """
+    input:
+        source=eval_model_source,
+    output:
+        directory(eval_model_dir("{model}")),
+    log:
+        "results/logs/download_eval_model/{model}.log",
+    benchmark:
+        "results/timings/download_eval_model/{model}.tsv"
+    wildcard_constraints:
+        model="|".join(map(re.escape, EVAL_MODELS)) or "(?!)",
+    retries: 0  # downloads retry inside, with backoff (brorl.hub_retry)
+    localrule: True
+    conda:
+        "../../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=120,
+    params:
+        source=eval_model_flags,
+        cache_dir=HUB_CACHE,
+        pins=unpinned_flag(),
+    shell:
+        """
+        python -m brorl.models download \
+            --out {output:q} \
+            {params.source:q} {params.pins} \
+            --cache-dir {params.cache_dir:q} \
+            >{log:q} 2>&1
+        python -m brorl.models verify {output:q} >>{log:q} 2>&1
+        """
+
+
+rule extend_eval_model:
+    """A checkpoint of evaluation.models derived to allow L tokens (ctx<L>), proven by a forward pass at L, as the
+    start checkpoint is for its evaluation."""
+    input:
+        eval_model_dir("{model}"),
+    output:
+        directory(eval_model_dir("{model}-ctx{length}")),
+    log:
+        "results/logs/extend_eval_model/{model}-ctx{length}.log",
+    benchmark:
+        "results/timings/extend_eval_model/{model}-ctx{length}.tsv"
+    wildcard_constraints:
+        model="|".join(map(re.escape, EVAL_MODELS)) or "(?!)",
+        length=r"\d+",
+    conda:
+        "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
+    threads: extend_context_resources("threads")
+    resources:
+        mem_mb=extend_context_resources("mem_mb"),
+        runtime=extend_context_resources("runtime"),
+    params:
+        rope_scaling=CONTEXT["rope_scaling"] or "none",
+    shell:
+        """
+        python -m brorl.models extend-context \
+            --base {input:q} \
+            --length {wildcards.length} \
+            --rope-scaling {params.rope_scaling:q} \
+            --threads {threads} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """

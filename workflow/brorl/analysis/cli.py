@@ -97,6 +97,7 @@ def _cmd_significance(a: argparse.Namespace) -> None:
     base = (spec["base_arm"], spec["start_step"])
     arms = [arm["name"] for arm in spec["arms"]]
     result["learning"] = learning_effects(units, base, arms, **test)
+    result["models"] = learning_effects(units, base, [m["name"] for m in spec.get("models", [])], **test)
     result["provenance"] = provenance()
     a.out_json.parent.mkdir(parents=True, exist_ok=True)
     a.out_json.write_text(json.dumps(result, indent=2) + "\n")
@@ -174,6 +175,7 @@ def _cmd_tables(a: argparse.Namespace) -> None:
         spec["start_step"],
         {(str(x), int(y)) for x, y in evaluated},
         spec["base_arm"],
+        spec.get("models", ()),
     )
     fam, bench = family_pass1(units), benchmark_pass1(units)
     t1 = table1(paper, rows, fam, hours, spec["start_step"], reasoning_gym_averages(units), samples, tiny)

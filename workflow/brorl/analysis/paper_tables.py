@@ -1,7 +1,8 @@
 """Tables 1 and 3-5 with the paper's value beside the reproduced one and their difference (pure: frames in, frames out).
 
-Rows are checkpoints: the start checkpoint (arm base), every report step of every enabled arm, and every checkpoint
-of the paper's Table 1 that this configuration has no row for (marked NOT_RUN, never dropped). A reproduced row is
+Rows are checkpoints: the start checkpoint (arm base), every report step of every enabled arm, every checkpoint of
+evaluation.models (e.g. a released model, beside the paper row it names), and every checkpoint of the paper's Table 1
+that this configuration has no row for (marked NOT_RUN, never dropped). A reproduced row is
 paired with a paper row when its arm plays the paper row's role (analysis.comparison: control = ProRL, treatment =
 BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns. Values are pass@1 in percent.
 
@@ -52,6 +53,7 @@ class Checkpoint:
     prompts: object
     paper_key: str | None  # "<role>@<step>" of the paper's Table 1 row, None when the paper has no such row
     evaluated: bool
+    model: bool = False  # a checkpoint of evaluation.models: not trained here (no samples, hours or N of ours)
 
 
 def _is_num(x: object) -> bool:
@@ -65,8 +67,11 @@ def checkpoint_rows(
     start_step: int,
     evaluated: set[tuple[str, int]],
     base_arm: str = "base",
+    models: Sequence[Mapping] = (),
 ) -> list[Checkpoint]:
-    """The rows of Tables 1 and 3-5, in order: base, control arm, treatment arm, other enabled arms (by step)."""
+    """The rows of Tables 1 and 3-5, in order: base, control arm, treatment arm, other enabled arms (by step), the
+    checkpoints of evaluation.models (``models``: name, label, step, continued_steps, paper_row), then the paper's
+    rows this configuration does not have."""
     paper_rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in paper["table1"]}
     role_of = {name: role for role, name in roles.items()}
     enabled = {a["name"]: a for a in arms}
@@ -114,6 +119,23 @@ def checkpoint_rows(
                 )
             if key:
                 used.add(key)
+    for m in models:
+        key = m.get("paper_row")
+        rows.append(
+            Checkpoint(
+                m.get("label") or m["name"],
+                m["name"],
+                int(m["step"]),
+                m.get("continued_steps") if m.get("continued_steps") is not None else 0,
+                NOT_APPLICABLE,
+                NOT_APPLICABLE,
+                key,
+                (m["name"], int(m["step"])) in evaluated,
+                model=True,
+            )
+        )
+        if key:
+            used.add(key)
     for key, p in paper_rows.items():  # a role whose arm is not named in the config at all
         if key not in used:
             rows.append(
@@ -141,6 +163,8 @@ def _diff(repro: object, paper: object, withheld: str | None = None) -> object:
 
 
 def _steps_text(cp: Checkpoint, start_step: int, paper: Mapping) -> str:
+    if cp.model:
+        return f"+{cp.continued} (model)" if cp.continued else "model"
     if cp.continued == 0 and cp.paper_key and cp.paper_key.startswith("base@"):
         total = next(r.get("total_steps") for r in paper["table1"] if r["role"] == "base")
         return f"start (here step {start_step}; paper {total})"
@@ -149,6 +173,8 @@ def _steps_text(cp: Checkpoint, start_step: int, paper: Mapping) -> str:
 
 def _ours(cp: Checkpoint) -> str:
     """This configuration's N x prompts/step of a row (the paper's are in its paper row)."""
+    if cp.model:
+        return "evaluated, not trained here"
     if cp.continued == 0:
         return NOT_APPLICABLE
     return f"{cp.n:,} x {cp.prompts:,}" if cp.step is not None else NOT_RUN
@@ -236,7 +262,7 @@ def table1(
             (SAMPLES, samples, "samples_k", "samples_k"),
             ("time (h)", hours, "hours", "time_h"),
         ):
-            if cp.continued == 0:
+            if cp.continued == 0 or cp.model:  # the start checkpoint and models were not trained here
                 row[label], row[f"{label}, paper"], row[f"{label} diff"] = (NOT_APPLICABLE,) * 3
             else:
                 repro = _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN

@@ -102,19 +102,10 @@ def _pts(x: object) -> str:
     return "n/a" if v is None else f"{100 * v:+.2f}"
 
 
-def _learning(sig: Mapping, spec: Mapping) -> list[str]:
-    """Whether RL training improved the start model, per arm, by the paired one-tailed test (final vs start)."""
-    lines = [
-        "## Does RL training improve the start model?",
-        "",
-        f"Each arm's last evaluated checkpoint against the start checkpoint on the same problems: the paired one-tailed "
-        f"t-test over problems (alpha {sig.get('alpha', spec['analysis'].get('alpha'))}), pooled over the benchmarks "
-        "and per benchmark with Holm's correction. A sign error in the advantages or the loss would show here.",
-        "",
-    ]
-    rows = sig.get("learning") or []
-    if not rows:
-        return lines + [f"{NOT_RUN}: no arm was evaluated.", ""]
+def _versus_start(rows: list, better: str) -> list[str]:
+    """One line per compared checkpoint of significance.json's ``learning`` or ``models`` rows: pooled and
+    per-benchmark deltas against the start checkpoint, and the verdict (``better``: what a rejection means)."""
+    lines = []
     for r in rows:
         if r["status"] != "ok":
             lines.append(f"- `{r['arm']}`: {NOT_RUN} ({r['reason']}).")
@@ -125,7 +116,7 @@ def _learning(sig: Mapping, spec: Mapping) -> list[str]:
             for b in r["benchmark"]
         )
         verdict = (
-            f"**resolved: training improved the start model** ({', '.join(r['benchmarks_resolved']) or 'pooled'})"
+            f"**resolved: {better}** ({', '.join(r['benchmarks_resolved']) or 'pooled'})"
             if r["resolved"]
             else "**not resolved at this scale** (p >= alpha pooled and on every benchmark after Holm)"
         )
@@ -134,6 +125,34 @@ def _learning(sig: Mapping, spec: Mapping) -> list[str]:
             f"{_pts(p['ci_low'])} .. {_pts(p['ci_high'])}), p {_g(p['p'])} over n = {p['n']} problems; "
             f"{per}. Verdict: {verdict}."
         )
+    return lines
+
+
+def _learning(sig: Mapping, spec: Mapping) -> list[str]:
+    """Whether RL training improved the start model, per arm, by the paired one-tailed test (final vs start); then
+    the checkpoints of evaluation.models against the start checkpoint, by the same test."""
+    alpha = sig.get("alpha", spec["analysis"].get("alpha"))
+    lines = [
+        "## Does RL training improve the start model?",
+        "",
+        f"Each arm's last evaluated checkpoint against the start checkpoint on the same problems: the paired one-tailed "
+        f"t-test over problems (alpha {alpha}), pooled over the benchmarks "
+        "and per benchmark with Holm's correction. A sign error in the advantages or the loss would show here.",
+        "",
+    ]
+    rows = sig.get("learning") or []
+    lines += _versus_start(rows, "training improved the start model") if rows else [f"{NOT_RUN}: no arm was evaluated."]
+    models = sig.get("models") or []
+    if models:
+        lines += [
+            "",
+            "## Evaluated checkpoints against the start checkpoint",
+            "",
+            "Each checkpoint of `evaluation.models` (e.g. a released model) against the start checkpoint on the same "
+            f"problems, by the same paired one-tailed test (alpha {alpha}).",
+            "",
+            *_versus_start(models, "higher than the start checkpoint"),
+        ]
     return lines + [""]
 
 

@@ -8,9 +8,11 @@ the hub, run the same code path with a local file.
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import math
 import os
+import random
 import re
 import sys
 from pathlib import Path
@@ -36,7 +38,7 @@ def local_data_root() -> Path:
 
 
 def load_rows(path: Path | str) -> list[dict]:
-    """Rows of a JSON list, JSONL or parquet file, as plain Python objects."""
+    """Rows of a JSON list, JSONL, parquet or CSV (header row; every value a string) file, as plain Python objects."""
     path = Path(path)
     if not path.is_file():
         raise PrepareError(f"{path}: no such file")
@@ -44,6 +46,15 @@ def load_rows(path: Path | str) -> list[dict]:
         import pyarrow.parquet as pq
 
         rows = pq.read_table(path).to_pylist()
+    elif path.suffix == ".csv":
+        with open(path, encoding="utf-8-sig", newline="") as f:  # quoted values may span lines
+            try:
+                rows = [dict(r) for r in csv.DictReader(f, strict=True)]
+            except csv.Error as e:
+                raise PrepareError(f"{path}: malformed CSV: {e}") from e
+        bad = next((i for i, r in enumerate(rows) if None in r or None in r.values()), None)
+        if bad is not None:
+            raise PrepareError(f"{path}: row {bad} has another number of values than the header")
     else:
         text = path.read_text(encoding="utf-8")
         if not text.strip():
@@ -136,6 +147,26 @@ def normalize_tests(value) -> dict:
     return _plain(tests)
 
 
+LETTERS = "ABCDEFGHIJ"
+
+
+def multiple_choice(row: dict, choices: dict, key) -> tuple[str, str, list[str]]:
+    """(the options as lines "A) ...", the correct letter, the options in that order) of one row: its correct and
+    incorrect options shuffled by a generator seeded with ``choices["seed"]`` and the row's id ``key``, so a row's
+    letters depend on neither the other rows, their order nor the machine (str seeds hash with SHA-512)."""
+    options = []
+    for name in [choices["correct"], *choices["incorrect"]]:
+        value = get_field(row, name)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"option field {name!r} is not a non-empty string")
+        options.append(value.strip())
+    order = list(range(len(options)))
+    random.Random(f"{choices['seed']}/{key}").shuffle(order)
+    shown = [options[i] for i in order]
+    lines = "\n".join(f"{LETTERS[i]}) {text}" for i, text in enumerate(shown))
+    return lines, LETTERS[order.index(0)], shown
+
+
 def normalize_rows(spec: BenchmarkSpec, source: Source, rows: list[dict], origin: str) -> list[dict]:
     """Registry field mapping, filter and prompt template applied to raw rows -> normalized records."""
     fields = source.fields
@@ -151,6 +182,9 @@ def normalize_rows(spec: BenchmarkSpec, source: Source, rows: list[dict], origin
                 problem = problem.rstrip()[: -len(source.strip_suffix.rstrip())]
             problem = problem.strip()
             raw_id = get_field(row, fields["id"]) if "id" in fields else index
+            if source.choices:
+                lines, letter, shown = multiple_choice(row, source.choices, raw_id)
+                problem = f"{problem}\n\n{lines}"
             rec = {
                 "id": f"{spec.name}/{raw_id}",
                 "benchmark": spec.name,
@@ -161,6 +195,9 @@ def normalize_rows(spec: BenchmarkSpec, source: Source, rows: list[dict], origin
             }
             for key in fields.get("metadata", []):
                 rec["metadata"][key] = _plain(_safe_get(row, key))
+            if source.choices:
+                rec["answer"] = letter
+                rec["metadata"]["choices"] = shown
             if "answer" in fields:
                 raw = get_field(row, fields["answer"])
                 rec["answer"] = normalize_answer(raw)

@@ -36,6 +36,7 @@ class Source:
     license: str | None = None
     fields: dict = field(default_factory=dict)
     filter: dict = field(default_factory=dict)
+    choices: dict | None = None
     strip_suffix: str | None = None
     generator: str | None = None
     seed: int | None = None
@@ -110,13 +111,20 @@ def _semantic_problems(entry: dict, stem: str) -> list[str]:
         "reasoning_gym": (),
         "synthetic": ("generator", "seed"),
     }
-    target = {"math": "answer", "code": "tests"}.get(entry["family"])
+    target = {"math": "answer", "code": "tests", "stem": "answer"}.get(entry["family"])
     for i, src in enumerate(entry["sources"]):
         for key in need[src["kind"]]:
             if key not in src:
                 problems.append(f"key 'sources[{i}].{key}': required for a {src['kind']} source")
-        if target and "fields" in src and target not in src["fields"]:
+        fields = src.get("fields", {})
+        if "choices" in src and "answer" in fields:
+            problems.append(f"key 'sources[{i}].fields.answer': a multiple-choice source's answer is the letter")
+        if target and "fields" in src and target not in fields and not (target == "answer" and "choices" in src):
             problems.append(f"key 'sources[{i}].fields.{target}': required for family {entry['family']!r}")
+        if entry["family"] == "instruction_following" and "fields" in src:
+            for key in ("instruction_id_list", "kwargs"):  # the IFEval checker's inputs, read from metadata
+                if key not in fields.get("metadata", []):
+                    problems.append(f"key 'sources[{i}].fields.metadata': must list {key!r} (instruction following)")
     return problems
 
 

@@ -1,4 +1,4 @@
-"""Command line of the evaluation stage: ``python -m brorl.evaluation {score,summarize,collect}``.
+"""Command line of the evaluation stage: ``python -m brorl.evaluation {score,summarize,collect,track}``.
 
 Generation is ``python -m brorl.generation generate``; these commands read its samples and never import it.
 """
@@ -79,6 +79,20 @@ def _cmd_collect(a: argparse.Namespace) -> None:
         print(f"{len(agree)} math rows -> {a.agreement_md}, {a.agreement_csv}")
 
 
+def _cmd_track(a: argparse.Namespace) -> None:
+    from ..training.tracking import Tracking, TrackingError
+    from .tracking import checkpoint_of, track_checkpoint, write_marker
+
+    summaries = [json.loads(Path(p).read_text()) for p in a.summaries]
+    if checkpoint_of(summaries) != (a.arm, a.step):
+        raise TrackingError(f"the summaries are of {checkpoint_of(summaries)}, not of ({a.arm!r}, {a.step})")
+    record = track_checkpoint(Tracking.from_json(a.tracking), summaries, a.folder)
+    record["summaries"] = [str(p) for p in a.summaries]
+    write_marker(record, a.out)
+    where = [w for w in ("wandb", "tensorboard") if record[w]] or ["nowhere (tracking is off)"]
+    print(f"{a.arm} step {a.step}: {len(record['metrics'])} metrics -> {', '.join(where)}; marker {a.out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m brorl.evaluation", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -111,16 +125,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--agreement-md", type=Path, default=None, help="math-verify agreement table (markdown)")
     c.add_argument("--agreement-csv", type=Path, default=None, help="... and CSV (both or neither)")
     c.set_defaults(func=_cmd_collect)
+
+    t = sub.add_parser("track", help="one checkpoint's summaries -> W&B and TensorBoard (config `logging`)")
+    t.add_argument("--summaries", required=True, nargs="+", type=Path, help="the checkpoint's BENCH.summary.json")
+    t.add_argument("--arm", required=True)
+    t.add_argument("--step", required=True, type=int)
+    t.add_argument("--tracking", default=None, help="config `logging` as JSON (never the W&B key: WANDB_API_KEY)")
+    t.add_argument("--folder", required=True, type=Path, help="results/eval/ARM: tensorboard/, wandb/ and a lock")
+    t.add_argument("--out", required=True, type=Path, help="the marker JSON: what was logged where")
+    t.set_defaults(func=_cmd_track)
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point; a mismatch between samples, scores and benchmark ends with one clear line and exit status 2."""
     from ..benchmarks.records import RecordError
+    from ..training.tracking import TrackingError
     from .score import EvaluationError
 
     parser = build_parser()
     a = parser.parse_args(argv)
     if a.command == "collect" and (a.agreement_md is None) != (a.agreement_csv is None):
         parser.error("--agreement-md and --agreement-csv go together")
-    run_command(a, (EvaluationError, RecordError), hard_exit=True)
+    run_command(a, (EvaluationError, RecordError, TrackingError), hard_exit=True)

@@ -55,6 +55,7 @@ def _cmd_download(a: argparse.Namespace) -> None:
         retries=a.retries,
         link=not a.copy,
         allow_unpinned=a.allow_unpinned,
+        config_key=a.config_key,
     )
     print(
         f"{a.out}: {manifest_summary(manifest)} [manifest {manifest_hash(a.out)[:12]}, "
@@ -105,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="context the model is declared trained with (tokenizer limit; default: all positions)",
     )
     p.set_defaults(func=_cmd_build_tiny)
-    p = sub.add_parser("download", help="stage the base model (hub snapshot or local folder) with a manifest")
+    p = sub.add_parser("download", help="stage a model (hub snapshot or local folder) with a manifest")
     p.add_argument("--out", required=True, type=Path, help="the model folder to write (replaced if present)")
     p.add_argument("--repo-id", required=True, help="hub repository (recorded also for a local source)")
     p.add_argument("--revision", required=True, help="hub revision: a 40-hex commit hash for a paper run")
@@ -117,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-unpinned",
         action="store_true",
         help="download a branch or tag that is not a commit hash (config allow_unpinned)",
+    )
+    p.add_argument(
+        "--config-key",
+        default="base_model.revision",
+        help="the config key of the revision, named when an unpinned one is refused",
     )
     p.set_defaults(func=_cmd_download)
     p = sub.add_parser("extend-context", help="derive a model folder for a longer context and prove it")

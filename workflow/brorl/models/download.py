@@ -114,15 +114,17 @@ def download_base_model(
     retries: int = 3,
     link: bool = True,
     allow_unpinned: bool = False,
+    config_key: str = "base_model.revision",
 ) -> dict:
-    """The start checkpoint at ``out``: from ``local_path`` when given, else ``repo_id``@``revision`` from the hub
-    (refused unless ``revision`` is a commit hash or ``allow_unpinned``: brorl.pins)."""
+    """The start checkpoint (or a checkpoint of evaluation.models) at ``out``: from ``local_path`` when given, else
+    ``repo_id``@``revision`` from the hub (refused unless ``revision`` is a commit hash or ``allow_unpinned``:
+    brorl.pins; the refusal names ``config_key``)."""
     if local_path is not None:
         origin = {"kind": "local", "repo_id": repo_id, "revision": revision, "resolved_commit": None}
         return stage_model(local_path, out, origin, link=link)
     try:
         warning = require_pinned(
-            repo_id, revision, repo_type="model", config_key="base_model.revision", allow_unpinned=allow_unpinned
+            repo_id, revision, repo_type="model", config_key=config_key, allow_unpinned=allow_unpinned
         )
     except UnpinnedRevisionError as e:
         raise ModelError(str(e)) from e

@@ -26,6 +26,8 @@ STAGES: dict[str, str] = {
     "prepare_train_data": "data",
     "download_base_model": "model",
     "extend_context": "model",
+    "download_eval_model": "model",
+    "extend_eval_model": "model",
     "preflight_gpu_node": "model",
     "preflight_cross_node": "model",
     "build_tiny_model": "model",
@@ -35,6 +37,7 @@ STAGES: dict[str, str] = {
     "score_samples": "evaluation",
     "summarize_evaluation": "evaluation",
     "collect_evaluation": "evaluation",
+    "track_evaluation": "evaluation",
     "bench_throughput": "throughput",
 }
 STAGE_ORDER = ["simulation", "data", "model", "training", "evaluation", "throughput", "analysis"]

@@ -28,7 +28,7 @@ STAGE_TARGETS.append(analysis_targets)
 
 def analysis_metrics():
     """Training metrics of every trained arm that has an evaluated checkpoint (hours per step)."""
-    arms = sorted({arm for arm, _ in evaluation_points() if arm != BASE_ARM})
+    arms = sorted({arm for arm, _ in evaluation_points() if arm in ARM_NAMES})
     return [f"results/train/{arm}/metrics.jsonl" for arm in arms]
 
 
@@ -39,7 +39,8 @@ def n_sweep_arms():
 
 
 def analysis_spec():
-    """--spec of the analysis CLI (JSON): engine, start checkpoint, enabled arms, analysis and evaluation sections."""
+    """--spec of the analysis CLI (JSON): engine, start checkpoint, enabled arms, evaluation.models, analysis and
+    evaluation sections."""
     keys = ("name", "label", "n", "prompts_per_step", "continued_steps", "report_steps")
     return json.dumps(
         {
@@ -52,6 +53,13 @@ def analysis_spec():
                 if arm["enabled"]
             ],
             "analysis": ANALYSIS,
+            "models": [
+                {
+                    k: model[k]
+                    for k in ("name", "label", "step", "continued_steps", "paper_row")
+                }
+                for model in EVAL["models"]
+            ],
             "evaluation": {
                 k: EVAL[k] for k in ("benchmarks", "n_samples", "max_items")
             },

@@ -1,9 +1,47 @@
 # Input functions of the evaluation stage (workflow/rules/evaluate.smk).
+import json
+
+from brorl.training.tracking import Tracking, check_key
+
+# Tracking of evaluation (track_evaluation, docs/stages.md#experiment-tracking) is on when config `logging` turns
+# W&B or TensorBoard on. With W&B online a missing WANDB_API_KEY stops the workflow here, before any job, as it does
+# for training (helpers/train.smk); the key reaches the jobs from the environment only (envvars: in train.smk).
+EVAL_TRACKING = Tracking.from_config(config["logging"])
+EVAL_TRACKED = EVAL_TRACKING.wandb.enabled or EVAL_TRACKING.tensorboard
+if EVAL_TRACKED:
+    check_key(EVAL_TRACKING.wandb)
 
 
 def evaluation_targets():
-    """The evaluation table (markdown and CSV), which needs every summary."""
-    return ["results/tables/eval_summary.md", "results/tables/eval_summary.csv"]
+    """The evaluation table (markdown and CSV), which needs every summary, and with tracking on (config `logging`)
+    every evaluated checkpoint's tracking marker."""
+    targets = ["results/tables/eval_summary.md", "results/tables/eval_summary.csv"]
+    return targets + tracking_markers()
+
+
+def tracking_markers():
+    """results/eval/<arm>/step<k>/tracked.json of every evaluated checkpoint when tracking is on, else nothing."""
+    if not EVAL_TRACKED:
+        return []
+    return [
+        f"results/eval/{arm}/step{step}/tracked.json"
+        for arm, step in evaluation_points()
+    ]
+
+
+def checkpoint_summaries():
+    """Input of track_evaluation: the {arm}/{step} checkpoint's summary of every evaluation benchmark."""
+    return [
+        f"results/eval/{{arm}}/step{{step}}/{name}.summary.json"
+        for name in EVAL["benchmarks"]
+    ]
+
+
+def tracking_settings(wildcards):
+    """Params of track_evaluation: config `logging` as JSON (no key in it: the schema has none), so that changing
+    the tracking settings logs every checkpoint again. A function, so that Snakemake leaves the group template's
+    {arm} as it is (a plain string param would have its wildcards filled in)."""
+    return json.dumps(config["logging"], sort_keys=True)
 
 
 STAGE_TARGETS.append(evaluation_targets)

@@ -8,8 +8,11 @@ HUB_CACHE = "resources/models/.hub-cache"  # resumes an interrupted hub download
 
 
 def model_targets():
-    """Both derived folders of the start checkpoint (the same folder once when the two lengths agree)."""
-    return sorted({train_start_model(), eval_start_model()})
+    """Both derived folders of the start checkpoint (the same folder once when the two lengths agree); the training
+    one only when an arm trains (an evaluation-only run, e.g. workflow/presets/released.yaml, needs no 16K folder)."""
+    from brorl.training.recipe import enabled_arms
+
+    return sorted({train_start_model(), eval_start_model()} if enabled_arms(config) else {eval_start_model()})
 
 
 STAGE_TARGETS.append(model_targets)
@@ -58,3 +61,22 @@ def extend_context_resources(key):
         if embedded
         else {"threads": 16, "mem_mb": 65536, "runtime": 180}[key]
     )
+
+
+# ------------------------------------------------------------------------------- checkpoints of evaluation.models
+def eval_model_source(wildcards):
+    """Input of download_eval_model: the model's local folder, or none (the hub)."""
+    path = EVAL_MODELS[wildcards.model]["path"]
+    return [path] if path else []
+
+
+def eval_model_flags(wildcards):
+    """--repo-id/--revision (recorded in the manifest; downloaded from the hub without a path), --local and
+    --config-key (named by the pin gate's refusal) of the download CLI for one evaluation model.
+    """
+    model = EVAL_MODELS[wildcards.model]
+    index = list(EVAL_MODELS).index(wildcards.model)
+    flags = ["--repo-id", model["repo_id"] or f"local/{model['name']}"]
+    flags += ["--revision", model["revision"] or "local"]
+    flags += ["--config-key", f"evaluation.models[{index}].revision"]
+    return flags + (["--local", model["path"]] if model["path"] else [])
