@@ -107,6 +107,7 @@ def test_samples_rows_and_finish_reasons(tiny, bench_file, engine, tmp_path):
     assert side["sampling"] == {"n": N, "temperature": 0.6, "top_p": 0.95, "max_tokens": MAX_TOKENS}
     assert side["model"]["manifest_hash"] == meta["model"]["manifest_hash"]
     assert side["engine"]["info"]["vllm"] and side["shards"]["count"] == 3 and side["provenance"]["git"]
+    assert side["resources"] == {"gpus": 1}  # one engine (the plan's measured tokens/s per GPU divides by it)
 
 
 def test_resume_skips_done_shards_and_regenerates_a_deleted_one(tiny, bench_file, engine, tmp_path):

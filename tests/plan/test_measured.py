@@ -40,8 +40,20 @@ def timing(path: Path, *seconds: float) -> None:
     )
 
 
-def sidecar(root: Path, arm: str, step: int, bench: str, engine: str, items: int, n: int, max_tokens: int, mean: float):
-    """The fields of a generation sidecar (brorl.generation.generate) that the plan reads."""
+def sidecar(
+    root: Path,
+    arm: str,
+    step: int,
+    bench: str,
+    engine: str,
+    items: int,
+    n: int,
+    max_tokens: int,
+    mean: float,
+    gpus: int | None = None,
+):
+    """The fields of a generation sidecar (brorl.generation.generate) that the plan reads (``gpus``: the job's
+    resources.gpus, absent in sidecars written before they were recorded)."""
     path = root / "results" / "eval" / arm / f"step{step}" / f"{bench}.samples.parquet.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
@@ -50,6 +62,8 @@ def sidecar(root: Path, arm: str, step: int, bench: str, engine: str, items: int
         "engine": {"kind": engine, "max_model_len": max_tokens + 1024, "seed": 0},
         "summary": {"rows": items * n, "length_finished": 0, "mean_n_tokens": mean},
     }
+    if gpus is not None:
+        meta["resources"] = {"gpus": gpus}
     path.write_text(json.dumps(meta))
 
 
@@ -187,3 +201,16 @@ def test_plan_command_with_a_measured_run_says_which_hours_are_measured(tmp_path
     assert rows["train_ppo[brorl_n512]"]["source"] == "estimated"
     assert rows["generate_samples"]["source"].startswith("model (measured tokens/s")
     assert f"measured: {tmp_path / 'run'}" in proc.stdout and "set aside: nothing" in proc.stdout
+
+
+def test_measured_tokens_per_s_counts_the_gpus_each_job_had(tmp_path):
+    """A job sized to its benchmark (e.g. 1 GPU for AIME, 8 for MATH500) records its GPUs in its sidecar; tokens/s
+    per GPU divides each job's time by those, the profile's size only where a sidecar lacks them."""
+    sidecar(tmp_path, "base", 3000, "aime24", "cluster", 30, 16, 32768, 12000.0, gpus=1)
+    sidecar(tmp_path, "base", 3000, "math500", "cluster", 500, 16, 32768, 4000.0, gpus=4)
+    timing(tmp_path / "results/timings/generate_samples/base/step3000/aime24.tsv", 600.0)
+    timing(tmp_path / "results/timings/generate_samples/base/step3000/math500.tsv", 1800.0)
+    run = read_measured(tmp_path, PAPER, PROBLEMS, {})
+    assert sorted(j.gpus for j in run.eval_jobs) == [1, 4]
+    tps, jobs = measured_tokens_per_s(run.eval_jobs, 8)
+    assert jobs == 2 and tps == pytest.approx((480 * 12000 + 8000 * 4000) / (600 * 1 + 1800 * 4))

@@ -81,3 +81,23 @@ def test_a_hang_inside_a_chunk_costs_only_that_call(fake_scorers) -> None:
     assert [s.correct for s in out] == [r == "ok" for r in responses]
     assert (out[40].error, out[41].error) == ("timeout after 1 s", "worker died")
     assert out[170].error.startswith("crash: RuntimeError")
+
+
+def test_a_pool_keeps_its_workers_across_calls_and_replaces_a_broken_one(fake_scorers) -> None:
+    """A trainer scores every step with one pool: the same worker processes answer every call (no fork per call),
+    a hung or dead worker is replaced inside the pool and the next call still gets every answer; close() ends them."""
+    from brorl.scoring import ScoringPool
+
+    echo = [({"id": str(i), "scorer": "echo", "answer": "a"}, "a" if i % 2 else "b") for i in range(40)]
+    with ScoringPool(workers=2) as pool:
+        pids = [s.proc.pid for s in pool.slots]
+        for _ in range(3):
+            assert [s.correct for s in score_batch(echo, pool=pool)] == [bool(i % 2) for i in range(40)]
+        assert [s.proc.pid for s in pool.slots] == pids and all(s.proc.is_alive() for s in pool.slots)
+        broken = [({"id": "h", "scorer": "behave"}, "hang"), ({"id": "d", "scorer": "behave"}, "die")]
+        out = score_batch(broken + [({"id": "k", "scorer": "behave"}, "ok")], timeout_s=1.0, pool=pool)
+        assert [s.error for s in out] == ["timeout after 1 s", "worker died", None]
+        assert len(pool.slots) == 2 and all(s.proc.is_alive() for s in pool.slots)
+        assert [s.correct for s in score_batch(echo, pool=pool)] == [bool(i % 2) for i in range(40)]
+        workers = [s.proc for s in pool.slots]
+    assert not any(p.is_alive() for p in workers) and pool.slots == []

@@ -253,8 +253,9 @@ def generate_samples(
                 return meta  # merged already from exactly these shards: nothing to do
         except (OSError, json.JSONDecodeError):
             pass
+    gpus = data_parallel_size * tensor_parallel_size
     return _merge(
-        out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash
+        out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash, gpus
     )
 
 
@@ -291,7 +292,7 @@ def generate_many(model_dir, jobs: list[tuple[Path, Path]], **kwargs) -> list[di
 
 
 def _merge(
-    out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash
+    out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash, gpus=1
 ) -> dict:
     n = run_key["sampling"]["n"]
     tables, shard_engines = [], []
@@ -319,6 +320,9 @@ def _merge(
         "model": {"path": str(model_dir), "manifest_hash": run_key["model"]},
         "sampling": run_key["sampling"],
         "engine": {**run_key["engine"], "info": engine_info or next((e for e in shard_engines if e), None)},
+        # the devices this job had (engines x tensor parallel; 1 on a CPU): the plan's measured tokens/s per GPU
+        # divides by it. Not part of the shards' key: a rerun on another job size reuses finished shards.
+        "resources": {"gpus": int(gpus)},
         "seed": seed,
         "shards": {
             "count": len(shards),

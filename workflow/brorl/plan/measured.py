@@ -40,6 +40,7 @@ class EvalJob:
     samples: int
     mean_tokens: float
     seconds: float | None  # None when its timing file is missing
+    gpus: int | None = None  # the GPUs the job had (its sidecar's resources.gpus); None in sidecars before it
 
 
 @dataclass
@@ -147,6 +148,7 @@ def read_measured(
                 samples=int(summary.get("rows", 0)),
                 mean_tokens=float(summary.get("mean_n_tokens", 0.0)),
                 seconds=read_timing(timing) if timing.is_file() else None,
+                gpus=(meta.get("resources") or {}).get("gpus"),
             )
         )
 
@@ -199,13 +201,13 @@ def read_measured(
 
 def measured_tokens_per_s(jobs: list[EvalJob], gpus_per_job: int) -> tuple[float, int] | None:
     """Generated tokens per second per GPU over the timed generation jobs (whole jobs: start-up included), and how
-    many jobs; None when none is timed. The sidecar does not record the job's GPUs: `gpus_per_job` is the
-    profile's."""
+    many jobs; None when none is timed. Each job counts the GPUs its sidecar records; `gpus_per_job` (the profile's)
+    stands in for a sidecar written before they were recorded."""
     timed = [j for j in jobs if j.seconds]
     if not timed:
         return None
     tokens = math.fsum(j.samples * j.mean_tokens for j in timed)
-    return tokens / math.fsum(j.seconds * gpus_per_job for j in timed), len(timed)
+    return tokens / math.fsum(j.seconds * (j.gpus or gpus_per_job) for j in timed), len(timed)
 
 
 def measured_mean_tokens(jobs: list[EvalJob]) -> dict[str, tuple[float, int]]:

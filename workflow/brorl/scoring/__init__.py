@@ -9,7 +9,7 @@ its reason.
 from __future__ import annotations
 
 from .dispatch import SCORERS, score, scorer_of
-from .pool import score_batch
+from .pool import ScoringPool, score_batch
 from .result import Score, failed
 
-__all__ = ["SCORERS", "Score", "failed", "score", "score_batch", "scorer_of"]
+__all__ = ["SCORERS", "Score", "ScoringPool", "failed", "score", "score_batch", "scorer_of"]

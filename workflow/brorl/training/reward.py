@@ -23,7 +23,7 @@ import brorl.scoring.instructions  # noqa: E402,F401
 import brorl.scoring.math  # noqa: E402,F401
 import brorl.scoring.reasoning_gym  # noqa: E402,F401
 import brorl.scoring.stem  # noqa: E402,F401
-from brorl.scoring import Score, failed, score_batch
+from brorl.scoring import Score, ScoringPool, failed, score_batch
 from brorl.scoring.reasoning import as_scored, opens_reasoning, strip_special_tail
 
 try:  # the IFEval checkers as well (lighteval and NLTK load in about a second)
@@ -83,12 +83,14 @@ def score_rollouts(
     code_reward: str = CODE_REWARD,
     code_timeout_s: float = CODE_TIMEOUT_S,
     progress: bool = False,
+    pool: ScoringPool | None = None,
 ) -> list[Score]:
-    """One Score per (item, response), in order; every call under score_batch's hard timeout."""
+    """One Score per (item, response), in order; every call under score_batch's hard timeout (``pool``: workers
+    kept across calls, e.g. a trainer's, instead of ``workers`` fresh ones)."""
     if len(items) != len(responses):
         raise ValueError(f"{len(items)} items but {len(responses)} responses")
     pairs = [(training_item(item, code_reward, code_timeout_s), r) for item, r in zip(items, responses)]
-    return score_batch(pairs, workers=workers, progress=progress)
+    return score_batch(pairs, workers=workers, progress=progress, pool=pool)
 
 
 def score_queries(queries: list[str], prompts: list[str], labels: list) -> tuple[list[Score], int]:

@@ -166,6 +166,14 @@ class EmbeddedRun:
         return committed
 
     # ---------------------------------------------------------------------------------------------- one step
+    def _scoring_pool(self):
+        """The verifier workers of this segment, started at the first reward and kept until it ends (run_segment)."""
+        from ...scoring import ScoringPool
+
+        if getattr(self, "_pool", None) is None:
+            self._pool = ScoringPool(workers=2)
+        return self._pool
+
     def _generate(self, step: int) -> StepOutcome:
         """Rollouts, rewards and dynamic sampling with refills until prompts_per_step prompts are kept."""
         from ..reward import is_timeout, score_rollouts
@@ -194,9 +202,9 @@ class EmbeddedRun:
             scores = score_rollouts(
                 flat_items,
                 [as_scored(r.text, self.engine.engine.reasoning_opened) for r in flat],  # brorl.scoring.reasoning
-                workers=2,
                 code_reward=self.train["reward"]["code"],
                 code_timeout_s=self.train["reward"]["code_timeout_s"],
+                pool=self._scoring_pool(),
             )
             out.reward_s += time.perf_counter() - start
             out.reward_errors += sum(s.error is not None for s in scores)
@@ -324,15 +332,20 @@ class EmbeddedRun:
             committed = self._setup(segment)
             steps = range(max(committed + 1, segment.first_step), segment.last_step + 1)
             bar = tqdm(steps, desc=f"train {self.arm} segment {index}", unit="step", disable=not self.progress)
-            with SegmentLogger(tracking or Tracking(), self.arm, index, self.run_dir, self.config) as logger:
-                for step in bar:
-                    record = self._step(step, segment)
-                    self._commit(step, record)
-                    logger.log(record)
-                    bar.set_postfix(
-                        reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
-                    )
-                    if stop_after is not None and step >= stop_after:
-                        break
+            try:
+                with SegmentLogger(tracking or Tracking(), self.arm, index, self.run_dir, self.config) as logger:
+                    for step in bar:
+                        record = self._step(step, segment)
+                        self._commit(step, record)
+                        logger.log(record)
+                        bar.set_postfix(
+                            reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
+                        )
+                        if stop_after is not None and step >= stop_after:
+                            break
+            finally:
+                if getattr(self, "_pool", None) is not None:
+                    self._pool.close()
+                    self._pool = None
         records = [r for r in metrics_io.read_metrics(self.metrics_path) if r["step"] in segment.steps]
         return records
