@@ -125,6 +125,18 @@ def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
 
 @needs_driver
 @pytest.mark.workflow
+def test_the_released_preset_dry_runs_evaluation_only_with_the_released_weights(tmp_path):
+    """workflow/presets/released.yaml under the production profile: the start checkpoint and the released BroRL
+    weights, staged and context-checked, each generated on every benchmark on a GPU node; nothing trains."""
+    counts, resources = paper_dry_run(tmp_path, ["all"], None, ("--configfile", "workflow/presets/released.yaml"))
+    assert counts["generate_samples"] == 2 * 21 and counts["download_eval_model"] == counts["extend_eval_model"] == 1
+    assert not {"train_ppo", "export_checkpoint", "bench_throughput", "simulate_token_level"} & set(counts), counts
+    assert counts["extend_context"] == 1  # the evaluation length only: no 16K training folder without training
+    assert (resources["generate_samples"]["gpu"], resources["extend_eval_model"]["slurm_partition"]) == ("8", "cpu")
+
+
+@needs_driver
+@pytest.mark.workflow
 def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(tmp_path):
     # the evaluation chain of the start checkpoint is in the DAG once the checkpoint is staged
     counts, resources = paper_dry_run(tmp_path, ["all", "results/eval/base/step3000/aime24.scores.parquet"])
