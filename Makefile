@@ -70,10 +70,12 @@ lint: setup
 	snakefmt --check .
 	snakemake --lint
 
-## Throughput of the verifiers: math (vs bare math-verify, 1 and 2 workers) and sandboxed code (programs/s).
+## Throughput of the verifiers: math (vs bare math-verify, 1 and 2 workers), sandboxed code (programs/s) and a
+## trainer's reward calls (fresh workers per call vs a kept pool).
 bench-scoring: setup
 	$(VENV)/bin/python -m brorl.scoring.bench_math --out results/timings/scoring_math.json
 	$(VENV)/bin/python -m brorl.scoring.bench_code --out results/timings/scoring_code.json
+	$(VENV)/bin/python -m brorl.scoring.bench_pool --out results/timings/scoring_pool.json
 
 ## The trainer's micro-batch partition at BroRL's step size: OpenRLHF's Karmarkar-Karp (measured at 4K-16K samples,
 ## extrapolated to 65,536) against the job hook's replacement (measured at 65,536); about 6 minutes, ~12 GB at 16K.

@@ -101,3 +101,17 @@ def test_a_pool_keeps_its_workers_across_calls_and_replaces_a_broken_one(fake_sc
         assert [s.correct for s in score_batch(echo, pool=pool)] == [bool(i % 2) for i in range(40)]
         workers = [s.proc for s in pool.slots]
     assert not any(p.is_alive() for p in workers) and pool.slots == []
+
+
+def test_the_pool_benchmark_writes_both_times_and_their_ratio(tmp_path) -> None:
+    """`make bench-scoring`'s reward-call comparison at a tiny size: both times and their ratio written."""
+    import json
+
+    from brorl.scoring.bench_pool import main
+
+    out = tmp_path / "pool.json"
+    assert main(["--calls", "2", "--samples", "9", "--ballast-gb", "0.01", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["calls"] == 2 and report["samples_per_call"] == 9
+    assert report["fresh_workers_s"] > 0 and report["kept_pool_s"] > 0
+    assert report["ratio"] == report["fresh_workers_s"] / report["kept_pool_s"]
