@@ -9,10 +9,15 @@ HUB_CACHE = "resources/models/.hub-cache"  # resumes an interrupted hub download
 
 def model_targets():
     """Both derived folders of the start checkpoint (the same folder once when the two lengths agree); the training
-    one only when an arm trains (an evaluation-only run, e.g. workflow/presets/released.yaml, needs no 16K folder)."""
+    one only when an arm trains (an evaluation-only run, e.g. workflow/presets/released.yaml, needs no 16K folder).
+    """
     from brorl.training.recipe import enabled_arms
 
-    return sorted({train_start_model(), eval_start_model()} if enabled_arms(config) else {eval_start_model()})
+    return sorted(
+        {train_start_model(), eval_start_model()}
+        if enabled_arms(config)
+        else {eval_start_model()}
+    )
 
 
 STAGE_TARGETS.append(model_targets)
