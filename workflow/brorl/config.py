@@ -417,12 +417,12 @@ def _check_benchmarks(cfg: dict) -> list[str]:
 def _check_models(cfg: dict) -> list[str]:
     """evaluation.models: names unique among arms and models (they share the {arm} wildcard), not the start
     checkpoint's `base`; one source each (a hub repo with its revision, or a local path); a paper row that exists."""
-    from .analysis.paper import load_paper
+    from .analysis.paper import checkpoint_key, load_paper, paper_checkpoints
 
     models, problems = cfg["evaluation"]["models"], []
     problems += _duplicates(_names(models), "evaluation.models", ".name")
     arms = set(_names(cfg["arms"]))
-    rows = sorted(f"{r['role']}@{r['continued_steps']}" for r in load_paper()["table1"])
+    rows = sorted(checkpoint_key(role, step) for role, step in paper_checkpoints(load_paper()))
     for i, m in enumerate(models):
         where = f"config key 'evaluation.models[{i}]"
         if m["name"] == "base" or m["name"] in arms:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from matplotlib.collections import PathCollection
+
 PAPER_LABEL = "paper:"  # the label prefix of the paper's published points: never counted as this run's data
 
 
@@ -17,9 +19,9 @@ def plotted_points(fig) -> int:
             in_data = all(line.get_transform().contains_branch_seperately(ax.transData))
             if in_data and not str(line.get_label()).startswith(PAPER_LABEL):
                 total += len(line.get_xdata())
-        for collection in ax.collections:
-            if hasattr(collection, "get_offsets") and not str(collection.get_label()).startswith(PAPER_LABEL):
-                total += len(collection.get_offsets()) if type(collection).__name__ == "PathCollection" else 0
+        for collection in ax.collections:  # scatter points; bands (PolyCollection) and error bars are not points
+            if isinstance(collection, PathCollection) and not str(collection.get_label()).startswith(PAPER_LABEL):
+                total += len(collection.get_offsets())
     return total
 
 

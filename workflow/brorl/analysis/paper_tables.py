@@ -126,7 +126,7 @@ def checkpoint_rows(
                 m.get("label") or m["name"],
                 m["name"],
                 int(m["step"]),
-                m.get("continued_steps") if m.get("continued_steps") is not None else 0,
+                m.get("continued_steps") or 0,  # not known: shown as "model"
                 NOT_APPLICABLE,
                 NOT_APPLICABLE,
                 key,

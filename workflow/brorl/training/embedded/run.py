@@ -90,6 +90,7 @@ class EmbeddedRun:
         ctx = config["context"]
         self.max_tokens = ctx["train_max_len"]
         self.prompt_max_len = ctx["prompt_max_len"]
+        self._pool = None  # the verifier workers of the running segment (_scoring_pool)
 
     # ------------------------------------------------------------------------------------------------ set-up
     def _setup(self, segment: Segment) -> int:
@@ -170,7 +171,7 @@ class EmbeddedRun:
         """The verifier workers of this segment, started at the first reward and kept until it ends (run_segment)."""
         from ...scoring import ScoringPool
 
-        if getattr(self, "_pool", None) is None:
+        if self._pool is None:
             self._pool = ScoringPool(workers=2)
         return self._pool
 
@@ -344,7 +345,7 @@ class EmbeddedRun:
                         if stop_after is not None and step >= stop_after:
                             break
             finally:
-                if getattr(self, "_pool", None) is not None:
+                if self._pool is not None:
                     self._pool.close()
                     self._pool = None
         records = [r for r in metrics_io.read_metrics(self.metrics_path) if r["step"] in segment.steps]
