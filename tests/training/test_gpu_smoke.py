@@ -17,6 +17,7 @@ from brorl.smoke import verdict as v
 from brorl.smoke.gate import smoke_gate_problem
 from brorl.training.openrlhf import drill_hook, drills
 from brorl.training.openrlhf.command import ClusterPaths, openrlhf_flags
+from brorl.training.openrlhf.logs import first_micro_batch_kl
 from brorl.training.openrlhf.parse import parse_argv
 from brorl.training.openrlhf.validate import validate_cluster_config
 from brorl.training.recipe import arm_plan
@@ -206,14 +207,40 @@ def test_drill_rows_need_the_kill_and_the_resume():
         "checkpoint_repair": {"removed": ["/x/_actor/global_step3"]},
         "layout": {"reference_step": 2},
     }
-    arm = {"name": "a", "segments": [{"layout": {"reference_step": None}}, segment], "kl": {2: 0.01, 3: 0.001}}
+    # the first micro-batch KL of each step, per segment and launch (as the rehearsal measured: 0 in step 1, 1.6e-5 at
+    # the start of step 2, 0 at the start of step 3 against the export of step 2), and a step mean that went UP
+    first_kl = {0: [[0.0], [1.62e-5]], 1: [[0.0], [0.0, 2.0e-5]]}
+    arm = {"name": "a", "segments": [{"layout": {"reference_step": None}}, segment], "kl": {2: 3.9e-5, 3: 6.6e-5}}
+    arm["first_kl"] = first_kl
     rows = v.drill_rows([arm], {"kill_in_step": None, "kill_in_save": 3}, "logs")
     by = {r.path.split(" (")[0]: r for r in rows}
     assert by["kill inside a step, resumed"].status == v.NOT_CONFIGURED
     assert by["kill inside a save, resumed"].status == v.PASS and by["kill inside a save, resumed"].seconds == 30.0
-    assert by["reference reset"].status == v.PASS
+    assert by["reference reset"].status == v.PASS, by["reference reset"].detail
+    # no reset: step 3 would start as far from the (start-model) reference as step 2 did, or farther
+    assert v.reset_row("r", 3, 1, {**first_kl, 1: [[2.4e-5]]}, {}).status == v.FAIL
+    assert v.reset_row("r", 3, 1, {**first_kl, 0: [[0.0], [0.0]]}, {}).fix.startswith("the policy had not moved")
+    assert v.reset_row("r", 3, 1, {0: [[0.0]]}, {}).status == v.FAIL  # no training bar after the reset
     segment["checkpoint_repair"]["removed"] = []  # resumed without dropping the half-written save: not proven
     assert v.drill_rows([arm], {"kill_in_save": 3}, "logs")[1].status == v.FAIL
+
+
+def test_the_first_micro_batch_kl_of_each_step_from_the_launcher_log():
+    """OpenRLHF's Train epoch bar as Ray forwards it (rank 0): a start line, then one postfix per micro-batch, the
+    first window's lines all at 0/8 (the accumulation window is read before its first micro-batch trains)."""
+    bar = "(PolicyModelActor pid=1) Train epoch [1/1]: {pct}%|   | {n}/8 [00:0{t}<?, ?it/s{post}]"
+    post = ", act_loss=-0.5, reward=0.5, kl={kl}, act_lr=7e-05, grad_norm=0"
+    lines = [
+        bar.format(pct=0, n=0, t=0, post="") + "/x/dataloader.py:759: UserWarning: 'pin_memory'",
+        bar.format(pct=0, n=0, t=4, post=post.format(kl="1.62e-5")),
+        bar.format(pct=0, n=0, t=5, post=post.format(kl="1.01e-5")) + bar.format(pct=50, n=4, t=6, post=""),
+        bar.format(pct=50, n=4, t=6, post=post.format(kl="0.00036")),
+        "(LLMRayActor pid=2) INFO generating",
+        bar.format(pct=0, n=0, t=0, post=""),
+        bar.format(pct=0, n=0, t=3, post=post.format(kl="0")),
+    ]
+    assert first_micro_batch_kl("\n".join(lines)) == [1.62e-5, 0.0]
+    assert first_micro_batch_kl("no training yet") == []
 
 
 def test_evaluation_and_throughput_rows():

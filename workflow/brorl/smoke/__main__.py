@@ -13,6 +13,7 @@ from typing import Any
 
 from brorl.config import load_yaml_config
 from brorl.smoke.verdict import drill_rows, evaluation_rows, gpu_rows, table, throughput_rows, verdict
+from brorl.training.openrlhf.logs import first_micro_batch_kl
 from brorl.training.recipe import enabled_arms, find_arm
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,6 +31,11 @@ def collect_arm(results: Path, name: str) -> dict[str, Any]:
     memory = out / "run" / "openrlhf" / "gpu_memory"
     per_rank = [_jsonl(p) for p in sorted(memory.glob("*.jsonl"))]  # one file per training rank
     peaks = [max(e["peak_gib"] for e in entries) for entries in per_rank if entries]
+    first_kl: dict[int, list[list[float]]] = {}  # segment -> per launch, the first micro-batch KL of each step
+    for launch in sorted((out / "run" / "openrlhf" / "logs").glob("segment*-*"), key=_launch_order):
+        log = launch / "launcher.log"
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        first_kl.setdefault(_launch_order(launch)[0], []).append(first_micro_batch_kl(text))
     return {
         "name": name,
         "complete": (out / "train.json").is_file(),
@@ -38,7 +44,14 @@ def collect_arm(results: Path, name: str) -> dict[str, Any]:
         "records": records,
         "kl": {r["step"]: r["kl"] for r in records if r.get("kl") is not None},
         "peak_gib": peaks or None,
+        "first_kl": first_kl,
     }
+
+
+def _launch_order(folder: Path) -> tuple[int, int]:
+    """(segment, launch) of a launch's log folder, e.g. segment001-2 -> (1, 2)."""
+    segment, launch = folder.name.removeprefix("segment").split("-", 1)
+    return int(segment), int(launch)
 
 
 def build(config: dict[str, Any], results: Path) -> tuple[list, dict[str, Any]]:

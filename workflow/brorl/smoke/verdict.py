@@ -142,13 +142,42 @@ def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], log
             rows.append(Row(name, FAIL, None, None, "no segment trained against an exported step", ""))
             continue
         first = resets[0]["layout"]["reference_step"] + 1
-        kl = arm["kl"]
-        ok = first in kl and first - 1 in kl and kl[first] < kl[first - 1]
-        detail = (
-            f"reference = step {first - 1}; KL step {first - 1}: {kl.get(first - 1)}, step {first}: {kl.get(first)}"
-        )
-        rows.append(Row(name, PASS if ok else FAIL, None, None, detail, "" if ok else "the KL did not restart"))
+        rows.append(reset_row(name, first, arm["segments"].index(resets[0]), arm.get("first_kl", {}), arm["kl"]))
     return rows
+
+
+def reset_row(
+    name: str, first: int, segment: int, first_kl: Mapping[int, list[list[float]]], kl: Mapping[int, float]
+) -> Row:
+    """The reset passes when the first step after it starts AT its reference: the KL of that step's first
+    micro-batch (before any update; brorl.training.openrlhf.logs.first_micro_batch_kl) is at most a tenth of the
+    farthest the policy had moved from its reference before the reset, or at the floor of step 1 (policy = start
+    model = reference: numerical noise only). The steps' mean KL is shown, never judged: it averages the updates
+    too, and at small batches varies several-fold from step to step."""
+    after = (first_kl.get(segment) or [[]])[0][:1]
+    before = [k for launch in first_kl.get(segment - 1, []) for k in launch]
+    floor = next((launch[0] for launch in first_kl.get(0, []) if launch), None)
+    detail = (
+        f"reference = step {first - 1}; first micro-batch KL: step {first} {after[0] if after else None}, "
+        f"before the reset up to {max(before, default=None)}, step 1 {floor}; step mean KL {first - 1}: "
+        f"{kl.get(first - 1)}, {first}: {kl.get(first)}"
+    )
+    if not after or not before:
+        return Row(
+            name, FAIL, None, None, detail, "no training progress in the launch logs (OpenRLHF's Train epoch bar)"
+        )
+    moved = max(before)
+    if moved <= (floor or 0.0):
+        return Row(name, FAIL, None, None, detail, "the policy had not moved from its reference before the reset")
+    ok = after[0] <= max(moved / 10, floor or 0.0)
+    return Row(
+        name,
+        PASS if ok else FAIL,
+        None,
+        None,
+        detail,
+        "" if ok else "the first step after the reset did not start at its reference",
+    )
 
 
 def evaluation_rows(max_tokens: int, expected: Sequence[str], found: Sequence[str], device: str) -> list[Row]:

@@ -147,6 +147,29 @@ def kv_cache_tokens(launcher_log: str) -> list[int]:
     return [int(m.replace(",", "")) for m in KV_CACHE.findall(launcher_log)]
 
 
+# OpenRLHF's training progress bar (rank 0, tqdm, forwarded by Ray into the launcher log): one line when the bar
+# starts ("0/8 [00:00<?, ?it/s]"), then per micro-batch its all-reduced status as the postfix ("..., kl=1.62e-5, ...").
+TRAIN_BAR = re.compile(r"Train epoch \[\d+/\d+\]:\s+\d+%\|[^|]*\|\s*(\d+)/\d+ \[([^\]]*)\]")
+POSTFIX_KL = re.compile(r"\bkl=([-+0-9.e]+)")
+
+
+def first_micro_batch_kl(launcher_log: str) -> list[float]:
+    """Per training step of a launch, in order, the KL to the reference of its FIRST micro-batch: before the step's
+    first optimizer update, so it is the distance between the policy the step starts from and the reference (0 in
+    step 1, and right after a reference reset, up to numerical noise). The step's logged `kl` averages every
+    micro-batch, updates included, which at small batches varies several-fold from step to step."""
+    firsts: list[float] = []
+    waiting = False  # a bar started and its first micro-batch is not seen yet
+    for bar in TRAIN_BAR.finditer(launcher_log):
+        kl = POSTFIX_KL.search(bar[2])
+        if kl is None:
+            waiting = waiting or bar[1] == "0"  # only a bar's first line (0 done) has no status yet
+        elif waiting:
+            firsts.append(float(kl[1]))
+            waiting = False
+    return firsts
+
+
 def _get(scalars: Mapping[str, float], key: str) -> float | None:
     return scalars.get(key)
 
