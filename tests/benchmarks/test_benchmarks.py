@@ -4,6 +4,7 @@ passed through the same code (only the download function is replaced)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -84,6 +85,14 @@ def test_a_bad_registry_entry_names_the_file_and_key(tmp_path, mutate, words):
     with pytest.raises(RegistryError) as err:
         load_registry(tmp_path)
     assert str(path) in str(err.value) and words in str(err.value)
+
+
+def test_a_reasoning_gym_entry_without_its_task_count_is_refused(tmp_path):
+    entry = yaml.safe_load((REGISTRY_DIR / "rg_code.yaml").read_text())
+    entry.pop("tasks")
+    (tmp_path / "rg_code.yaml").write_text(yaml.safe_dump(entry))
+    with pytest.raises(RegistryError, match="key 'tasks': required for a reasoning_gym benchmark"):
+        load_registry(tmp_path)
 
 
 def test_entry_name_must_match_its_file(tmp_path):
@@ -281,6 +290,13 @@ def test_every_task_of_the_eleven_categories_is_generated(rg_all):
     assert len(tasks) == len(set(tasks)) == 104
     for records, facts in rg_all.values():
         assert len(records) == 2 * len(facts["tasks"])
+
+
+def test_a_registry_task_count_that_the_library_disagrees_with_is_refused():
+    """The workflow counts Reasoning Gym problems (and sizes generation jobs) from the registry's `tasks`."""
+    spec = dataclasses.replace(load_registry()["rg_code"], tasks=3)
+    with pytest.raises(ValueError, match=r"key 'tasks' is 3 but reasoning-gym .* has 2 tasks"):
+        generate_category("code", 1, 777, spec)
 
 
 def test_gold_answers_score_one_except_the_unsound_tasks(rg_all, tmp_path):

@@ -77,7 +77,7 @@ def test_the_slurm_link_at_the_root_is_the_profile():
 def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None, args: tuple = ()) -> tuple[dict, dict]:
     """`--profile slurm -n` with production settings (plus ``site``) and no Slurm command on PATH (nothing contacts
     a cluster), a start checkpoint in place (download_base_model needs the hub): job counts, first resources per
-    rule."""
+    rule, and per benchmark as `<rule>[<benchmark>]` for the rules with a {benchmark} wildcard."""
     (tmp_path / "resources/models/Nemotron-Research-Reasoning-Qwen-1.5B").mkdir(parents=True)
     tools = tmp_path / "bin"
     tools.mkdir()
@@ -105,7 +105,28 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None, 
         match = re.search(r"resources: (.*)", body)
         assert match, f"job of {rule} without resources:\n{body}"
         resources.setdefault(rule, dict(kv.split("=", 1) for kv in match[1].split(", ")))
+        benchmark = re.search(r"wildcards: .*\bbenchmark=(\w+)", body)
+        if benchmark:
+            resources.setdefault(f"{rule}[{benchmark[1]}]", dict(kv.split("=", 1) for kv in match[1].split(", ")))
     return counts, resources
+
+
+# GPUs per generation job (brorl.plan.evaluation.job_gpus from estimates.yaml's priors: 16 samples x 8,192 tokens
+# at 4,672 tokens/s per GPU, the fewest of 1/2/4/8 within an hour), the sizes `make plan` prints
+PAPER_GENERATION_GPUS = {
+    **dict.fromkeys(["aime24", "aime25", "amc", "codeforces"], "1"),
+    **dict.fromkeys(["apps", "rg_code", "rg_geometry", "rg_induction"], "2"),
+    **dict.fromkeys(["math500", "minerva", "codecontests", "taco", "rg_arc"], "4"),
+    **dict.fromkeys(["olympiadbench", "rg_algebra", "rg_algorithmic", "rg_arithmetic", "rg_cognition"], "8"),
+    **dict.fromkeys(["rg_games", "rg_graphs", "rg_logic"], "8"),
+}
+
+
+def generation_gpus(resources: dict) -> dict[str, str]:
+    """The `gpu` resource of generate_samples per benchmark, from paper_dry_run's resources."""
+    return {
+        k[len("generate_samples[") : -1]: v["gpu"] for k, v in resources.items() if k.startswith("generate_samples[")
+    }
 
 
 @needs_driver
@@ -127,12 +148,13 @@ def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
 @pytest.mark.workflow
 def test_the_released_preset_dry_runs_evaluation_only_with_the_released_weights(tmp_path):
     """workflow/presets/released.yaml under the production profile: the start checkpoint and the released BroRL
-    weights, staged and context-checked, each generated on every benchmark on a GPU node; nothing trains."""
+    weights, staged and context-checked, each generated on every benchmark with the GPUs its size asks; nothing trains."""
     counts, resources = paper_dry_run(tmp_path, ["all"], None, ("--configfile", "workflow/presets/released.yaml"))
     assert counts["generate_samples"] == 2 * 21 and counts["download_eval_model"] == counts["extend_eval_model"] == 1
     assert not {"train_ppo", "export_checkpoint", "bench_throughput", "simulate_token_level"} & set(counts), counts
     assert counts["extend_context"] == 1  # the evaluation length only: no 16K training folder without training
-    assert (resources["generate_samples"]["gpu"], resources["extend_eval_model"]["slurm_partition"]) == ("8", "cpu")
+    assert resources["extend_eval_model"]["slurm_partition"] == "cpu"
+    assert generation_gpus(resources) == PAPER_GENERATION_GPUS
 
 
 @needs_driver
@@ -144,8 +166,16 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
         if rule == "all":
             continue
         assert res["slurm_partition"] in {"cpu", "h100"} and int(res["runtime"]) > 0 and int(res["mem_mb"]) > 0, rule
-    gen = resources["generate_samples"]
-    assert (gen["slurm_partition"], gen["nodes"], gen["gpu"], gen["gpu_model"]) == ("h100", "1", "8", "h100"), gen
+    gen = resources["generate_samples[aime24]"]
+    assert (gen["slurm_partition"], gen["nodes"], gen["gpu_model"], gen["mem_mb_per_cpu"]) == (
+        "h100",
+        "1",
+        "h100",
+        "18750",
+    )
+    # each benchmark's generation asks for the plan's job size, with 12 cores per GPU (96-core, 1.8 TB nodes)
+    assert generation_gpus(resources) == PAPER_GENERATION_GPUS
+    assert resources["generate_samples[math500]"]["cpus_per_gpu"] == "12"
     assert resources["score_samples"]["slurm_partition"] == "cpu" and "gpu" not in resources["score_samples"]
     assert {"simulate_token_level", "simulate_sensitivity", "generate_samples", "score_samples"} <= set(counts)
     assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # all runs / one per variant

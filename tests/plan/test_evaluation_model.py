@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 from brorl.config import load_yaml_config
-from brorl.plan.evaluation import EvalPrior, Measured, evaluation_costs, size_gpus, summary
+from brorl.plan.estimate import Resources
+from brorl.plan.evaluation import EvalPrior, Measured, evaluation_costs, job_gpus, size_gpus, summary
+from brorl.plan.pricing import evaluation_model
 from brorl.plan.problems import benchmark_problems
 from brorl.plan.profile import ProfileError, read_estimates
 from helpers import CONFIG
@@ -50,6 +52,26 @@ def test_the_arithmetic_of_one_benchmark_with_priors_and_with_measurements():
     assert measured.compute_gpu_hours == pytest.approx(480 * 12000 / 6000 / 3600)
     assert measured.overhead_hours == 0 and measured.mean_tokens_source == "measured (3 jobs)"
     assert measured.tokens_per_s_source == "measured (5 jobs)"
+
+
+def test_job_sizes_come_from_the_priors_so_that_the_rule_and_the_plan_agree():
+    """generate_samples asks Slurm for job_gpus' sizes; a measured run changes the hours, never the size."""
+    sizes = job_gpus({"aime24": 30, "math500": 500, "rg_algorithmic": 3400}, 16, PRIOR, 8)
+    assert sizes == {"aime24": 1, "math500": 4, "rg_algorithmic": 8}
+    fast = evaluation_costs({"math500": 500}, 16, 1, PRIOR, 8, tokens_per_s=Measured(60000, 3))
+    assert fast[0].gpus == 4 and fast[0].compute_gpu_hours < 1  # would size to 1 from the measurement
+    assert job_gpus({"rg_algorithmic": 3400}, 16, PRIOR, 4) == {"rg_algorithmic": 4}  # capped at the node
+
+
+def test_a_profile_size_forces_every_job_and_the_price_adds_up_each_jobs_gpus():
+    est = read_estimates(ESTIMATES)
+    problems = {"aime24": 30, "rg_algorithmic": 3400}
+    rows, totals, price = evaluation_model(problems, 16, 2, est, Resources(1, 0, 1), 8, None)
+    assert [r.gpus for r in rows] == [1, 8]
+    assert price.gpu_hours == pytest.approx(sum(r.job_hours * r.gpus * 2 for r in rows))
+    assert price.total_hours == pytest.approx(sum(r.job_hours * 2 for r in rows))
+    forced, _, forced_price = evaluation_model(problems, 16, 2, est, Resources(1, 2, 24), 8, None)
+    assert [r.gpus for r in forced] == [2, 2] and forced_price.gpu_hours != price.gpu_hours
 
 
 def test_the_paper_plan_before_and_after():

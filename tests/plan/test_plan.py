@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from brorl.config import load_yaml_config
-from brorl.plan.cli import config_job_counts
+from brorl.plan.cli import config_job_counts, sized_resources
 from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
+from brorl.plan.evaluation import BenchmarkCost
 from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
 from brorl.training.recipe import arm_plan
 from helpers import CONFIG, job_counts, snakemake
@@ -37,7 +38,10 @@ def test_profile_resources_of_training_generation_and_scoring(monkeypatch):
         monkeypatch.delenv(f"BRORL_SLURM_{key}", raising=False)
     profile = read_profile(PROFILE_DIR)
     assert job_resources(profile, "train_ppo") == Resources(nodes=8, gpus=64, cpus=8 * 96)
-    assert job_resources(profile, "generate_samples") == Resources(nodes=1, gpus=8, cpus=96)
+    # generation: the rule asks for its GPUs per benchmark (the profile names none); the plan's row is its largest job
+    assert job_resources(profile, "generate_samples") == Resources(nodes=1, gpus=0, cpus=1)
+    sizes = [BenchmarkCost("a", 30, 480, 8192.0, "", 4672.0, "", 0.1, gpus, 33) for gpus in (1, 4)]
+    assert sized_resources(job_resources(profile, "generate_samples"), sizes, profile) == Resources(1, 4, 48)
     assert job_resources(profile, "score_samples") == Resources(nodes=1, gpus=0, cpus=16)
     assert job_resources(profile, "no_such_rule") == Resources(nodes=1, gpus=0, cpus=1)
     monkeypatch.setenv("BRORL_SLURM_TRAIN_NODES", "2")  # a site override reaches the recipe

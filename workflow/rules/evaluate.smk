@@ -29,6 +29,7 @@ rule generate_samples:
     resources:
         mem_mb=16384,
         runtime=240,
+        gpu=generation_gpus,
     params:
         engine=config["engine"],
         n=EVAL["n_samples"],

@@ -57,6 +57,7 @@ class BenchmarkSpec:
     n_samples: int
     expected_rows: int | None
     category: str | None = None
+    tasks: int | None = None  # Reasoning Gym: tasks of the category (the workflow counts problems without the library)
     path: Path | None = None
 
     def source(self, kind: str) -> Source | None:
@@ -97,6 +98,8 @@ def _semantic_problems(entry: dict, stem: str) -> list[str]:
     if entry["family"] == "reasoning_gym":
         if "category" not in entry:
             problems.append("key 'category': required for a reasoning_gym benchmark")
+        if "tasks" not in entry:
+            problems.append("key 'tasks': required for a reasoning_gym benchmark (tasks of its category)")
         if [s["kind"] for s in entry["sources"]] != ["reasoning_gym"]:
             problems.append("key 'sources': a reasoning_gym benchmark has exactly one source of kind reasoning_gym")
     kinds = [s["kind"] for s in entry["sources"]]

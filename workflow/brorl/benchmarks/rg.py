@@ -160,11 +160,17 @@ def generate_category(category: str, items_per_task: int, seed: int, spec=None) 
     is brorl.scoring.reasoning_gym.audit)."""
     benchmark = spec.name if spec else f"rg_{category}"
     render = spec.render_prompt if spec else None
+    tasks = category_tasks(category)
+    if spec is not None and spec.tasks is not None and spec.tasks != len(tasks):
+        # the workflow counts this benchmark's problems (and sizes its generation jobs) from the registry's number
+        raise ValueError(
+            f"{spec.path}: key 'tasks' is {spec.tasks} but reasoning-gym {package_version()} has {len(tasks)} "
+            f"tasks in category {category!r}: set tasks: {len(tasks)}"
+        )
     records: list[dict] = []
-    for task in category_tasks(category):
+    for task in tasks:
         print(f"generating {task}: {items_per_task} items, seed {seed}", file=sys.stderr)
         records += generate_task(task, items_per_task, seed, benchmark, render=render)
-    tasks = category_tasks(category)
     facts = {
         "category": category,
         "tasks": tasks,

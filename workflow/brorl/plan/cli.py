@@ -18,11 +18,14 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
-from .estimate import CostRow, plan_rows, totals, training_disk_gb, wall_clock_hours
+from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
+from .evaluation import BenchmarkCost
 from .measured import MeasuredError, MeasuredRun, read_measured
 from .pricing import evaluation_model, measured_prices, render_evaluation
 from .problems import ProblemCountError, benchmark_problems
@@ -182,6 +185,14 @@ def walltime_limit_hours(profile: dict) -> dict:
     return {"hours": hours, "source": source}
 
 
+def sized_resources(profiled: Resources, rows: list[BenchmarkCost], profile: Mapping[str, Any]) -> Resources:
+    """generate_samples' row: its largest job (the plan's GPU-hours add up each job's own size) and the cores that
+    come with it (cpus_per_gpu)."""
+    gpus = max((r.gpus for r in rows), default=profiled.gpus) or profiled.gpus
+    per_gpu = int(rule_resources(profile, "generate_samples").get("cpus_per_gpu") or 1)
+    return dataclasses.replace(profiled, gpus=gpus, cpus=gpus * per_gpu if gpus else profiled.cpus)
+
+
 def _cmd_plan(a: argparse.Namespace) -> None:
     profile = read_profile(a.profile)
     estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
@@ -220,6 +231,10 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         run,
     )
     priced = {**measured_prices(run), "generate_samples": eval_price}
+    forced_gpus = resources[
+        "generate_samples"
+    ].gpus  # a profile `gpu:` under generate_samples, else 0: the rule's sizes
+    resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, profile)
     rows = plan_rows(dag, planned, arms, resources, estimates, priced)
     gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
@@ -231,7 +246,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         )
     print(measured_line(run))
     print()
-    print(render_evaluation(eval_rows, eval_totals, resources["generate_samples"].gpus, estimates))
+    print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
     sizes_from = None
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
         from ..models.folders import staged_base_model

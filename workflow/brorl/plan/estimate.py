@@ -80,6 +80,7 @@ class Priced:
     longest_job_hours: float | None  # None: hours_per_job
     source: str
     total_hours: float | None = None  # all jobs together, where jobs differ (the evaluation model)
+    gpu_hours: float | None = None  # all jobs together, where jobs differ in GPUs (generate_samples' sizes)
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,11 @@ class CostRow:
     hours: float  # wall-clock hours of all its jobs one after another
     longest_job_hours: float
     source: str = "estimated"  # "estimated" (estimates.yaml), "measured (k jobs)" or "model (...)"
+    sized_gpu_hours: float | None = None  # jobs of different sizes (resources.gpus is then the largest)
 
     @property
     def gpu_hours(self) -> float:
-        return self.hours * self.resources.gpus
+        return self.sized_gpu_hours if self.sized_gpu_hours is not None else self.hours * self.resources.gpus
 
     @property
     def cpu_hours(self) -> float:
@@ -177,6 +179,7 @@ def plan_rows(
             total,
             longest,
             p.source,
+            p.gpu_hours,
         )
         rows.append(row)
     train_res = resources.get("train_ppo", Resources())

@@ -3,9 +3,10 @@
 GPU-hours of one (checkpoint, benchmark) = problems x samples per problem x mean response tokens / (generated
 tokens per second per GPU), plus a start-up overhead (vLLM start, model load) for every GPU of the job. Mean
 response tokens and tokens/s are measured where a run at the planned scale exists (brorl.plan.measured), else
-priors (EvalPrior, profiles/slurm/estimates.yaml `evaluation:`). The job size is proposed here: the fewest GPUs
-(a power of two, at most one node) that finish the job's generation within a target time, so that small
-benchmarks (AIME: 30 problems) do not hold a whole 8-GPU node.
+priors (EvalPrior, profiles/slurm/estimates.yaml `evaluation:`). The job size is decided here, from the priors
+only, so that the size generate_samples asks Slurm for (workflow/rules/helpers/evaluate.smk) and the size the plan
+prices are the same number: the fewest GPUs (a power of two, at most one node) that finish the job's generation
+within a target time, so that small benchmarks (AIME: 30 problems) do not hold a whole 8-GPU node.
 """
 
 from __future__ import annotations
@@ -90,6 +91,20 @@ def size_gpus(compute_gpu_hours: float, target_job_hours: float, gpus_per_node: 
     return min(gpus, gpus_per_node)
 
 
+def job_gpus(
+    problems: Mapping[str, int], samples_per_problem: int, prior: EvalPrior, gpus_per_node: int
+) -> dict[str, int]:
+    """GPUs of one generation job per benchmark, from the priors (a measured run changes the hours, never the size:
+    the jobs already ran at this size)."""
+    tps = prior.tokens_per_s_per_gpu
+    return {
+        bench: size_gpus(
+            count * samples_per_problem * prior.mean_response_tokens / tps / 3600, prior.target_job_hours, gpus_per_node
+        )
+        for bench, count in problems.items()
+    }
+
+
 def evaluation_costs(
     problems: Mapping[str, int],
     samples_per_problem: int,
@@ -102,6 +117,7 @@ def evaluation_costs(
     """The model's line per benchmark. mean_tokens: measured mean response tokens per benchmark; tokens_per_s:
     measured generated tokens per second per GPU (whole generation jobs, start-up included)."""
     mean_tokens = mean_tokens or {}
+    sizes = job_gpus(problems, samples_per_problem, prior, gpus_per_node)
     if tokens_per_s:
         tps, tps_source, overhead = tokens_per_s.value, f"measured ({tokens_per_s.jobs} jobs)", 0.0
     else:
@@ -111,7 +127,6 @@ def evaluation_costs(
         measured = mean_tokens.get(bench)
         mean = measured.value if measured else prior.mean_response_tokens
         source = f"measured ({measured.jobs} jobs)" if measured else "prior (assumption)"
-        compute = count * samples_per_problem * mean / tps / 3600
         rows.append(
             BenchmarkCost(
                 benchmark=bench,
@@ -122,7 +137,7 @@ def evaluation_costs(
                 tokens_per_s_per_gpu=tps,
                 tokens_per_s_source=tps_source,
                 overhead_hours=prior.job_overhead_hours if overhead is None else overhead,
-                gpus=size_gpus(compute, prior.target_job_hours, gpus_per_node),
+                gpus=sizes[bench],
                 checkpoints=checkpoints,
             )
         )

@@ -3,6 +3,7 @@ or estimates.yaml; and the evaluation model's table (before/after, with its arit
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -37,11 +38,13 @@ def evaluation_model(
     gpus_per_node: int,
     run: MeasuredRun | None,
 ) -> tuple[list[BenchmarkCost], dict[str, float], Priced]:
-    """The model's lines, its before/after summary, and the generate_samples price at the profile's job size."""
+    """The model's lines, its before/after summary, and the generate_samples price at the sizes its jobs ask for:
+    the rule's per-benchmark sizes, or one size for all where the profile forces it (`gen.gpus`: a `gpu:` under
+    generate_samples)."""
     if est.evaluation is None:
         raise ValueError("the estimates have no evaluation: block (the evaluation cost model's priors)")
     jobs = run.eval_jobs if run else []
-    tps = measured_tokens_per_s(jobs, max(1, gen.gpus))
+    tps = measured_tokens_per_s(jobs, gen.gpus or gpus_per_node)
     means = {b: Measured(m, k) for b, (m, k) in measured_mean_tokens(jobs).items()}
     rows = evaluation_costs(
         problems,
@@ -52,21 +55,24 @@ def evaluation_model(
         mean_tokens=means,
         tokens_per_s=Measured(*tps) if tps else None,
     )
-    totals = summary(rows, max(1, gen.gpus), est.hours_of("generate_samples"))
-    gpus = max(1, gen.gpus)
-    at_profile = [r.gpu_hours_on(gpus) / gpus for r in rows]  # wall hours of one job on the profile's GPUs
+    if gen.gpus:
+        rows = [dataclasses.replace(r, gpus=gen.gpus) for r in rows]
+    totals = summary(rows, gpus_per_node, est.hours_of("generate_samples"))
     measured = sum(r.mean_tokens_source.startswith("measured") for r in rows)
     source = f"model ({'measured' if tps else 'prior'} tokens/s, {measured}/{len(rows)} measured lengths)"
     price = Priced(
         hours_per_job=0.0,
-        longest_job_hours=max(at_profile, default=0.0),
+        longest_job_hours=max((r.job_hours for r in rows), default=0.0),
         source=source,
-        total_hours=math.fsum(h * checkpoints for h in at_profile),
+        total_hours=math.fsum(r.job_hours * r.checkpoints for r in rows),
+        gpu_hours=totals["model_gpu_hours_sized"],
     )
     return rows, totals, price
 
 
-def render_evaluation(rows: list[BenchmarkCost], totals: Mapping[str, float], profile_gpus: int, est: Estimates) -> str:
+def render_evaluation(
+    rows: list[BenchmarkCost], totals: Mapping[str, float], node_gpus: int, forced_gpus: int, est: Estimates
+) -> str:
     """The evaluation model as a short table: per benchmark and checkpoint the arithmetic, then the before/after."""
     prior = est.evaluation
     head = (
@@ -75,7 +81,7 @@ def render_evaluation(rows: list[BenchmarkCost], totals: Mapping[str, float], pr
     )
     lines = [
         f"evaluation model, per checkpoint ({rows[0].checkpoints if rows else 0} checkpoints): "
-        "GPU-h = samples x mean tokens / tok/s/GPU; GPUs = proposed job size; job h = GPU-h / GPUs + start-up",
+        "GPU-h = samples x mean tokens / tok/s/GPU; GPUs = the job's size; job h = GPU-h / GPUs + start-up",
         head,
     ]
     for r in rows:
@@ -96,11 +102,15 @@ def render_evaluation(rows: list[BenchmarkCost], totals: Mapping[str, float], pr
             )
             + f"; start-up {r.overhead_hours:.2f} h per job and GPU"
         )
+    applied = (
+        f"at the profile's {forced_gpus} GPUs per job (its `gpu:` under generate_samples forces one size)"
+        if forced_gpus
+        else "at the job sizes above (applied: generate_samples asks Slurm for them, resource `gpu`)"
+    )
     lines.append(
         f"evaluation generation GPU-hours ({int(totals['jobs'])} jobs, {totals['tokens'] / 1e9:,.2f} B tokens): "
         f"before {totals['old_gpu_hours']:,.0f} (estimates.yaml {est.hours_of('generate_samples')} h x "
-        f"{profile_gpus} GPUs per job) -> model {totals['model_gpu_hours_profile_size']:,.0f} at the profile's "
-        f"{profile_gpus} GPUs per job -> {totals['model_gpu_hours_sized']:,.0f} with the proposed job sizes "
-        "(not applied: the profile gives every generate_samples job one node)"
+        f"{node_gpus} GPUs per job) -> model {totals['model_gpu_hours_profile_size']:,.0f} with a node "
+        f"({node_gpus} GPUs) per job -> {totals['model_gpu_hours_sized']:,.0f} {applied}"
     )
     return "\n".join(lines)

@@ -23,10 +23,8 @@ def benchmark_problems(config: Mapping[str, Any]) -> dict[str, int]:
         spec = registry[name]
         if spec.expected_rows is not None:
             count = spec.expected_rows
-        elif spec.family == "reasoning_gym" and spec.category:
-            from ..benchmarks.rg import category_tasks
-
-            count = len(category_tasks(spec.category)) * int(evaluation["reasoning_gym"]["items_per_task"])
+        elif spec.family == "reasoning_gym" and spec.tasks:
+            count = spec.tasks * int(evaluation["reasoning_gym"]["items_per_task"])
         else:
             raise ProblemCountError(f"{spec.path}: no expected_rows, so the plan cannot size benchmark {name}")
         counts[name] = min(count, cap) if cap is not None else count

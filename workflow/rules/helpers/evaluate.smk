@@ -57,6 +57,44 @@ def max_items_flag():
     return [] if EVAL["max_items"] is None else ["--max-items", str(EVAL["max_items"])]
 
 
+def generation_job_gpus():
+    """GPUs of one generation job per benchmark, and the size of a job without one (the `gpu` resource of
+    generate_samples). On the cluster engine, one job per benchmark: the plan's size (brorl.plan.evaluation.job_gpus:
+    the fewest of 1/2/4/8 that finish within estimates.yaml's target hour, capped at training.cluster.gpus_per_node);
+    a benchmark the plan cannot count gets a node. One GPU for the embedded engine's CPU generation and where one
+    engine serves a checkpoint's every benchmark. A site forces one size for every job with `gpu:` under
+    generate_samples in its profile (set-resources override the rule)."""
+    if config["engine"] == "embedded" or EVAL["one_engine_per_checkpoint"]:
+        return {}, 1
+    from brorl.plan.evaluation import job_gpus
+    from brorl.plan.problems import ProblemCountError, benchmark_problems
+    from brorl.plan.profile import read_estimates
+
+    node = int(config["training"]["cluster"]["gpus_per_node"])
+    prior = read_estimates(
+        Path(workflow.basedir) / "profiles" / "slurm" / "estimates.yaml"
+    ).evaluation
+    try:
+        problems = benchmark_problems(config)
+    except ProblemCountError as err:
+        print(
+            f"note: every generation job gets a node ({node} GPUs): {err}",
+            file=sys.stderr,
+        )
+        return {}, node
+    return job_gpus(problems, int(EVAL["n_samples"]), prior, node), node
+
+
+GENERATION_GPUS, GENERATION_GPUS_DEFAULT = generation_job_gpus()
+
+
+def generation_gpus(wildcards):
+    """Resource `gpu` of one generate_samples job (generation_job_gpus)."""
+    return GENERATION_GPUS.get(
+        getattr(wildcards, "benchmark", ""), GENERATION_GPUS_DEFAULT
+    )
+
+
 def data_parallel_size(wildcards, resources):
     """vLLM engines of one generation job: one per GPU the profile gives it (resource `gpu`), else 1 (CPU); 1 where
     one engine serves every benchmark of a checkpoint (evaluation.one_engine_per_checkpoint).
