@@ -50,6 +50,11 @@ def test_tiny_preset_validates_and_keeps_simulation_at_paper_scale():
     paper, tiny = load_yaml_config(CONFIG), load_yaml_config(CONFIG, TINY)
     assert tiny["engine"] == "embedded"
     assert all(a["continued_steps"] <= 20 for a in tiny["arms"])
+    # paper scale; only the sensitivity study runs one seed of the paper config's five (the demo's time budget)
+    assert tiny["simulation"]["sensitivity"]["seeds"] == [0] and paper["simulation"]["sensitivity"]["seeds"] == [
+        *range(5)
+    ]
+    tiny["simulation"]["sensitivity"]["seeds"] = paper["simulation"]["sensitivity"]["seeds"]
     assert tiny["simulation"] == paper["simulation"]
     # merged key by key, not replaced: keys the preset leaves alone keep the paper's values
     assert tiny["training"]["clip_eps_high"] == paper["training"]["clip_eps_high"]

@@ -60,8 +60,9 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
     # the simulation's jobs (the other stages' jobs: tests/evaluation/test_evaluation.py, tests/training/test_recipe.py)
     counts = {k: v for k, v in job_counts(proc).items() if k in expected_simulation_counts(cfg)}
     assert counts == expected_simulation_counts(cfg)
-    assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # 1 job of 15 + 8 runs; 10 x 4
-    text = output_of(proc)
+    assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # 1 job of 15 + 8 runs; 10 x 20
+    (eps,) = re.findall(r"python -m brorl.simulation run .*?--label adam_eps1e-6 .*", text := output_of(proc))
+    assert len(re.search(r"--out (.*?)>", eps)[1].split()) == 4 * 5  # 4 N x 5 seeds per variant
     (main,) = re.findall(r"python -m brorl.simulation run .*?--label main .*", text)
     assert len(re.search(r"--out (.*?)>", main)[1].split()) == 5 * 3 + 8  # 5 N x 3 seeds + the grid's other 8 N
     for n in cfg["simulation"]["n_values"]:

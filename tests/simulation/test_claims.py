@@ -113,6 +113,7 @@ def test_claims_use_the_main_family_and_the_final_step() -> None:
     flat = _runs({4: (0.59, 100.0, 0.0)}, seeds=(1,))
     table = claims_table(pd.concat([mixed, flat]), 0.01, 99.9)
     assert _holds(table)["2"] == "yes" and "1/2 single runs agree" in table.set_index("claim").loc["2", "note"]
+    assert table.set_index("claim").loc["2", "seeds holding"] == "1/2"  # holds on the mean, in one seed of two
 
 
 def test_sensitivity_table_one_row_per_label() -> None:
@@ -127,6 +128,8 @@ def test_sensitivity_table_one_row_per_label() -> None:
     row = table.set_index("label").loc["eps1e-6"]
     assert row["eps"] == 1e-6 and np.isnan(row["Q_pos(T) N=8"]) and row["Q_pos(T) N=512"] == pytest.approx(0.64)
     assert (row["claim 1"], row["claim 2"], row["claim 3"], row["claim 4"]) == ("yes", "yes", "no", "not run")
+    # in how many seeds each claim holds on its own (eps1e-6 ran one seed; N=51,200 not at all)
+    assert (row["claim 3 seeds holding"], row["claim 4 seeds holding"]) == ("0/1", "-")
     assert tuple(table.set_index("label").loc["main", ["claim 1", "claim 2", "claim 3", "claim 4"]]) == ("yes",) * 4
     assert {"% improved at largest N", "% improved N=512", "worst drop N=512"} <= set(table.columns)
 

@@ -99,6 +99,11 @@ def _agree(per_seed: pd.Series, holds: bool) -> str:
     return f"{same}/{len(per_seed)} seeds agree"
 
 
+def _holding(per_seed: pd.Series) -> str:
+    """In how many seeds the claim holds on its own, e.g. "3/5" (a claim decided on seed means can fail in some)."""
+    return f"{int(per_seed.sum())}/{len(per_seed)}" if len(per_seed) else "-"
+
+
 def _claim1(f: _Family) -> dict:
     ns = f.ns
     if len(ns) < 2:
@@ -124,7 +129,13 @@ def _claim1(f: _Family) -> dict:
     falls = [n for n in ns if f.means.loc[n, "q_pos"] < f.means.loc[n, "q_pos0"]]
     if falls:
         note += f"; Q_pos falls below Q_pos(0) at N = {', '.join(map(str, falls))}"
-    return {"N": ", ".join(map(str, ns)), "measured": measured, "holds": YES if holds else NO, "note": note}
+    return {
+        "N": ", ".join(map(str, ns)),
+        "measured": measured,
+        "holds": YES if holds else NO,
+        "seeds holding": _holding(per_seed),
+        "note": note,
+    }
 
 
 def _claim2(f: _Family) -> dict:
@@ -142,6 +153,8 @@ def _claim2(f: _Family) -> dict:
             f"p_i(0)), {m['pct_improved']:.1f}% improved"
         )
     holds = all(verdicts)
+    small = f.finals[f.finals["n"].isin(present)]
+    per_seed = ((small["worst_drop"] < 0) & (small["pct_improved"] < 100)).groupby(small["seed"]).all()
     agree_all = pd.concat(agree)
     note = f"worst_drop(T) < 0 and % improved < 100 at {'each' if len(present) > 1 else 'this'} N; " + (
         f"{int(agree_all.sum())}/{len(agree_all)} single runs agree"
@@ -153,6 +166,7 @@ def _claim2(f: _Family) -> dict:
         "N": ", ".join(map(str, present)),
         "measured": "; ".join(parts),
         "holds": YES if holds else NO,
+        "seeds holding": _holding(per_seed),
         "note": note,
     }
 
@@ -192,7 +206,8 @@ def _claim3(f: _Family, tol: float) -> dict:
         f"{_fmt(m['p0'])}; {m['pct_improved']:.1f}% improved"
     )
     note = f"criterion |worst drop| <= {tol:g} x p_i(0) = {_fmt(tol * m['p0'])}; {_agree(per_seed, holds)}"
-    return {"N": str(n), "measured": measured, "holds": YES if holds else NO, "note": note}
+    verdict = YES if holds else NO
+    return {"N": str(n), "measured": measured, "holds": verdict, "seeds holding": _holding(per_seed), "note": note}
 
 
 def _claim4(f: _Family, pct: float) -> dict:
@@ -205,7 +220,8 @@ def _claim4(f: _Family, pct: float) -> dict:
     per_seed = ((s["worst_drop"] >= 0) & (s["pct_improved"] >= pct)).reset_index(drop=True)
     measured = f"worst drop {_fmt(m['worst_drop'])}; {m['pct_improved']:.2f}% improved"
     note = f"criterion worst drop >= 0 and >= {pct:g}% improved at the final step; {_agree(per_seed, holds)}"
-    return {"N": str(n), "measured": measured, "holds": YES if holds else NO, "note": note}
+    verdict = YES if holds else NO
+    return {"N": str(n), "measured": measured, "holds": verdict, "seeds holding": _holding(per_seed), "note": note}
 
 
 def _reference(f: _Family) -> dict:
@@ -245,7 +261,8 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
     """One row per Figure 3 claim (plus the Q_pos ~ 0.64 reference row) for the "main" run family.
 
     Columns: claim (id), statement, paper, N, measured (seed means at the final step), holds (yes / no /
-    not run / info), note (criterion, seed agreement, missing N).
+    not run / info), seeds holding (in how many seeds the claim holds on its own), note (criterion, seed
+    agreement, missing N).
     """
     _check_thresholds(near_zero_rel_tol, full_improvement_pct)
     fam = main_family(runs)
@@ -257,6 +274,7 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
                 "claim": str(cid),
                 "statement": CLAIMS[cid],
                 "paper": PAPER_TEXT[cid],
+                "seeds holding": "-",
                 **results[cid],
                 "holds (figure units)": figure_units(f, cid),
             }
@@ -266,6 +284,7 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
             "claim": "ref",
             "statement": "Q_pos after 1000 steps at N = 512",
             "paper": f"Figure 3's axis tops at {PAPER_QPOS_512} (no value in the text)",
+            "seeds holding": "-",
             **results["ref"],
             "holds (figure units)": INFO,
         }
@@ -279,12 +298,13 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
             "paper": "Q_pos ticks 0.60-0.64; worst drop 0 to -1.0e-4 (read from the figure)",
             "measured": f"Q_pos {lo:.4f}..{hi:.4f}; lowest worst drop {_fmt(drop)}",
             "holds": INFO,
+            "seeds holding": "-",
             "holds (figure units)": fits,
             "note": f"fits: Q_pos within {FIGURE_QPOS[0]}..{FIGURE_QPOS[1]} and lowest worst drop within "
             f"{_fmt(FIGURE_DROP_LOW[0])}..{_fmt(FIGURE_DROP_LOW[1])} (our reading of the axes)",
         }
     )
-    columns = ["claim", "statement", "paper", "N", "measured", "holds", "holds (figure units)", "note"]
+    columns = ["claim", "statement", "paper", "N", "measured", "holds", "seeds holding", "holds (figure units)", "note"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -323,6 +343,7 @@ def sensitivity_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improve
         )
         for cid in (1, 2, 3, 4):
             row[f"claim {cid}"] = results[cid]["holds"]
+            row[f"claim {cid} seeds holding"] = results[cid].get("seeds holding", "-")
             if cid > 1:
                 row[f"claim {cid} (figure units)"] = figure_units(f, cid)
         row["fits Figure 3 axes"], row["Q_pos lowest"], row["Q_pos highest"], row["lowest worst drop"] = (
