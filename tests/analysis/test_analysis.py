@@ -547,6 +547,13 @@ def test_figures_draw_the_interval_bands(monkeypatch):
     tasks = task_pass1(units).assign(hours=[0.0, 1.0, 1.2])
     figures.plot_figure4(tasks, {1: ["b"]}, {1: 1.0}, 1, ["c", "t"], {}, "base", 0, "y.png", "y.pdf")
     assert len(drawn[1].axes[0].collections) == 2
+    # the equal-compute point as a dashed line on both figures (a reference line: not counted as data)
+    figures.plot_figure1(fam, ["c", "t"], {}, "base", 0, "x.png", "x.pdf", equal_time_hours=1.1)
+    figures.plot_figure4(tasks, {1: ["b"]}, {1: 1.0}, 1, ["c", "t"], {}, "base", 0, "y.png", "y.pdf", "", None, 1.1)
+    for without, fig in zip(drawn[:2], drawn[2:]):
+        (line,) = [x for x in fig.axes[0].get_lines() if x.get_label() == "equal compute (1.1 h)"]
+        assert list(line.get_xdata()) == [1.1, 1.1] and line.get_linestyle() == "--"
+        assert figures.plotted_points(fig) == figures.plotted_points(without) > 0
 
 
 def test_figure1_draws_the_papers_published_points_apart_at_paper_scale(tmp_path):
@@ -670,6 +677,12 @@ def test_tasks_are_classified_into_the_three_patterns_by_the_documented_rule():
         out.dropna(subset=["paper_pattern"])["pattern"] == out.dropna(subset=["paper_pattern"])["paper_pattern"]
     ).all()
     assert pattern_shares(out) == {1: 0.4, 2: 0.2, 3: 0.4}
+    # at the equal-time point: the control's earlier checkpoint (step 2, where it had not improved yet) is compared
+    rows += [{"arm": "c", "step": 2, "task": task, "pass1": 0.5} for task in ("apps", "behind")]
+    at = classify_tasks(pd.DataFrame(rows), "c", "t", "base", 0, steps={"c": 2, "t": 3})
+    assert dict(zip(at["task"], at["pattern"])) == {"apps": 2, "behind": 2}  # tasks without a step-2 control: left out
+    assert set(at["control_step"]) == {2} and set(at["treatment_step"]) == {3}
+    assert set(out["control_step"]) == {5}  # without steps: each arm's last checkpoint
 
 
 def test_the_earliest_treatment_checkpoint_that_beats_the_controls_final_one():
@@ -811,6 +824,8 @@ def test_cli_from_score_files_to_summary(tmp_path):
     classified = pd.read_csv(patterns)
     assert sorted(classified["task"]) == ["basic_arithmetic", "countdown", "synthetic_math"]  # every evaluated task
     assert classified.set_index("task").loc["countdown", "paper_pattern"] == 3  # one of the paper's Figure 4 tasks
+    # the patterns are decided at the equal-time point, where the significance test compared the arms (not at ctl's last)
+    assert set(classified["control_step"]) == {1} and set(classified["treatment_step"]) == {2}
     assert "3 tasks classified" in proc.stdout
     proc = analysis_cli("tables", *common, "--out-dir", tmp_path / "tables", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

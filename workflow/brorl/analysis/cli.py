@@ -197,6 +197,7 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 
 def _cmd_figures(a: argparse.Namespace) -> None:
+    from .checkpoints import SelectionError, select_checkpoints
     from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep, scale_note
     from .paper import FAMILIES, is_tiny_scale, load_paper
     from .patterns import classify_tasks, pattern_shares
@@ -205,9 +206,16 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     spec, paper = _spec(a), load_paper()
     cfg = spec["analysis"]
     units = _read_units(a.units)
-    _, hours = _hours(a, spec)
+    by_step, hours = _hours(a, spec)
     labels = {arm["name"]: arm.get("label") or arm["name"] for arm in spec["arms"]}
     arms = [cfg["comparison"]["control"], cfg["comparison"]["treatment"]]
+    equal_time = cfg["equal_time_hours"]
+    evaluated = {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in arms}
+    try:  # Figure 4's patterns are decided where the significance test compares the arms
+        compared = select_checkpoints(evaluated, by_step, equal_time)
+    except SelectionError as err:
+        print(f"warning: Figure 4's patterns compare each arm's last checkpoint: {err}")
+        compared, equal_time = None, None
     fam = with_hours(family_pass1(units), hours)  # pass@1 with its 95% interval: the bands
     note = scale_note(spec["engine"])
     start = (spec["base_arm"], spec["start_step"])
@@ -215,15 +223,23 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     published = None if tiny else paper["table1"]  # never beside a seconds-long tiny curve
     points = {
         "figure1": plot_figure1(
-            fam, arms, labels, *start, a.figure1_png, a.figure1_pdf, note=note, paper_table1=published
+            fam,
+            arms,
+            labels,
+            *start,
+            a.figure1_png,
+            a.figure1_pdf,
+            note=note,
+            paper_table1=published,
+            equal_time_hours=equal_time,
         ),
         "figure1_families": plot_figure1(
-            fam, arms, labels, *start, a.families_png, a.families_pdf, FAMILIES, note, published
+            fam, arms, labels, *start, a.families_png, a.families_pdf, FAMILIES, note, published, equal_time
         ),
     }
     tasks = with_hours(task_pass1(units), hours)
     patterns = {int(k): v for k, v in paper["figure4_patterns"].items()}
-    classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns)
+    classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns, steps=compared)
     a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
     classified.to_csv(a.patterns_csv, index=False)
     shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)
@@ -239,6 +255,7 @@ def _cmd_figures(a: argparse.Namespace) -> None:
         a.figure4_pdf,
         note,
         None if tiny else paper,
+        equal_time,
     )
     print(
         f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "

@@ -38,6 +38,13 @@ def _pass_rate_axis(ax) -> None:
     ax.set_ylim(0, min(100.0, max(5.0, 1.15 * top + 2)))
 
 
+def _equal_time(ax, hours: float | None) -> None:
+    """The equal-compute point (analysis.equal_time_hours: where the arms are compared and Figure 4's patterns are
+    decided) as a dashed vertical line; nothing when it is null (final checkpoints)."""
+    if hours is not None:
+        ax.axvline(hours, linestyle="--", color="grey", linewidth=1, label=f"equal compute ({hours:g} h)")
+
+
 def _save(fig, png: Path, pdf: Path, note: str) -> int:
     """Subtitle, PNG and PDF; returns the data points drawn (0: an empty figure, which the CLI reports)."""
     fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=8, style="italic")
@@ -120,11 +127,12 @@ def plot_figure1(
     families: Sequence[str] = ("math",),
     note: str = "",
     paper_table1: Sequence[Mapping] | None = None,
+    equal_time_hours: float | None = None,
 ) -> int:
     """One panel per family of ``families`` evaluated: pass@1 (%) against training hours, one line per arm with its
     95% interval as a band (the paper's Figure 1 is Math only). ``paper_table1`` (paper scale only, never beside a
     tiny run): the paper's published points of the control and treatment arms (``arms`` in that order) as open
-    markers with dashed lines, in the arms' colours."""
+    markers with dashed lines, in the arms' colours. ``equal_time_hours``: the equal-compute point, dashed."""
     data = _with_start(family, arms, base_arm, start_step)
     fams = [f for f in families if f in set(data["family"])] or list(families[:1])
     sns.set_theme(style="whitegrid", context="paper")
@@ -143,6 +151,7 @@ def plot_figure1(
         ax.set_xlabel("training hours")
         ax.set_ylabel("pass@1 (%)")
         _pass_rate_axis(ax)
+        _equal_time(ax, equal_time_hours)
     handles, names = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, names, loc="upper center", ncol=len(names), bbox_to_anchor=(0.5, 1.08))
@@ -177,10 +186,12 @@ def plot_figure4(
     pdf: Path,
     note: str = "",
     paper: Mapping | None = None,
+    equal_time_hours: float | None = None,
 ) -> int:
     """Per-task pass@1 (%) against training hours, one row per trajectory pattern (its share of the classified
     tasks in the row title), one line per arm with its 95% interval as a band. ``paper`` (paper scale only): the
-    published points of a task that has a column in the paper's Tables 3-5 (apps), as in Figure 1."""
+    published points of a task that has a column in the paper's Tables 3-5 (apps), as in Figure 1.
+    ``equal_time_hours``: the equal-compute point where the patterns are decided, dashed."""
     data = _with_start(tasks, arms, base_arm, start_step)
     sns.set_theme(style="whitegrid", context="paper")
     cols = max(1, max((len(v) for v in rows.values()), default=1))
@@ -210,6 +221,7 @@ def plot_figure4(
             ax.set_xlabel("training hours")
             ax.set_ylabel("pass@1 (%)")
             _pass_rate_axis(ax)
+            _equal_time(ax, equal_time_hours)
     fig.suptitle("Per-task pass@1 by trajectory pattern (1 both improve, 2 only BroRL, 3 not BroRL)")
     handles, names = next(
         (ax.get_legend_handles_labels() for ax in axes.flat if ax.get_legend_handles_labels()[0]), ([], [])

@@ -2,7 +2,9 @@
 
 The paper groups its per-task curves into (1) both arms improve, BroRL ahead; (2) ProRL degrades while BroRL
 improves; (3) neither improves consistently, and says most tasks fall into 1 and 2, without a rule. The rule here,
-on each arm's change from the start checkpoint to its last evaluated checkpoint (pass@1 points):
+on each arm's change from the start checkpoint to its checkpoint at the equal-time point (the evaluated step nearest
+`analysis.equal_time_hours`, as the significance test picks it; the last evaluated one when that is null), in
+pass@1 points:
 
     1  both improve:            treatment > +margin and control > +margin
     2  only the treatment does: treatment > +margin and control <= +margin (flat or worse)
@@ -13,6 +15,8 @@ gives none.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -35,23 +39,34 @@ def classify_tasks(
     start_step: int,
     paper_patterns: dict[int, list[str]] | None = None,
     margin: float = MARGIN,
+    steps: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
-    """task, start, control_final, treatment_final (pass@1 %), changes, pattern, ahead and the paper's pattern.
+    """task, start, control_final, treatment_final (pass@1 %), changes, pattern, ahead, the paper's pattern and the
+    two steps compared.
 
-    tasks: arm, step, task, pass1 (fraction), as brorl.analysis.trajectories.task_pass1 gives. A task needs the start
-    checkpoint and at least one checkpoint of each arm; others are left out (they cannot be classified).
+    tasks: arm, step, task, pass1 (fraction), as brorl.analysis.trajectories.task_pass1 gives. steps: the checkpoint
+    of each arm to compare (the equal-time point, brorl.analysis.checkpoints.select_checkpoints); None: each arm's
+    last. A task needs the start checkpoint and those of both arms; others are left out (they cannot be classified).
     """
     paper_of = {t: k for k, names in (paper_patterns or {}).items() for t in names}
     rows = []
     for task, g in tasks.groupby("task", sort=True):
         start = g[(g["arm"] == base_arm) & (g["step"] == start_step)]["pass1"]
-        last = {arm: g[g["arm"] == arm].sort_values("step")["pass1"] for arm in (control, treatment)}
-        if start.empty or last[control].empty or last[treatment].empty:
+        at = {}
+        for arm in (control, treatment):
+            mine = g[g["arm"] == arm].sort_values("step")
+            if steps is not None:
+                mine = mine[mine["step"] == steps[arm]]
+            at[arm] = mine
+        if start.empty or at[control].empty or at[treatment].empty:
             continue
-        s, c, t = 100 * float(start.iloc[0]), 100 * float(last[control].iloc[-1]), 100 * float(last[treatment].iloc[-1])
+        s = 100 * float(start.iloc[0])
+        c, t = (100 * float(at[arm]["pass1"].iloc[-1]) for arm in (control, treatment))
         rows.append(
             {
                 "task": task,
+                "control_step": int(at[control]["step"].iloc[-1]),
+                "treatment_step": int(at[treatment]["step"].iloc[-1]),
                 "start": s,
                 "control_final": c,
                 "treatment_final": t,
@@ -64,6 +79,8 @@ def classify_tasks(
         )
     columns = [
         "task",
+        "control_step",
+        "treatment_step",
         "start",
         "control_final",
         "treatment_final",
