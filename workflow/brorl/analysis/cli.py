@@ -200,7 +200,8 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     from .checkpoints import SelectionError, select_checkpoints
     from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep, scale_note
     from .paper import FAMILIES, is_tiny_scale, load_paper
-    from .patterns import classify_tasks, pattern_shares
+    from .patterns import apply_tests, classify_tasks, pattern_shares
+    from .task_tests import task_tests
     from .trajectories import family_pass1, task_pass1, with_hours
 
     spec, paper = _spec(a), load_paper()
@@ -240,6 +241,9 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     tasks = with_hours(task_pass1(units), hours)
     patterns = {int(k): v for k, v in paper["figure4_patterns"].items()}
     classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns, steps=compared)
+    if compared is not None:  # the paired tests per task decide the patterns (the point rule stays as a column)
+        tests = task_tests(units, *arms, spec["base_arm"], spec["start_step"], compared, by_step)
+        classified = apply_tests(classified, tests, cfg["alpha"])
     a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
     classified.to_csv(a.patterns_csv, index=False)
     shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)

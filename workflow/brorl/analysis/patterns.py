@@ -1,17 +1,19 @@
 """The three trajectory patterns of the paper's Figure 4, as a rule every evaluated task is classified by (pure).
 
 The paper groups its per-task curves into (1) both arms improve, BroRL ahead; (2) ProRL degrades while BroRL
-improves; (3) neither improves consistently, and says most tasks fall into 1 and 2, without a rule. The rule here,
-on each arm's change from the start checkpoint to its checkpoint at the equal-time point (the evaluated step nearest
-`analysis.equal_time_hours`, as the significance test picks it; the last evaluated one when that is null), in
-pass@1 points:
+improves; (3) neither improves consistently, and says most tasks fall into 1 and 2, without a rule. The rule here
+compares each arm's checkpoint at the equal-time point (the evaluated step nearest `analysis.equal_time_hours`, the
+ones the significance test compares; the last evaluated ones when that is null) with the start checkpoint, on the
+task's problems with the paper's paired one-tailed test (brorl.analysis.task_tests) at `analysis.alpha`:
 
-    1  both improve:            treatment > +margin and control > +margin
-    2  only the treatment does: treatment > +margin and control <= +margin (flat or worse)
-    3  the treatment does not:  treatment <= +margin
+    1  both improve:            p(treatment > start) < alpha and p(control > start) < alpha
+    2  only the treatment does: p(treatment > start) < alpha, the control's improvement not shown
+    3  the treatment does not:  BroRL's improvement not shown (p >= alpha, or too few problems to test)
 
-``ahead`` says whether the treatment ends above the control. The margin (1 point by default) is ours: the paper
-gives none.
+``ahead``: the paired test of the treatment against the control over the trajectory gives p < alpha ("BroRL
+consistently outperforms"). ``pattern_alpha0.01`` and ``pattern_alpha0.1`` are the same rule at other alphas, and
+``pattern_margin`` the earlier point rule (each arm's change above a 1-point margin, ours), so the shares' dependence
+on the rule shows in task_patterns.csv itself.
 """
 
 from __future__ import annotations
@@ -93,7 +95,31 @@ def classify_tasks(
     return pd.DataFrame(rows, columns=columns)
 
 
-def pattern_shares(classified: pd.DataFrame) -> dict[int, float]:
-    """Share of the classified tasks in each pattern (0 for an empty pattern)."""
+def pattern_by_test(p_treatment: float, p_control: float, alpha: float) -> int:
+    """The pattern (1, 2 or 3) of one task from its two paired tests against the start (NaN p: not shown)."""
+    if p_treatment < alpha:
+        return 1 if p_control < alpha else 2
+    return 3
+
+
+SENSITIVITY_ALPHAS = (0.01, 0.1)  # the rule's other alphas, beside analysis.alpha, in task_patterns.csv
+
+
+def apply_tests(classified: pd.DataFrame, tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """``classified`` (classify_tasks) with the paired tests (brorl.analysis.task_tests) merged in and the pattern
+    decided by them at ``alpha``; the point rule kept as ``pattern_margin``, the test rule at SENSITIVITY_ALPHAS as
+    ``pattern_alpha<a>``. A task without a test (no problem evaluated at all three checkpoints) is pattern 3."""
+    out = classified.rename(columns={"pattern": "pattern_margin"}).merge(tests, on="task", how="left")
+    p_t, p_c = out["p_treatment"].to_numpy(dtype=float), out["p_control"].to_numpy(dtype=float)
+    out["pattern"] = [pattern_by_test(t, c, alpha) for t, c in zip(p_t, p_c)]
+    for a in SENSITIVITY_ALPHAS:
+        out[f"pattern_alpha{a:g}"] = [pattern_by_test(t, c, a) for t, c in zip(p_t, p_c)]
+    out["ahead"] = out["p_ahead"].to_numpy(dtype=float) < alpha
+    first = ["task", "control_step", "treatment_step", "pattern", "ahead", "paper_pattern"]
+    return out[first + [c for c in out.columns if c not in first]]
+
+
+def pattern_shares(classified: pd.DataFrame, column: str = "pattern") -> dict[int, float]:
+    """Share of the classified tasks in each pattern of ``column`` (0 for an empty pattern)."""
     n = len(classified)
-    return {k: (float((classified["pattern"] == k).sum()) / n if n else 0.0) for k in PATTERNS}
+    return {k: (float((classified[column] == k).sum()) / n if n else 0.0) for k in PATTERNS}

@@ -282,14 +282,22 @@ def _earlier_claim(table1: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
 
 
 def _patterns(classified: pd.DataFrame | None) -> list[str]:
-    """Figure 4's trajectory patterns: the share of classified tasks in each (the paper: most in 1 and 2)."""
-    from .patterns import MARGIN, PATTERNS, pattern_shares
+    """Figure 4's trajectory patterns: the share of classified tasks in each (the paper: most in 1 and 2), and how
+    the shares move with the rule (other alphas, the point rule)."""
+    from .patterns import MARGIN, PATTERNS, SENSITIVITY_ALPHAS, pattern_shares
 
+    tested = classified is not None and "pattern_margin" in classified
+    rule = (
+        "each arm's checkpoint at the equal-compute point against the start checkpoint, on the task's problems with "
+        "the paired one-tailed test (p < alpha); BroRL ahead when its paired test against ProRL over the "
+        "trajectory gives p < alpha"
+        if tested
+        else f"each arm's change from the start to its compared checkpoint, margin {MARGIN} point"
+    )
     lines = [
         "### Figure 4 trajectory patterns",
         "",
-        f"Rule (ours; the paper gives none): each arm's change from the start to its last evaluated checkpoint, "
-        f"margin {MARGIN} point. The paper says most tasks fall into patterns 1 and 2.",
+        f"Rule (ours; the paper gives none): {rule}. The paper says most tasks fall into patterns 1 and 2.",
         "",
     ]
     if classified is None or classified.empty:
@@ -300,6 +308,14 @@ def _patterns(classified: pd.DataFrame | None) -> list[str]:
         f"tasks ({100 * shares[k]:.0f}%)"
         for k in PATTERNS
     ]
+    if tested:
+        ahead = int(classified["ahead"].sum())
+        lines.append(f"- BroRL ahead of ProRL over the trajectory (paired test): {ahead} of {len(classified)} tasks")
+        others = [(f"alpha {a:g}", f"pattern_alpha{a:g}") for a in SENSITIVITY_ALPHAS]
+        others.append((f"the {MARGIN:g}-point rule", "pattern_margin"))
+        for name, column in others:
+            moved = pattern_shares(classified, column)
+            lines.append(f"- with {name}: " + ", ".join(f"pattern {k} {100 * moved[k]:.0f}%" for k in PATTERNS))
     known = classified.dropna(subset=["paper_pattern"])
     if len(known):
         same = int((known["pattern"] == known["paper_pattern"].astype(int)).sum())

@@ -1,0 +1,72 @@
+"""Figure 4's patterns decided by the paired tests per task (brorl.analysis.task_tests, brorl.analysis.patterns) on
+synthetic trajectories of the paper's size: 100 problems x 16 samples per task, two checkpoints per arm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from brorl.analysis.patterns import apply_tests, classify_tasks, pattern_shares
+from brorl.analysis.task_tests import task_tests, trajectory_pairs
+from brorl.analysis.trajectories import task_pass1
+
+PROBLEMS, SAMPLES = 100, 16
+# task -> (control's gain, treatment's gain) at the last checkpoint, in pass-rate points; half of it at the first
+TASKS = {"both": (10, 16), "only_brorl": (-5, 10), "flat": (0, 0), "tied": (10, 10)}
+HOURS = {"ctl": {1: 1.0, 2: 2.0}, "trt": {1: 1.1, 2: 2.2}}
+
+
+def synthetic_units(seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for task, (gain_c, gain_t) in TASKS.items():
+        p0 = rng.uniform(0.25, 0.65, PROBLEMS)  # each problem's own difficulty, shared by every checkpoint
+        points = {("base", 0): p0}
+        for arm, gain in (("ctl", gain_c), ("trt", gain_t)):
+            points[(arm, 1)] = p0 + gain / 200
+            points[(arm, 2)] = p0 + gain / 100
+        for (arm, step), p in points.items():
+            scores = rng.binomial(SAMPLES, np.clip(p, 0, 1)) / SAMPLES
+            rows += [
+                {"arm": arm, "step": step, "benchmark": "rg_x", "family": "reasoning_gym", "task": task, "id": i}
+                | {"n_samples": SAMPLES, "score": s}
+                for i, s in enumerate(scores)
+            ]
+    return pd.DataFrame(rows)
+
+
+def test_trajectory_pairs_match_checkpoints_by_training_hours():
+    assert trajectory_pairs([1, 2], [1, 2], HOURS, "trt", "ctl") == [(1, 1), (2, 2)]
+    assert trajectory_pairs([1, 2], [1, 2, 3], {"trt": {1: 2.9, 2: 3.0}, "ctl": {1: 1, 2: 2, 3: 3}}, "trt", "ctl") == [
+        (1, 3),
+        (2, 3),
+    ]
+    assert trajectory_pairs([1, 2], [1, 2], None, "trt", "ctl") == [(2, 2)]  # no hours: the compared steps only
+
+
+def test_patterns_by_the_paired_tests_at_the_papers_size():
+    units = synthetic_units()
+    steps = {"ctl": 2, "trt": 2}
+    tests = task_tests(units, "ctl", "trt", "base", 0, steps, HOURS).set_index("task")
+    assert (tests["n_problems"] == PROBLEMS).all() and (tests["compared_pairs"] == 2).all()
+    assert tests.loc["both", "p_treatment"] < 1e-6 and tests.loc["flat", "p_treatment"] > 0.05
+    assert tests.loc["only_brorl", "p_control"] > 0.5  # ProRL lost 5 points: no improvement
+    # BroRL ahead over the trajectory: mean gain difference 3 (both) and 7.5 (only_brorl) points; none when tied
+    assert tests.loc["both", "ahead_delta"] > 0 and tests.loc["both", "p_ahead"] < 0.05
+    assert tests.loc["tied", "p_ahead"] > 0.05
+    classified = classify_tasks(task_pass1(units), "ctl", "trt", "base", 0, {1: ["both"], 3: ["flat"]}, steps=steps)
+    out = apply_tests(classified, tests.reset_index(), alpha=0.05).set_index("task")
+    assert out["pattern"].to_dict() == {"both": 1, "flat": 3, "only_brorl": 2, "tied": 1}
+    assert out["ahead"].to_dict() == {"both": True, "flat": False, "only_brorl": True, "tied": False}
+    assert (out["paper_pattern"].dropna() == out.loc[out["paper_pattern"].notna(), "pattern"]).all()
+    # the same rule at alpha 0.01 and 0.1, and the point rule, are columns: the shares' dependence on the rule shows
+    assert {"pattern_alpha0.01", "pattern_alpha0.1", "pattern_margin"} <= set(out.columns)
+    assert pattern_shares(out.reset_index(), "pattern_margin") == {1: 0.5, 2: 0.25, 3: 0.25}
+
+
+def test_a_task_too_small_to_test_is_not_shown_to_improve():
+    units = synthetic_units()
+    one = units[units["id"] == 0]  # one problem per task: no variance, no test
+    steps = {"ctl": 2, "trt": 2}
+    tests = task_tests(one, "ctl", "trt", "base", 0, steps, HOURS)
+    out = apply_tests(classify_tasks(task_pass1(one), "ctl", "trt", "base", 0, steps=steps), tests, 0.05)
+    assert set(out["pattern"]) == {3} and not out["ahead"].any()

@@ -1,0 +1,87 @@
+"""Per-task paired tests behind Figure 4's trajectory patterns (pure): on each task's problems, paired by problem,
+the paper's paired one-tailed t-test (brorl.stats.tests.paired_one_tailed) of
+
+    treatment: the treatment arm at its compared checkpoint against the start checkpoint (did BroRL improve?)
+    control:   the control arm at its compared checkpoint against the start checkpoint (did ProRL improve?)
+    ahead:     the treatment against the control over the trajectory: per problem, the mean over the treatment's
+               checkpoints up to its compared one of (treatment - the control's checkpoint nearest in training hours,
+               up to the control's compared one); with no hours, the two compared checkpoints only
+
+A problem counts once per task (its score: the mean over its samples). The compared checkpoints are the equal-time
+ones (brorl.analysis.checkpoints.select_checkpoints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..stats.tests import paired_one_tailed
+
+COLUMNS = ["task", "n_problems", "p_treatment", "p_control", "p_ahead", "ahead_delta", "compared_pairs"]
+
+
+def trajectory_pairs(
+    treatment_steps: list[int],
+    control_steps: list[int],
+    hours: Mapping[str, Mapping[int, float]] | None,
+    treatment: str,
+    control: str,
+) -> list[tuple[int, int]]:
+    """(treatment step, control step) pairs over the trajectory: each treatment checkpoint with the control's
+    nearest in training hours (ties: the earlier). Without hours for every step, the two last steps only."""
+    t_hours, c_hours = (hours or {}).get(treatment, {}), (hours or {}).get(control, {})
+    if not treatment_steps or not control_steps:
+        return []
+    if any(s not in t_hours for s in treatment_steps) or any(s not in c_hours for s in control_steps):
+        return [(treatment_steps[-1], control_steps[-1])]
+    return [(t, min(control_steps, key=lambda c: (abs(c_hours[c] - t_hours[t]), c))) for t in treatment_steps]
+
+
+def task_tests(
+    units: pd.DataFrame,
+    control: str,
+    treatment: str,
+    base_arm: str,
+    start_step: int,
+    steps: Mapping[str, int],
+    hours: Mapping[str, Mapping[int, float]] | None = None,
+) -> pd.DataFrame:
+    """One row per task with the start checkpoint and both compared checkpoints: ``COLUMNS`` (p-values of the
+    module docstring's three tests; ahead_delta in pass@1 points)."""
+    evaluated = {
+        arm: sorted(int(s) for s in units.loc[units["arm"] == arm, "step"].unique() if 0 < int(s) <= steps[arm])
+        for arm in (control, treatment)
+    }
+    pairs = trajectory_pairs(evaluated[treatment], evaluated[control], hours, treatment, control)
+    needed = {(base_arm, start_step), (control, steps[control]), (treatment, steps[treatment])}
+    needed |= {(treatment, t) for t, _ in pairs} | {(control, c) for _, c in pairs}
+    keep = units[[(a, int(s)) in needed for a, s in zip(units["arm"], units["step"])]]
+    wide = keep.pivot_table(index=["task", "benchmark", "id"], columns=["arm", "step"], values="score")
+    rows = []
+    for task, g in wide.groupby(level="task", sort=True):
+        cols = [(base_arm, start_step), (control, steps[control]), (treatment, steps[treatment])]
+        cols += [(treatment, t) for t, _ in pairs] + [(control, c) for _, c in pairs]
+        if any(c not in g.columns for c in cols):
+            continue
+        g = g[list(dict.fromkeys(cols))].dropna()
+        if g.empty:
+            continue
+        start = g[(base_arm, start_step)].to_numpy()
+        t_traj = np.mean([g[(treatment, t)].to_numpy() for t, _ in pairs], axis=0)
+        c_traj = np.mean([g[(control, c)].to_numpy() for _, c in pairs], axis=0)
+        ahead = paired_one_tailed(c_traj, t_traj)
+        rows.append(
+            {
+                "task": task,
+                "n_problems": len(g),
+                "p_treatment": paired_one_tailed(start, g[(treatment, steps[treatment])].to_numpy()).p,
+                "p_control": paired_one_tailed(start, g[(control, steps[control])].to_numpy()).p,
+                "p_ahead": ahead.p,
+                "ahead_delta": 100 * ahead.delta,
+                "compared_pairs": len(pairs),
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
