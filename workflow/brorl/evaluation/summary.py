@@ -3,7 +3,8 @@
 pass@1 = mean score over a problem's samples, then mean over problems (continuous Reasoning Gym scores count as
 their value); pass@k for k in {1, 2, 4, 8, 16} (k <= n) by the unbiased estimator (brorl.evaluation.passk).
 Family averages are unweighted means over the benchmarks present: Math over its benchmarks, Code over its four,
-Reasoning Gym over its categories (ProRL's "Avg" columns).
+Reasoning Gym over its categories (our family mean; BroRL's printed Reasoning Gym "Avg" is not the category mean,
+and the analysis tables show its own averages beside it).
 
 Error bars (brorl.stats.stderr, docs/design.md#error-bars): every pass@k has the analytic standard error of a mean
 over problems and pass@1 its 95% interval; a family average has ``sqrt(sum se^2) / k``. Math benchmarks also get
