@@ -240,6 +240,9 @@ def test_the_first_micro_batch_kl_of_each_step_from_the_launcher_log():
         bar.format(pct=0, n=0, t=3, post=post.format(kl="0")),
     ]
     assert first_micro_batch_kl("\n".join(lines)) == [1.62e-5, 0.0]
+    # as the launch prints it (TQDM_NCOLS=0: no bar drawn, the status never cut to the job's COLUMNS)
+    plain = [line.replace("%|   | ", "% ") for line in lines]
+    assert first_micro_batch_kl("\n".join(plain)) == [1.62e-5, 0.0]
     assert first_micro_batch_kl("no training yet") == []
 
 

@@ -264,6 +264,7 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     # the job hook's partition and its log, the reward's special tokens, a JIT folder of this job on the node
     assert gpu["BRORL_PARTITION"] == "lpt" and gpu["BRORL_PARTITION_LOG_DIR"].endswith("openrlhf/partition")
     assert json.loads(gpu["BRORL_SPECIAL_TOKENS"]) == ["<eos>"]
+    assert gpu["TQDM_NCOLS"] == "0"  # progress bars never cut their status (the smoke verdict reads the KL from it)
     assert gpu["TORCH_EXTENSIONS_DIR"] == "/tmp/brorl-torch-extensions-77"
     assert gpu["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True" and "RAY_SLURM_IFACE" not in gpu
     config["training"]["cluster"]["network_interface"] = "ib0"

@@ -80,6 +80,9 @@ def launch_env(
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
             "BRORL_GPU_MEMORY_LOG_DIR": str(paths.gpu_memory_log_dir),  # each rank's peak per step (memory_hook)
             "BRORL_TOKENIZER_ONCE": "1",  # the tokenizer goes to the engines once, not with each prompt
+            # progress bars print their whole status, never cut to a COLUMNS width: the smoke verdict reads each
+            # step's first micro-batch KL from OpenRLHF's training bar (logs.first_micro_batch_kl)
+            "TQDM_NCOLS": "0",
         }
     )
     if cluster["network_interface"]:  # Ray binds there on every node (the launcher's RAY_SLURM_IFACE)

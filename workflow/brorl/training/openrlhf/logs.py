@@ -149,7 +149,10 @@ def kv_cache_tokens(launcher_log: str) -> list[int]:
 
 # OpenRLHF's training progress bar (rank 0, tqdm, forwarded by Ray into the launcher log): one line when the bar
 # starts ("0/8 [00:00<?, ?it/s]"), then per micro-batch its all-reduced status as the postfix ("..., kl=1.62e-5, ...").
-TRAIN_BAR = re.compile(r"Train epoch \[\d+/\d+\]:\s+\d+%\|[^|]*\|\s*(\d+)/\d+ \[([^\]]*)\]")
+# The launch sets TQDM_NCOLS=0 (launch.launch_env): no bar is drawn ("  0% 0/8 [...]"), and the postfix is never cut
+# to a terminal width taken from the job's COLUMNS, which cut it before the KL in CI. A drawn bar ("0%|...|") parses
+# too.
+TRAIN_BAR = re.compile(r"Train epoch \[\d+/\d+\]:\s+\d+%(?:\|[^|]*\|)?\s*(\d+)/\d+ \[([^\]]*)\]")
 POSTFIX_KL = re.compile(r"\bkl=([-+0-9.e]+)")
 
 
