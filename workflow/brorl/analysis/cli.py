@@ -35,6 +35,11 @@ def _hours(a: argparse.Namespace, spec: dict):
     return hours, hours_table(hours, spec["base_arm"], spec["start_step"])
 
 
+def _evaluated_steps(units, arms) -> dict:
+    """arm -> its evaluated steps (sorted), what brorl.analysis.checkpoints.select_checkpoints chooses from."""
+    return {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in arms}
+
+
 def _cmd_units(a: argparse.Namespace) -> None:
     from .load import load_units
 
@@ -59,7 +64,7 @@ def _cmd_significance(a: argparse.Namespace) -> None:
     units = _read_units(a.units)
     hours, _ = _hours(a, spec)
     roles = cfg["comparison"]
-    evaluated = {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in roles.values()}
+    evaluated = _evaluated_steps(units, roles.values())
     target = cfg["equal_time_hours"]
     test = {  # both comparisons' settings (the arms' also takes analysis.alternative)
         "alpha": cfg["alpha"],
@@ -211,7 +216,7 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     labels = {arm["name"]: arm.get("label") or arm["name"] for arm in spec["arms"]}
     arms = [cfg["comparison"]["control"], cfg["comparison"]["treatment"]]
     equal_time = cfg["equal_time_hours"]
-    evaluated = {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in arms}
+    evaluated = _evaluated_steps(units, arms)
     try:  # Figure 4's patterns are decided where the significance test compares the arms
         compared = select_checkpoints(evaluated, by_step, equal_time)
     except SelectionError as err:

@@ -60,13 +60,12 @@ def task_tests(
     needed |= {(treatment, t) for t, _ in pairs} | {(control, c) for _, c in pairs}
     keep = units[[(a, int(s)) in needed for a, s in zip(units["arm"], units["step"])]]
     wide = keep.pivot_table(index=["task", "benchmark", "id"], columns=["arm", "step"], values="score")
+    cols = sorted(needed)
+    if any(c not in wide.columns for c in cols):  # a checkpoint with no units at all: no task can be tested
+        return pd.DataFrame(columns=COLUMNS)
     rows = []
     for task, g in wide.groupby(level="task", sort=True):
-        cols = [(base_arm, start_step), (control, steps[control]), (treatment, steps[treatment])]
-        cols += [(treatment, t) for t, _ in pairs] + [(control, c) for _, c in pairs]
-        if any(c not in g.columns for c in cols):
-            continue
-        g = g[list(dict.fromkeys(cols))].dropna()
+        g = g[cols].dropna()
         if g.empty:
             continue
         start = g[(base_arm, start_step)].to_numpy()

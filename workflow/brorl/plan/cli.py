@@ -188,7 +188,7 @@ def walltime_limit_hours(profile: dict) -> dict:
 def sized_resources(profiled: Resources, rows: list[BenchmarkCost], profile: Mapping[str, Any]) -> Resources:
     """generate_samples' row: its largest job (the plan's GPU-hours add up each job's own size) and the cores that
     come with it (cpus_per_gpu)."""
-    gpus = max((r.gpus for r in rows), default=profiled.gpus) or profiled.gpus
+    gpus = max((r.gpus for r in rows), default=profiled.gpus)
     per_gpu = int(rule_resources(profile, "generate_samples").get("cpus_per_gpu") or 1)
     return dataclasses.replace(profiled, gpus=gpus, cpus=gpus * per_gpu if gpus else profiled.cpus)
 
@@ -231,9 +231,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         run,
     )
     priced = {**measured_prices(run), "generate_samples": eval_price}
-    forced_gpus = resources[
-        "generate_samples"
-    ].gpus  # a profile `gpu:` under generate_samples, else 0: the rule's sizes
+    # a profile `gpu:` under generate_samples, else 0: the rule's per-benchmark sizes
+    forced_gpus = resources["generate_samples"].gpus
     resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, profile)
     rows = plan_rows(dag, planned, arms, resources, estimates, priced)
     gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes

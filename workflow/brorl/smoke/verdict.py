@@ -163,21 +163,14 @@ def reset_row(
         f"{kl.get(first - 1)}, {first}: {kl.get(first)}"
     )
     if not after or not before:
-        return Row(
-            name, FAIL, None, None, detail, "no training progress in the launch logs (OpenRLHF's Train epoch bar)"
-        )
-    moved = max(before)
-    if moved <= (floor or 0.0):
-        return Row(name, FAIL, None, None, detail, "the policy had not moved from its reference before the reset")
-    ok = after[0] <= max(moved / 10, floor or 0.0)
-    return Row(
-        name,
-        PASS if ok else FAIL,
-        None,
-        None,
-        detail,
-        "" if ok else "the first step after the reset did not start at its reference",
-    )
+        fix = "no training progress in the launch logs (OpenRLHF's Train epoch bar)"
+    elif max(before) <= (floor or 0.0):
+        fix = "the policy had not moved from its reference before the reset"
+    elif after[0] > max(max(before) / 10, floor or 0.0):
+        fix = "the first step after the reset did not start at its reference"
+    else:
+        fix = ""
+    return Row(name, FAIL if fix else PASS, None, None, detail, fix)
 
 
 def evaluation_rows(max_tokens: int, expected: Sequence[str], found: Sequence[str], device: str) -> list[Row]:
