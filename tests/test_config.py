@@ -159,7 +159,7 @@ def test_missing_keys_get_schema_defaults_in_place():
     assert (
         cfg["training"]["clip_eps_high"]
         == schema["properties"]["training"]["properties"]["clip_eps_high"]["default"]
-        == 0.28
+        == 0.27
     )
     assert cfg["arms"][1]["seed"] == schema["$defs"]["arm"]["properties"]["seed"]["default"] == 1
     assert cfg["simulation"]["optimizer"]["eps"] == 1.0e-8

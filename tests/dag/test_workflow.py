@@ -75,6 +75,19 @@ def test_dry_run_of_the_paper_config_lists_every_simulation_job(tmp_path):
 
 
 @pytest.mark.workflow
+def test_the_earlier_composite_recipe_preset_dry_runs_the_same_jobs(tmp_path):
+    """workflow/presets/recipe_prorl_v1.yaml changes recipe values only: the same jobs as config.yaml, with its
+    values in the training commands (each train_ppo job is told the arm's recipe through --config JSON)."""
+    preset = ROOT / "workflow" / "presets" / "recipe_prorl_v1.yaml"
+    paper = snakemake("-n", "--directory", tmp_path / "paper")
+    proc = snakemake("-n", "-p", "--directory", tmp_path / "v1", "--configfile", preset)
+    assert proc.returncode == 0 and paper.returncode == 0, output_of(proc)
+    assert job_counts(proc) == job_counts(paper)
+    text = output_of(proc)
+    assert '"lr0": 2e-06' in text and '"rollout_temperature": 1.2' in text and '"truncated": "verifier"' in text
+
+
+@pytest.mark.workflow
 def test_dry_run_from_the_repo_root_uses_config_yaml():
     proc = snakemake("-n", "--forceall")  # every job, whatever outputs an earlier run left in the checkout
     assert proc.returncode == 0, output_of(proc)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from brorl.config import validate_config
+from brorl.config import load_yaml_config, validate_config
 from brorl.training.openrlhf.command import ClusterPaths, build_command, openrlhf_flags, run_layout
 from brorl.training.openrlhf.dataset import TrainDataError, openrlhf_rows
 from brorl.training.openrlhf.logs import Launch, RewardCall, StepLog, read_tensorboard, steps_from_events, to_records
@@ -35,11 +35,18 @@ def config() -> dict:
     return cfg
 
 
+PRORL_V1 = ROOT / "workflow" / "presets" / "recipe_prorl_v1.yaml"
+
+
 def _arms(cfg: dict) -> list[str]:
     return [a["name"] for a in cfg["arms"]]
 
 
-def test_every_arm_and_segment_parses_in_openrlhf(config):
+@pytest.mark.parametrize("preset", [None, PRORL_V1], ids=["prorlv2_recipes", "recipe_prorl_v1"])
+def test_every_arm_and_segment_parses_in_openrlhf(preset):
+    config = load_yaml_config(ROOT / "config.yaml", *([preset] if preset else []))
+    validate_config(config)
+    train = config["training"]
     assert len(_arms(config)) >= 10  # the two paper arms and the disabled extension arms
     validate_cluster_config(config, _arms(config))
     for arm in _arms(config):
@@ -53,10 +60,14 @@ def test_every_arm_and_segment_parses_in_openrlhf(config):
             assert args.algo.advantage.estimator == "reinforce_baseline"
             assert args.actor.lr_scheduler == "constant"
             assert args.algo.dynamic_filtering_enable and list(args.algo.dynamic_filtering_range) == [0.0, 1.0]
-            assert tuple(args.actor.eps_clip_low_high) == (0.2, 0.28)
+            assert tuple(args.actor.eps_clip_low_high) == (train["clip_eps_low"], train["clip_eps_high"])
             assert args.algo.kl.use_loss and args.algo.kl.estimator == "k2" and args.algo.kl.init_coef == 1e-4
+            assert args.rollout.temperature == train["rollout_temperature"] and args.rollout.top_p == 1.0
             assert args.algo.advantage.is_correction_mode == "clip"
-            assert args.algo.advantage.is_correction_threshold == [0.0, 2.0]  # TIS: clip to [0, C]
+            cap = train["truncated_importance_sampling"]["threshold"]
+            assert args.algo.advantage.is_correction_threshold == [0.0, cap]  # TIS: clip to [0, C], one-sided
+            # truncated responses are zeroed once, by the shared reward (brorl.training.reward), never again here
+            assert args.reward.stop_properly_penalty_coef is None
             assert args.data.max_len == 1024 + 16384 and args.rollout.max_new_tokens == 16384
             assert args.ckpt.load_enable and args.ckpt.save_hf and args.vllm.enable_prefix_caching
             assert args.reward.remote_url == [str(PATHS.reward_script)]

@@ -249,7 +249,7 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     import yaml
     from brorl.config import validate_config
     from brorl.training.openrlhf.command import run_layout
-    from brorl.training.openrlhf.launch import DEVICE_LAYER, JOB_HOOK, launch_env
+    from brorl.training.openrlhf.launch import DEVICE_LAYER, JOB_HOOK, ClusterRunError, launch_env
     from brorl.training.recipe import arm_plan
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -264,13 +264,19 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     # the job hook's partition and its log, the reward's special tokens, a JIT folder of this job on the node
     assert gpu["BRORL_PARTITION"] == "lpt" and gpu["BRORL_PARTITION_LOG_DIR"].endswith("openrlhf/partition")
     assert json.loads(gpu["BRORL_SPECIAL_TOKENS"]) == ["<eos>"]
+    assert gpu["BRORL_TRUNCATED_REWARD"] == config["training"]["reward"]["truncated"] == "zero"
+    # the reward tells a response cut at its budget by the missing EOS: without special tokens it could not
+    with pytest.raises(ClusterRunError, match="training.reward.truncated is zero"):
+        launch_env(config, layout, _paths(tmp_path / "none"), base)
     assert gpu["TQDM_NCOLS"] == "0"  # progress bars never cut their status (the smoke verdict reads the KL from it)
     assert gpu["TORCH_EXTENSIONS_DIR"] == "/tmp/brorl-torch-extensions-77"
     assert gpu["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True" and "RAY_SLURM_IFACE" not in gpu
     config["training"]["cluster"]["network_interface"] = "ib0"
-    assert launch_env(config, layout, _paths(tmp_path / "ib"), base)["RAY_SLURM_IFACE"] == "ib0"
+    assert (
+        launch_env(config, layout, _paths(tmp_path / "ib"), base, special_tokens=["<eos>"])["RAY_SLURM_IFACE"] == "ib0"
+    )
     config["training"]["cluster"]["device"] = "cpu"
-    cpu = launch_env(config, layout, _paths(tmp_path / "cpu"), {})
+    cpu = launch_env(config, layout, _paths(tmp_path / "cpu"), {}, special_tokens=["<eos>"])
     assert cpu["PYTHONPATH"].split(os.pathsep)[:2] == [str(DEVICE_LAYER), str(JOB_HOOK)]
     assert "TORCH_EXTENSIONS_DIR" not in cpu
     assert cpu["BRORL_CPU_REHEARSAL"] == "1" and cpu["DS_ACCELERATOR"] == "cpu" and "RAY_SLURM_EMULATED" not in cpu

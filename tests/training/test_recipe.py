@@ -36,8 +36,8 @@ def test_paper_arms_lr_ratio_and_equal_minibatches(paper):
     prorl, brorl = arm_plan(paper, "prorl_n16"), arm_plan(paper, "brorl_n512")
     assert brorl.lr / prorl.lr == pytest.approx(math.sqrt(8))
     assert prorl.lr == paper["training"]["lr0"]  # the ProRL arm is the base of the sqrt rule
-    assert prorl.mini_batches_per_step == brorl.mini_batches_per_step == 4
-    assert (prorl.mini_batch_samples, brorl.mini_batch_samples) == (2048, 16384)
+    assert prorl.mini_batches_per_step == brorl.mini_batches_per_step == 8  # the OpenRLHF ProRLv2 recipe's 8
+    assert (prorl.mini_batch_samples, brorl.mini_batch_samples) == (1024, 8192)  # its train batch 1024 for ProRL
     assert prorl.samples_per_step * 8 == brorl.samples_per_step
 
 

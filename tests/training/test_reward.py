@@ -138,3 +138,74 @@ def test_the_cluster_reward_scores_the_text_openrlhfs_decode_path_gives_it(tmp_p
     out = reward.reward_func(queries, prompts, labels)
     assert out["rewards"].tolist() == [1.0, 1.0, 0.0, 1.0]
     assert reward.response_of(queries[0], prompts[0]) == "<think>plan</think>It glows. Any other questions?"
+
+    # a right answer cut at the token budget (no EOS after it): reward 0 under training.reward.truncated zero, and
+    # counted as zeroed, not as a verifier error; the verifiers alone would give it 1
+    cut = sample(ITEM, f"a + b</think> \\boxed{{{answer}}}", stopped_on_eos=False)
+    assert not reward.stopped_properly(cut[0], cut[1]) and reward.stopped_properly(queries[1], prompts[1])
+    monkeypatch.setattr(reward, "TRUNCATED_REWARD", "zero")
+    zeroed = reward.reward_func([cut[0], queries[1]], [cut[1], prompts[1]], [cut[2], labels[1]])
+    assert zeroed["rewards"].tolist() == [0.0, 1.0] and zeroed["scores"].tolist() == [0.0, 1.0]
+    assert zeroed["extra_logs"]["truncated_zeroed"].item() == 0.5
+    assert zeroed["extra_logs"]["verifier_errors"].item() == 0.0
+    monkeypatch.setattr(reward, "TRUNCATED_REWARD", "verifier")
+    assert reward.reward_func([cut[0]], [cut[1]], [cut[2]])["rewards"].tolist() == [1.0]
+
+
+def test_truncated_responses_score_zero_without_a_verifier_call_only_under_the_zero_rule():
+    from brorl.scoring.result import TRUNCATED
+
+    answer = ITEM["answer"]
+    right = f"<think>a + b</think> \\boxed{{{answer}}}"
+    # the code item would run its program; cut, it is never run (its error is the rule's, not the sandbox's)
+    items, responses = [ITEM, ITEM, CODE_ITEM], [right, right, "```python\nprint(int(input())*2)\n```"]
+    zero = score_rollouts(items, responses, truncated=[True, False, True], truncated_reward="zero", workers=1)
+    assert [s.score for s in zero] == [0.0, 1.0, 0.0] and [s.error for s in zero] == [TRUNCATED, None, TRUNCATED]
+    kept = score_rollouts(items, responses, truncated=[True, False, True], truncated_reward="verifier", workers=1)
+    assert [s.score for s in kept] == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="training.reward.truncated must be one of"):
+        score_rollouts(items, responses, truncated=[False] * 3, truncated_reward="half")
+    with pytest.raises(ValueError, match="3 items but 2 truncation flags"):
+        score_rollouts(items, responses, truncated=[True, True], truncated_reward="zero")
+
+
+@pytest.mark.parametrize("rule", ["zero", "verifier"])
+def test_the_embedded_engine_applies_the_truncation_rule_from_vllms_finish_reason(rule, tmp_path):
+    """EmbeddedRun._generate with a stand-in for vLLM (the model is not what is tested): every group holds two right
+    answers that stopped and two that hit the budget. Zeroed, the group has signal and is kept with rewards 1,1,0,0;
+    scored by the verifier, all four are right and dynamic sampling drops it."""
+    from types import SimpleNamespace
+
+    from brorl.config import load_yaml_config
+    from brorl.training.embedded.rollout import Rollout
+    from brorl.training.embedded.run import EmbeddedRun
+    from brorl.training.recipe import arm_plan
+    from helpers import CONFIG, TINY
+
+    config = load_yaml_config(CONFIG, TINY)
+    config["training"]["reward"]["truncated"] = rule
+    config["training"]["dynamic_sampling"]["max_rounds"] = 1
+    plan = arm_plan(config, "prorl_n4")
+    right = f"<think>a + b</think> \\boxed{{{ITEM['answer']}}}"
+
+    def sample(prompts, n, *args, **kwargs):
+        return [
+            [Rollout([1], [2, 3], [-0.1, -0.1], right, reason) for reason in ("stop", "stop", "length", "length")]
+            for _ in prompts
+        ]
+
+    run = EmbeddedRun(config, plan, tmp_path / "start", tmp_path / "mix.jsonl", tmp_path / "out", progress=False)
+    run.engine = SimpleNamespace(sample=sample, engine=SimpleNamespace(reasoning_opened=False))
+    run.stream = SimpleNamespace(take=lambda k: [ITEM] * k)
+    try:
+        out = run._generate(step=1)
+    finally:
+        if run._pool is not None:
+            run._pool.close()
+    assert out.generated_samples == 4 * plan.prompts_per_step and out.truncated == 2 * plan.prompts_per_step
+    assert out.reward_errors == 0  # zeroed responses are not verifier errors
+    if rule == "zero":
+        assert len(out.groups) == plan.prompts_per_step
+        assert all(list(r) == [1.0, 1.0, 0.0, 0.0] for r in out.rewards)
+    else:
+        assert out.groups == [] and out.reward_sum == out.generated_samples

@@ -200,10 +200,15 @@ def test_launch_environment_carries_the_wandb_mode_and_folder_and_the_key_only_f
 
     layout, paths = run_layout(paper, arm_plan(paper, "prorl_n16"), 0), _cluster_paths(tmp_path)
     tracking = Tracking(WandbSettings(enabled=True, mode="offline"))
-    env = launch_env(paper, layout, paths, {KEY_ENV: SECRET}, tracking=tracking)
+    env = launch_env(paper, layout, paths, {KEY_ENV: SECRET}, tracking=tracking, special_tokens=["<eos>"])
     assert env["WANDB_MODE"] == "offline" and env["WANDB_DIR"] == str(paths.openrlhf_dir) and env[KEY_ENV] == SECRET
-    assert launch_env(paper, layout, paths, {"WANDB_DIR": "/mine"}, tracking=tracking)["WANDB_DIR"] == "/mine"
-    off = launch_env(paper, layout, paths, {}, tracking=Tracking())
+    assert (
+        launch_env(paper, layout, paths, {"WANDB_DIR": "/mine"}, tracking=tracking, special_tokens=["<eos>"])[
+            "WANDB_DIR"
+        ]
+        == "/mine"
+    )
+    off = launch_env(paper, layout, paths, {}, tracking=Tracking(), special_tokens=["<eos>"])
     assert "WANDB_MODE" not in off and "WANDB_DIR" not in off and KEY_ENV not in off
 
 
@@ -237,7 +242,9 @@ def test_openrlhfs_own_wandb_logger_runs_with_our_flags_and_never_sees_the_key(t
     flags = openrlhf_flags(paper, plan, 1, paths, tracking)
     assert SECRET not in " ".join(flags)
     assert parse_argv(flags)[0].logger.wandb.key == WANDB_KEY_MARKER
-    env = launch_env(paper, run_layout(paper, plan, 1), paths, {**ENV, KEY_ENV: SECRET}, tracking=tracking)
+    env = launch_env(
+        paper, run_layout(paper, plan, 1), paths, {**ENV, KEY_ENV: SECRET}, tracking=tracking, special_tokens=["<eos>"]
+    )
     env.update(PYTHONPATH=ENV["PYTHONPATH"], WANDB_SILENT="true")
     proc = subprocess.run(
         [sys.executable, "-c", OPENRLHF_LOGGER, json.dumps(flags)],

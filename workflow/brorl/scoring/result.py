@@ -32,6 +32,9 @@ class Score:
 NO_ANSWER = "no <answer>...</answer> in the response"
 NO_CODE = "no_code"
 NO_ANSWER_REASONS = (NO_ANSWER, NO_CODE)
+# A training response cut at its token budget, scored 0 by the truncation rule (training.reward.truncated: zero)
+# without a verifier call: counted apart from verifier errors
+TRUNCATED = "truncated at the token budget (reward 0: training.reward.truncated)"
 
 
 def failed(reason: str) -> Score:

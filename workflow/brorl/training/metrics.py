@@ -27,7 +27,7 @@ FIELDS: dict[str, str] = {
     "dynamic_sampling_pass_rate": "samples / generated_samples of this step",
     "reward_mean": "mean reward over the generated samples",
     "score_mean": "mean binary score (correct) over the generated samples",
-    "reward_errors": "generated samples scored 0 without a judgement (no final answer, bad label, verifier crash or timeout)",
+    "reward_errors": "generated samples scored 0 without a judgement (no final answer, bad label, verifier crash or timeout; not those the truncation rule zeroed, which truncated_frac counts)",
     "reward_timeouts": "generated samples whose verifier hit its hard time limit (part of reward_errors)",
     "kl": "mean KL(policy || reference) per token over the update",
     "entropy": "mean per-token entropy of the policy over the update",

@@ -177,7 +177,7 @@ class EmbeddedRun:
 
     def _generate(self, step: int) -> StepOutcome:
         """Rollouts, rewards and dynamic sampling with refills until prompts_per_step prompts are kept."""
-        from ..reward import is_timeout, score_rollouts
+        from ..reward import is_timeout, is_verifier_error, score_rollouts
 
         ds = self.train["dynamic_sampling"]
         low, high = ds["score_range"]
@@ -203,12 +203,14 @@ class EmbeddedRun:
             scores = score_rollouts(
                 flat_items,
                 [as_scored(r.text, self.engine.engine.reasoning_opened) for r in flat],  # brorl.scoring.reasoning
+                truncated=[r.finish_reason == "length" for r in flat],
+                truncated_reward=self.train["reward"]["truncated"],
                 code_reward=self.train["reward"]["code"],
                 code_timeout_s=self.train["reward"]["code_timeout_s"],
                 pool=self._scoring_pool(),
             )
             out.reward_s += time.perf_counter() - start
-            out.reward_errors += sum(s.error is not None for s in scores)
+            out.reward_errors += sum(is_verifier_error(s) for s in scores)
             out.reward_timeouts += sum(is_timeout(s) for s in scores)
             reward = np.array([s.score for s in scores]).reshape(len(items), self.plan.n)
             correct = np.array([float(s.correct) for s in scores]).reshape(len(items), self.plan.n)

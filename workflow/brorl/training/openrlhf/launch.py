@@ -49,6 +49,11 @@ def launch_env(
     OpenRLHF's trainer; WANDB_API_KEY comes with `base` (the job's environment), as HF_TOKEN does.
     `special_tokens`: the model tokenizer's, which the reward strips from the end of each decoded response."""
     cluster, reward = config["training"]["cluster"], config["training"]["reward"]
+    if reward["truncated"] == "zero" and not special_tokens:
+        raise ClusterRunError(
+            "training.reward.truncated is zero, but the tokenizer has no special tokens (EOS): the reward could not "
+            "tell a response cut at its token budget from one that stopped"
+        )
     env = dict(base)
     front = [str(JOB_HOOK), str(WORKFLOW)]
     if cluster["device"] == "cpu":
@@ -74,6 +79,7 @@ def launch_env(
             "BRORL_REWARD_LOG_DIR": str(paths.reward_log_dir),
             "BRORL_CODE_REWARD": reward["code"],
             "BRORL_CODE_TIMEOUT_S": str(reward["code_timeout_s"]),
+            "BRORL_TRUNCATED_REWARD": reward["truncated"],
             "BRORL_SPECIAL_TOKENS": json.dumps(list(special_tokens)),
             # the job hook times the trainer's micro-batch partition and installs the chosen one (partition_hook)
             "BRORL_PARTITION": cluster["partition"],

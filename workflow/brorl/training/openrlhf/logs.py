@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...scoring.result import TRUNCATED
 from ..metrics import FIELDS
 
 
@@ -228,7 +229,7 @@ def to_records(
         peaks = [gib for t, gib in gpu_memory or [] if start < t <= log.wall_time]
         reward_errors = reward_timeouts = None
         if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
-            reward_errors = sum(e is not None for e in errors)
+            reward_errors = sum(e is not None and e != TRUNCATED for e in errors)
             reward_timeouts = sum(bool(e) and e.startswith("timeout") for e in errors)
         reward_mean = score_mean = response_len = truncated = None
         if not dynamic_sampling:  # OpenRLHF's rollout stats are over every generated sample
