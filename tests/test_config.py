@@ -551,7 +551,7 @@ def test_the_n_sweep_step_must_be_an_evaluated_step_of_its_arms():
 @pytest.mark.parametrize(
     ("key", "value", "words"),
     [
-        ("advantage_estimator", "rloo", "'rloo' is not implemented by the embedded engine"),
+        ("advantage_estimator", "reinforce", "'reinforce' is not implemented by the embedded engine"),
         ("loss_aggregation", "seq-mean-token-mean", "'seq-mean-token-mean' is not implemented"),
         ("length_penalty", True, "True is not implemented by the embedded engine"),
     ],
@@ -565,6 +565,18 @@ def test_the_embedded_engine_refuses_what_it_cannot_train(key, value, words):
     paper = load_yaml_config(CONFIG)  # the cluster engine (OpenRLHF) takes it
     paper["training"][key] = value
     validate_config(paper)
+
+
+def test_the_embedded_engine_refuses_an_arms_own_estimator_it_cannot_train_and_takes_the_four_it_computes():
+    tiny = load_yaml_config(CONFIG, TINY)
+    for estimator in ("reinforce_baseline", "group_norm", "rloo", "dr_grpo"):
+        tiny["arms"][0]["advantage_estimator"] = estimator
+        validate_config(tiny)
+    tiny["arms"][0]["advantage_estimator"] = "reinforce"
+    with pytest.raises(ConfigError, match=r"'arms\[0\].advantage_estimator': 'reinforce' is not implemented"):
+        validate_config(tiny)
+    tiny["arms"][0]["enabled"] = False  # an arm that is not trained is not refused
+    validate_config(tiny)
 
 
 def test_the_embedded_engine_refuses_kl_in_the_reward():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from brorl.analysis.patterns import apply_tests, classify_tasks, pattern_shares
 from brorl.analysis.task_tests import task_tests, trajectory_pairs
 from brorl.analysis.trajectories import task_pass1
@@ -70,3 +71,44 @@ def test_a_task_too_small_to_test_is_not_shown_to_improve():
     tests = task_tests(one, "ctl", "trt", "base", 0, steps, HOURS)
     out = apply_tests(classify_tasks(task_pass1(one), "ctl", "trt", "base", 0, steps=steps), tests, 0.05)
     assert set(out["pattern"]) == {3} and not out["ahead"].any()
+
+
+def test_the_algorithms_table_reads_each_pair_by_the_paired_test_and_keeps_pairs_without_checkpoints():
+    """Three pairs at the paper's size (100 problems x 16 samples on each of 3 benchmarks): one whose N=512 arm is
+    6 points ahead (holds), one tied (not resolved), one never evaluated (kept, with the reason)."""
+    from brorl.analysis.algorithms import algorithm_rows
+
+    rng = np.random.default_rng(11)
+    rows = []
+    gains = {"a16": 0.0, "a512": 0.06, "b16": 0.02, "b512": 0.02}
+    for bench in ("math_a", "math_b", "math_c"):
+        p0 = rng.uniform(0.2, 0.7, PROBLEMS)
+        for arm, gain in gains.items():
+            for step in (10, 20):
+                scores = rng.binomial(SAMPLES, np.clip(p0 + gain * step / 20, 0, 1)) / SAMPLES
+                rows += [
+                    {"arm": arm, "step": step, "benchmark": bench, "family": "math", "id": i, "score": s}
+                    for i, s in enumerate(scores)
+                ]
+    units = pd.DataFrame(rows)
+    pairs = [
+        {"estimator": "rloo", "n16": "a16", "n512": "a512"},
+        {"estimator": "group_norm", "n16": "b16", "n512": "b512"},
+        {"estimator": "dr_grpo", "n16": "c16", "n512": "c512"},
+    ]
+    hours = {
+        "a16": {10: 1.0, 20: 2.0},
+        "a512": {10: 1.2, 20: 2.4},
+        "b16": {10: 1.0, 20: 2.0},
+        "b512": {10: 1.0, 20: 2.0},
+    }
+    table = algorithm_rows(
+        units, hours, pairs, target_hours=1.1, alpha=0.05, alternative="greater", resamples=200, seed=0
+    ).set_index("estimator")
+    assert list(table.index) == ["rloo", "group_norm", "dr_grpo"]  # no pair dropped
+    rloo, grpo = table.loc["rloo"], table.loc["group_norm"]
+    assert (rloo["n16_step"], rloo["n512_step"]) == (10, 10)  # nearest 1.1 h: equal compute, not the last steps
+    assert rloo["n"] == 3 * PROBLEMS and rloo["delta"] == pytest.approx(0.03, abs=0.01)
+    assert rloo["p"] < 0.05 and rloo["verdict"] == "N gain holds"
+    assert grpo["p"] >= 0.05 and grpo["verdict"].startswith("not resolved")
+    assert table.loc["dr_grpo", "verdict"].startswith("not run: arm 'c16' has no evaluated checkpoint")

@@ -88,6 +88,22 @@ def test_the_earlier_composite_recipe_preset_dry_runs_the_same_jobs(tmp_path):
 
 
 @pytest.mark.workflow
+def test_the_algorithm_generality_arms_dry_run_at_paper_scale(tmp_path):
+    """analysis.algorithms.enabled: every pair's arms train with their estimator (OpenRLHF's flag in the command)
+    and one compare_algorithms job writes the table."""
+    override = write_yaml(tmp_path / "algorithms.yaml", {"analysis": {"algorithms": {"enabled": True}}})
+    paper = job_counts(snakemake("-n", "--directory", tmp_path / "paper"))
+    proc = snakemake("-n", "-p", "--directory", tmp_path / "on", "--configfile", override)
+    assert proc.returncode == 0, output_of(proc)
+    counts, text = job_counts(proc), output_of(proc)
+    assert counts["train_ppo"] == 4 * paper["train_ppo"] and counts["compare_algorithms"] == 1
+    assert "compare_algorithms" not in paper
+    for arm in ("grpo_n16", "grpo_n512", "rloo_n16", "rloo_n512", "drgrpo_n16", "drgrpo_n512"):
+        assert f"results/train/{arm}/step" in text
+    assert "results/tables/algorithms.md" in text
+
+
+@pytest.mark.workflow
 def test_dry_run_from_the_repo_root_uses_config_yaml():
     proc = snakemake("-n", "--forceall")  # every job, whatever outputs an earlier run left in the checkout
     assert proc.returncode == 0, output_of(proc)

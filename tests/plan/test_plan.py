@@ -123,6 +123,21 @@ def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
     assert counts["train_ppo"] > config_job_counts(load_yaml_config(CONFIG))[0]["train_ppo"]
 
 
+def test_the_algorithms_switch_is_priced_arm_by_arm(tmp_path):
+    override = tmp_path / "algorithms.yaml"
+    override.write_text("analysis: {algorithms: {enabled: true}}\n")
+    config = load_yaml_config(CONFIG, override)
+    counts, arms = config_job_counts(config)
+    pairs = {"grpo_n16", "grpo_n512", "rloo_n16", "rloo_n512", "drgrpo_n16", "drgrpo_n512"}
+    assert pairs | {"prorl_n16", "brorl_n512"} == set(arms)
+    assert all(
+        arms[f"{a}_n512"] == arms["brorl_n512"] and arms[f"{a}_n16"] == arms["prorl_n16"]
+        for a in ("grpo", "rloo", "drgrpo")
+    )
+    assert counts["train_ppo"] == 4 * config_job_counts(load_yaml_config(CONFIG))[0]["train_ppo"]
+    assert {arm_plan(config, name).advantage_estimator for name in pairs} == {"group_norm", "rloo", "dr_grpo"}
+
+
 def plan(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
     """`python -m brorl.plan ARGS` with only these site settings (BRORL_SLURM_*) in the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})

@@ -203,6 +203,26 @@ def test_sigkill_mid_segment_then_rerun_matches_the_uninterrupted_run(setup, str
 
 
 @pytest.mark.engine
+def test_a_generality_arm_trains_with_its_own_advantage_estimator(setup, straight):
+    """The same arm with advantage_estimator rloo (analysis.algorithms' pairs at tiny size): one step trains, from
+    the same start, on the same first rollouts as the reinforce_baseline run, to other weights."""
+    root, recipe = setup
+    changed = copy.deepcopy(recipe)
+    changed["arms"][0].update(advantage_estimator="rloo", continued_steps=1, report_steps=[1])
+    changed["training"]["reference_reset"]["enabled"] = False
+    out = root / "rloo"
+    run(segment_cmd(root, changed, out, 0))
+    (record,) = read_metrics(out / "run" / "metrics.jsonl")
+    (first, *_) = read_metrics(straight / "run" / "metrics.jsonl")
+    assert record["samples"] == first["samples"] > 0  # the same seed draws the same rollouts and keeps the same groups
+    assert record["reward_mean"] == first["reward_mean"]
+    assert json.loads((out / "run" / "recipe.json").read_text())["arm"]["advantage_estimator"] == "rloo"
+    rloo = load_file(out / "run" / "exports" / "step1" / "model.safetensors")
+    baseline = load_file(straight / "run" / "exports" / "step1" / "model.safetensors")
+    assert any(not torch.equal(rloo[k], v) for k, v in baseline.items())  # another advantage, another update
+
+
+@pytest.mark.engine
 def test_changed_recipe_is_refused(setup, straight):
     root, recipe = setup
     changed = copy.deepcopy(recipe)

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -57,7 +58,8 @@ def test_every_arm_and_segment_parses_in_openrlhf(preset):
             assert args.rollout.batch_size == plan.prompts_per_step
             assert args.train.batch_size == plan.mini_batch_samples
             assert args.actor.adam.lr == plan.lr
-            assert args.algo.advantage.estimator == "reinforce_baseline"
+            own = next(a for a in config["arms"] if a["name"] == arm)["advantage_estimator"]
+            assert args.algo.advantage.estimator == plan.advantage_estimator == (own or train["advantage_estimator"])
             assert args.actor.lr_scheduler == "constant"
             assert args.algo.dynamic_filtering_enable and list(args.algo.dynamic_filtering_range) == [0.0, 1.0]
             assert tuple(args.actor.eps_clip_low_high) == (train["clip_eps_low"], train["clip_eps_high"])
@@ -585,3 +587,74 @@ def test_kv_cache_sizes_are_read_from_the_engines_start_up_lines():
     )
     assert kv_cache_tokens(log) == [1_546_112, 1_015_808]
     assert kv_cache_tokens("no engine started") == []
+
+
+@pytest.fixture(scope="module")
+def experience_maker():
+    """OpenRLHF's Experience and RemoteExperienceMaker, imported with the import-only flash_attn of the job where
+    the real package is absent (CPU); the stub leaves sys.modules again, so later find_spec calls see no flash_attn."""
+    import importlib.util
+    import sys
+
+    from brorl.training.openrlhf.launch import STUBS
+
+    stub = importlib.util.find_spec("flash_attn") is None
+    if stub:
+        sys.path.insert(0, str(STUBS))
+    try:
+        from openrlhf.trainer.ppo_utils.experience import Experience
+        from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+    finally:
+        if stub:
+            sys.path.remove(str(STUBS))
+            for name in [m for m in sys.modules if m == "flash_attn" or m.startswith("flash_attn.")]:
+                del sys.modules[name]
+    return Experience, RemoteExperienceMaker
+
+
+@pytest.mark.parametrize("estimator", ["reinforce_baseline", "group_norm", "rloo", "dr_grpo"])
+def test_embedded_advantages_equal_openrlhfs_own_for_every_shared_estimator(config, experience_maker, estimator):
+    """The engine contract: OpenRLHF 0.11.2's RemoteExperienceMaker.compute_advantages_and_returns, with the args
+    our command gives an arm of this estimator, on experiences of random rewards and lengths (one sample each, in
+    shuffled order as its micro-batches hold them), against brorl.training.embedded.advantages on the same inputs."""
+    import numpy as np
+    import torch
+    from brorl.training.embedded.advantages import advantages
+
+    Experience, RemoteExperienceMaker = experience_maker
+
+    cfg = copy.deepcopy(config)
+    arm = next(a for a in cfg["arms"] if a["name"] == "prorl_n16")
+    arm["advantage_estimator"] = estimator
+    plan = arm_plan(cfg, "prorl_n16")
+    assert plan.advantage_estimator == estimator
+    args, _ = parse_argv(openrlhf_flags(cfg, plan, 0, PATHS))
+    assert args.algo.advantage.estimator == estimator
+    args.rollout.n_samples_per_prompt = n = 4  # a small batch: 3 groups of 4 (the formulas do not depend on N)
+    rng = np.random.default_rng(7)
+    rewards = rng.random((3, n)).round(2)
+    rewards[1] = 0.5  # a group without signal (its std is 0)
+    lengths = rng.integers(1, 9, (3, n))
+    width = int(lengths.max())
+    experiences = []
+    for i in rng.permutation(3 * n):
+        mask = torch.zeros(1, width, dtype=torch.bool)
+        mask[0, : lengths.flat[i]] = True
+        experiences.append(
+            Experience(
+                action_mask=mask,
+                kl=torch.zeros(1, width),
+                rewards=torch.tensor([rewards.flat[i]], dtype=torch.float32),
+                truncated=torch.tensor([False]),
+                index=[int(i)],
+            )
+        )
+    maker = RemoteExperienceMaker(None, None, None, None, SimpleNamespace(value=0.0), SimpleNamespace(args=args), None)
+    out = maker.compute_advantages_and_returns(experiences)
+    theirs = np.zeros((3, n))
+    for e in out:
+        values = e.advantages[0][e.action_mask[0]]
+        assert torch.allclose(values, values[0].expand_as(values))  # every token carries the sample's advantage
+        theirs.flat[e.index[0]] = values[0].item()
+    ours = advantages(estimator, rewards, lengths, cfg["training"]["advantage_std_norm"])
+    assert np.abs(ours - theirs).max() <= 1e-6

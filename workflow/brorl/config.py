@@ -19,6 +19,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .training.recipe import EMBEDDED_ESTIMATORS
+
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
 
@@ -308,7 +310,6 @@ def _check_embedded_engine(cfg: dict) -> list[str]:
     if training_engine(cfg) != "embedded" or not any(a.get("enabled", True) for a in cfg["arms"]):
         return []
     unsupported = {
-        "advantage_estimator": (train["advantage_estimator"], "reinforce_baseline"),
         "loss_aggregation": (train["loss_aggregation"], "token-mean"),
         "length_penalty": (train["length_penalty"], False),
     }
@@ -317,6 +318,17 @@ def _check_embedded_engine(cfg: dict) -> list[str]:
         "only); use training.engine: cluster (OpenRLHF) for it"
         for key, (value, only) in unsupported.items()
         if value != only
+    ]
+    estimators = [("training.advantage_estimator", train["advantage_estimator"])] + [
+        (f"arms[{i}].advantage_estimator", a["advantage_estimator"])
+        for i, a in enumerate(cfg["arms"])
+        if a.get("enabled", True) and a.get("advantage_estimator")
+    ]
+    problems += [
+        f"config key '{key}': {value!r} is not implemented by the embedded engine (it trains {EMBEDDED_ESTIMATORS}); "
+        "use training.engine: cluster (OpenRLHF) for it"
+        for key, value in estimators
+        if value not in EMBEDDED_ESTIMATORS
     ]
     if not train["kl"]["use_loss"] and train["kl"]["coef"]:
         problems.append(
@@ -338,11 +350,15 @@ def _check_unique_entries(cfg: dict) -> list[str]:
 
 def switch_on_sweep(cfg: dict) -> None:
     """analysis.n_sweep.enabled: true enables every arm of the sweep and its controls (one key for the whole N
-    sweep); unknown names are left to _check_analysis, which names them."""
+    sweep), and analysis.algorithms.enabled every arm of its pairs; unknown names are left to _check_analysis, which
+    names them."""
     sweep = (cfg.get("analysis") or {}).get("n_sweep") or {}
     if not sweep.get("enabled"):
-        return
+        sweep = {}
     wanted = set(sweep.get("arms", [])) | set(sweep.get("controls", []))
+    algorithms = (cfg.get("analysis") or {}).get("algorithms") or {}
+    if algorithms.get("enabled"):
+        wanted |= {p.get(k) for p in algorithms.get("pairs", []) if isinstance(p, dict) for k in ("n16", "n512")}
     for arm in cfg.get("arms", []):
         if isinstance(arm, dict) and arm.get("name") in wanted:
             arm["enabled"] = True
@@ -359,6 +375,19 @@ def _check_analysis(cfg: dict) -> list[str]:
             )
     if comparison["treatment"] == comparison["control"]:
         problems.append("config key 'analysis.comparison.control': must differ from analysis.comparison.treatment")
+    algorithms = cfg["analysis"]["algorithms"]
+    for j, pair in enumerate(algorithms["pairs"] if algorithms["enabled"] else []):  # presets replace the arms
+        for role in ("n16", "n512"):
+            arm = arms.get(pair[role])
+            key = f"analysis.algorithms.pairs[{j}].{role}"
+            if arm is None:
+                problems.append(f"config key '{key}': {pair[role]!r} is not the name of an arm")
+            elif (arm.get("advantage_estimator") or cfg["training"]["advantage_estimator"]) != pair["estimator"]:
+                problems.append(
+                    f"config key '{key}': arm {pair[role]!r} trains with "
+                    f"{arm.get('advantage_estimator') or cfg['training']['advantage_estimator']!r}, not the pair's "
+                    f"estimator {pair['estimator']!r}"
+                )
     for j, name in enumerate(sweep["controls"]):
         if name not in arms:
             problems.append(f"config key 'analysis.n_sweep.controls[{j}]': {name!r} is not the name of an arm")

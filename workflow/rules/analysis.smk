@@ -3,7 +3,8 @@
 # Input functions: helpers/analysis.smk.
 # Logic in brorl.analysis (paper values: workflow/brorl/analysis/paper_results.yaml). Targets:
 #   results/stats/instance_scores.parquet   results/stats/significance.json   results/tables/table{1,3,4,5}.{md,tex,csv}
-#   results/tables/significance.{md,tex,csv}   results/figures/{figure1,figure1_families,figure4,n_sweep}.{png,pdf}   results/SUMMARY.md
+#   results/tables/significance.{md,tex,csv}   results/tables/algorithms.{md,csv} (analysis.algorithms)
+#   results/figures/{figure1,figure1_families,figure4,n_sweep}.{png,pdf}   results/SUMMARY.md
 
 
 rule collect_units:
@@ -70,6 +71,39 @@ rule test_significance:
             --out-md {output.md:q} \
             --out-csv {output.csv:q} \
             --out-tex {output.tex:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule compare_algorithms:
+    """Does the N gain hold per advantage estimator: each pair's N=512 arm against its N=16 arm (analysis.algorithms)."""
+    input:
+        units="results/stats/instance_scores.parquet",
+        metrics=analysis_metrics(),
+    output:
+        md=analysis_table("algorithms", "The N gain per advantage estimator", "md"),
+        csv=analysis_table("algorithms", "The N gain per advantage estimator", "csv"),
+    log:
+        "results/logs/compare_algorithms/algorithms.log",
+    benchmark:
+        "results/timings/compare_algorithms/algorithms.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4096,
+        runtime=30,
+    params:
+        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
+        spec=analysis_spec(),
+    shell:
+        """
+        python -m brorl.analysis algorithms \
+            --units {input.units:q} \
+            --metrics {input.metrics:q} \
+            --spec {params.spec:q} \
+            --out-md {output.md:q} \
+            --out-csv {output.csv:q} \
             >{log:q} 2>&1
         """
 

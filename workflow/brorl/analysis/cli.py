@@ -1,4 +1,4 @@
-"""Command line of the analysis stage: ``python -m brorl.analysis {units,significance,tables,figures,summary}``.
+"""Command line of the analysis stage: ``python -m brorl.analysis {units,significance,tables,figures,algorithms,summary}``.
 
 Every command takes ``--spec``: a JSON object built by the workflow from the config (engine, base arm and start
 step, the enabled arms, the analysis and evaluation sections, benchmark -> family).
@@ -284,6 +284,31 @@ def _cmd_figures(a: argparse.Namespace) -> None:
         a.points_json.write_text(json.dumps({"scale": note, "points": points}, indent=2) + "\n")
 
 
+def _cmd_algorithms(a: argparse.Namespace) -> None:
+    from ..tables import write_table
+    from .algorithms import algorithm_rows
+
+    spec = _spec(a)
+    cfg = spec["analysis"]
+    hours, _ = _hours(a, spec)
+    table = algorithm_rows(
+        _read_units(a.units),
+        hours,
+        cfg["algorithms"]["pairs"],
+        target_hours=cfg["equal_time_hours"],
+        alpha=cfg["alpha"],
+        alternative=cfg["alternative"],
+        resamples=cfg["bootstrap"]["resamples"],
+        seed=cfg["bootstrap"]["seed"],
+    )
+    title = "Does the N gain hold per advantage estimator? N=512 vs N=16, paired one-tailed test"
+    write_table(table, a.out_md, a.out_csv, None, title=title)
+    for row in table.itertuples():
+        print(
+            f"{row.estimator}: {row.verdict}" + (f" (delta {row.delta:.3g}, p {row.p:.3g})" if row.n == row.n else "")
+        )
+
+
 def _cmd_summary(a: argparse.Namespace) -> None:
     import pandas as pd
 
@@ -345,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--sweep-pdf", type=Path, default=None)
     f.add_argument("--points-json", type=Path, default=None, help="data points drawn per figure, and the subtitle")
     f.set_defaults(func=_cmd_figures)
+
+    g = sub.add_parser("algorithms", help="the N gain per advantage estimator (analysis.algorithms) -> table")
+    common(g)
+    g.add_argument("--out-md", required=True, type=Path)
+    g.add_argument("--out-csv", required=True, type=Path)
+    g.set_defaults(func=_cmd_algorithms)
 
     m = sub.add_parser("summary", help="results/SUMMARY.md, claim by claim")
     m.add_argument("--spec", required=True)

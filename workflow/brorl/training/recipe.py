@@ -36,6 +36,11 @@ class Segment:
         return range(self.first_step, self.last_step + 1)
 
 
+# The advantage estimators (OpenRLHF names) both engines implement; the embedded engine refuses the others by name
+# (brorl.config) and computes these in brorl.training.embedded.advantages, equal to OpenRLHF's own
+EMBEDDED_ESTIMATORS = ("reinforce_baseline", "group_norm", "rloo", "dr_grpo")
+
+
 @dataclass(frozen=True)
 class ArmPlan:
     """Everything an engine needs about one arm's run, derived from config."""
@@ -51,6 +56,7 @@ class ArmPlan:
     seed: int
     saved_steps: tuple[int, ...]
     segments: tuple[Segment, ...] = field(repr=False)
+    advantage_estimator: str = "reinforce_baseline"  # the arm's own, else training.advantage_estimator
 
     def segment_of(self, step: int) -> Segment:
         """The segment that runs continued step `step`."""
@@ -155,6 +161,7 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
             else (),
             segment_max_steps(config, name),
         ),
+        advantage_estimator=arm.get("advantage_estimator") or train["advantage_estimator"],
     )
 
 

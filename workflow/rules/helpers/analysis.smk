@@ -20,6 +20,11 @@ def analysis_targets():
         ]
         + [f"results/figures/{f}.{ext}" for f in figures for ext in ("png", "pdf")]
         + ["results/tables/task_patterns.csv"]
+        + (
+            [f"results/tables/algorithms.{ext}" for ext in ("md", "csv")]
+            if ANALYSIS["algorithms"]["enabled"]
+            else []
+        )
     )
 
 

@@ -1,4 +1,5 @@
-"""Dynamic sampling and REINFORCE++-baseline advantages (ProRLv2; OpenRLHF `reinforce_baseline`). Pure numpy.
+"""Dynamic sampling and the group advantage estimators of OpenRLHF 0.11.2 (experience_maker.py): REINFORCE++-baseline
+(ProRLv2's `reinforce_baseline`), GRPO's `group_norm`, `rloo` and `dr_grpo`. Pure numpy.
 
 Shapes: groups of N samples of one prompt, arrays of shape (G, N).
 """
@@ -7,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..recipe import EMBEDDED_ESTIMATORS
+
 VAR_FLOOR = 1e-8  # OpenRLHF clamps the batch variance here before its rsqrt
+GROUP_STD_EPS = 1e-9  # group_norm divides by the group's std plus this (OpenRLHF)
 
 
 def keep_groups(scores: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -29,8 +33,7 @@ def reinforce_baseline(rewards: np.ndarray, lengths: np.ndarray, std_norm: bool 
     carries the sample's value, gamma = 1), the token-weighted mean is subtracted and the result divided by the
     token-weighted std (variance floored at 1e-8), as experience_maker.py does; std_norm=False skips the division.
     """
-    if rewards.ndim != 2 or rewards.shape[1] < 2:
-        raise ValueError(f"rewards must have shape (groups, n >= 2), got {rewards.shape}")
+    _check_groups(rewards)
     if lengths.shape != rewards.shape or (lengths < 1).any():
         raise ValueError("lengths must have the rewards' shape and be >= 1 (every response has a token)")
     centred = rewards - rewards.mean(axis=1, keepdims=True)
@@ -40,3 +43,42 @@ def reinforce_baseline(rewards: np.ndarray, lengths: np.ndarray, std_norm: bool 
         return centred - mean
     var = ((centred - mean) ** 2 * weights).sum()
     return (centred - mean) / np.sqrt(max(var, VAR_FLOOR))
+
+
+def _check_groups(rewards: np.ndarray) -> None:
+    if rewards.ndim != 2 or rewards.shape[1] < 2:
+        raise ValueError(f"rewards must have shape (groups, n >= 2), got {rewards.shape}")
+
+
+def group_norm(rewards: np.ndarray) -> np.ndarray:
+    """(G, N) GRPO advantages as OpenRLHF computes them: (reward - group mean) / (group std + 1e-9), the std with
+    Bessel's correction (torch's default); no batch normalisation follows."""
+    _check_groups(rewards)
+    centred = rewards - rewards.mean(axis=1, keepdims=True)
+    return centred / (rewards.std(axis=1, ddof=1, keepdims=True) + GROUP_STD_EPS)
+
+
+def rloo(rewards: np.ndarray) -> np.ndarray:
+    """(G, N) RLOO advantages: each reward minus the mean of the other N - 1 rewards of its group (OpenRLHF)."""
+    _check_groups(rewards)
+    n = rewards.shape[1]
+    return rewards - (rewards.sum(axis=1, keepdims=True) - rewards) / (n - 1)
+
+
+def dr_grpo(rewards: np.ndarray) -> np.ndarray:
+    """(G, N) Dr. GRPO advantages as OpenRLHF 0.11.2 computes them: reward minus group mean, neither divided by the
+    group std nor normalised over the batch (its loss is the run's loss_aggregation, unchanged)."""
+    _check_groups(rewards)
+    return rewards - rewards.mean(axis=1, keepdims=True)
+
+
+def advantages(estimator: str, rewards: np.ndarray, lengths: np.ndarray, std_norm: bool = True) -> np.ndarray:
+    """(G, N) per-sample advantages of `estimator` (an OpenRLHF name in EMBEDDED_ESTIMATORS); every response token
+    carries its sample's value (gamma = 1, one reward at the end). ``std_norm`` applies to reinforce_baseline only,
+    as OpenRLHF's batch normalisation does."""
+    if estimator == "reinforce_baseline":
+        return reinforce_baseline(rewards, lengths, std_norm)
+    by_group = {"group_norm": group_norm, "rloo": rloo, "dr_grpo": dr_grpo}
+    if estimator not in by_group:
+        raise ValueError(f"advantage estimator {estimator!r} is not one of {EMBEDDED_ESTIMATORS}")
+    return by_group[estimator](rewards)

@@ -24,7 +24,7 @@ from ..run_folder import check_fingerprint
 from ..segments import CheckpointError, SegmentJob
 from ..tracking import SegmentLogger, Tracking
 from . import state as run_state
-from .advantages import keep_groups, reinforce_baseline
+from .advantages import advantages, keep_groups
 from .prompts import PromptStream, derived_seed
 
 
@@ -232,7 +232,7 @@ class EmbeddedRun:
 
         rewards = np.array(out.rewards)
         lengths = np.array([[len(r.response_ids) for r in g] for g in out.groups])
-        adv = reinforce_baseline(rewards, lengths, self.train["advantage_std_norm"])
+        adv = advantages(self.plan.advantage_estimator, rewards, lengths, self.train["advantage_std_norm"])
         flat = [r for g in out.groups for r in g]
         pad = self.engine.tokenizer.pad_token_id or 0
         batch = build_batch(

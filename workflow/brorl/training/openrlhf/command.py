@@ -201,7 +201,7 @@ def openrlhf_flags(
         *_flag("rollout.temperature", float(train["rollout_temperature"])),
         *_flag("rollout.top_p", float(train["rollout_top_p"])),
         # algorithm
-        *_flag("algo.advantage.estimator", train["advantage_estimator"]),
+        *_flag("algo.advantage.estimator", plan.advantage_estimator),
         *_flag("algo.advantage.gamma", 1.0),
         *([] if train["advantage_std_norm"] else ["--algo.advantage.no_std_norm"]),
         *_flag("actor.policy_loss_type", train["algorithm"]),
