@@ -49,7 +49,7 @@ from brorl.analysis.significance import compare_checkpoints, learning_effects
 from brorl.analysis.summary import first_beating
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
-from brorl.tables import plus_minus
+from brorl.tables import MAX_PRINTED_COLUMNS, plus_minus
 from brorl.training.metrics import FIELDS
 from helpers import copy_workflow
 
@@ -1080,6 +1080,9 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         assert (agreement["ProRL only"] == 0).all() and (
             agreement["math-verify only"] == 0
         ).all()  # the synthetic verdicts agree by construction
+        for table in sorted((results / "tables").glob("*.md")):  # readable without sideways scrolling
+            header = next(line for line in table.read_text().splitlines() if line.startswith("|"))
+            assert header.count("|") - 1 <= MAX_PRINTED_COLUMNS, (table.name, header)
         again = snakemake(*args, cwd=repo)
         assert "Nothing to be done" in output_of(again), output_of(again)[-3000:]
 

@@ -348,8 +348,10 @@ def test_collect_gives_one_row_per_benchmark_and_unweighted_family_averages(tmp_
     proc = cli("collect", "--summaries", *paths, "--out-csv", csv, "--out-md", md)
     assert proc.returncode == 0, proc.stderr
     assert (
-        len(pd.read_csv(csv)) == 11 and "| base | 0 | Math avg | math | 3 | 30 x 16 | 40.00 ± 0.58 |" in md.read_text()
+        len(pd.read_csv(csv)) == 11 and "| base / 0 | Math avg | math | 3 | 30 x 16 | 40.00 ± 0.58 |" in md.read_text()
     )
+    header = next(line for line in md.read_text().splitlines() if line.startswith("|"))
+    assert header.count("|") - 1 == 12 and "| no answer / scorer errors |" in header  # within the printed width
     assert pd.read_csv(csv).loc[0, "pass@1 se"] == pytest.approx(0.01)  # the CSV keeps the numbers
 
 

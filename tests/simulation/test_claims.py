@@ -132,6 +132,18 @@ def test_sensitivity_table_one_row_per_label() -> None:
     assert (row["claim 3 seeds holding"], row["claim 4 seeds holding"]) == ("0/1", "-")
     assert tuple(table.set_index("label").loc["main", ["claim 1", "claim 2", "claim 3", "claim 4"]]) == ("yes",) * 4
     assert {"% improved at largest N", "% improved N=512", "worst drop N=512"} <= set(table.columns)
+    # its markdown joins settings, per-N values and claims: every named column exists, and it prints in 12
+    from brorl.simulation.cli import SENSITIVITY_PRINTED, claim_cells
+    from brorl.tables import MAX_PRINTED_COLUMNS, joined
+
+    cells = claim_cells(table)
+    named = {c for group in SENSITIVITY_PRINTED.values() for c in group}
+    assert named - set(cells.columns) == {"anchor", "anchor_frozen"}  # these synthetic runs carry no anchor settings
+    printed = joined(cells, SENSITIVITY_PRINTED)
+    assert len(printed.columns) <= MAX_PRINTED_COLUMNS and not any("seeds holding" in c for c in cells.columns)
+    assert printed.set_index("label").loc["eps1e-6", "claims 1-4 (seeds holding)"] == (
+        "yes (1/1) / yes (1/1) / no (0/1) / not run (-)"
+    )
 
 
 def test_write_table(tmp_path) -> None:
@@ -146,6 +158,10 @@ def test_write_table(tmp_path) -> None:
     assert back["value"].iloc[0] == -3.6e-6 and list(back.columns) == ["name", "value", "n"]
     latex = tex.read_text()
     assert r"\toprule" in latex and r"a\_b" in latex and r"\bottomrule" in latex
+    # printed_groups join columns in the markdown and LaTeX only; the CSV keeps them apart
+    write_table(df, tmp_path / "g.md", tmp_path / "g.csv", tmp_path / "g.tex", printed_groups={"v / n": ("value", "n")})
+    assert "| name | v / n |" in (tmp_path / "g.md").read_text() and "0.6408 / 51200" in (tmp_path / "g.md").read_text()
+    assert list(pd.read_csv(tmp_path / "g.csv").columns) == ["name", "value", "n"]
     write_table(df, tmp_path / "u.md", tmp_path / "u.csv")  # no tex, no title
     assert not (tmp_path / "u.tex").exists() and (tmp_path / "u.md").read_text().startswith("Produced by")
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from numbers import Integral, Real
 from pathlib import Path
@@ -156,6 +157,25 @@ def _latex(df: pd.DataFrame, title: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+MAX_PRINTED_COLUMNS = 12  # a markdown table wider than this scrolls sideways in a viewer: join columns instead
+
+
+def joined(df: pd.DataFrame, groups: Mapping[str, Sequence[str]], sep: str = " / ") -> pd.DataFrame:
+    """A narrower view of ``df`` for reading: each group of columns becomes one text column named by its key, at
+    its first column's place, the cells formatted as the tables format them and joined by ``sep``. Columns a group
+    names that ``df`` lacks are skipped."""
+    out = df.copy()
+    for name, columns in groups.items():
+        present = [c for c in columns if c in out.columns]
+        if not present:
+            continue
+        at = out.columns.get_loc(present[0])
+        text = [sep.join(format_value(v) for v in row) for row in out[present].itertuples(index=False)]
+        out = out.drop(columns=present)
+        out.insert(at, name, text)
+    return out
+
+
 def write_table(
     df: pd.DataFrame,
     md_path: str | Path,
@@ -163,14 +183,17 @@ def write_table(
     tex_path: str | Path | None = None,
     title: str | None = None,
     csv_frame: pd.DataFrame | None = None,
+    printed_groups: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Write ``df`` as markdown (title heading, a short line saying how it was produced, readable numbers), as CSV
     (raw values, with ``<csv>.json`` holding the full command) and, when ``tex_path`` is given, as a LaTeX booktabs
     tabular. ``csv_frame``: what the CSV holds when it differs from the printed table (full-precision numbers, a
-    wider layout). Parent folders are created."""
-    outputs = [(Path(md_path), _markdown(df, title))]
+    wider layout). ``printed_groups``: columns the markdown and LaTeX join into one (``joined``), so a wide table
+    prints within MAX_PRINTED_COLUMNS while its CSV keeps every column. Parent folders are created."""
+    printed = joined(df, printed_groups) if printed_groups else df
+    outputs = [(Path(md_path), _markdown(printed, title))]
     if tex_path is not None:
-        outputs.append((Path(tex_path), _latex(df, title)))
+        outputs.append((Path(tex_path), _latex(printed, title)))
     for path, text in outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

@@ -141,7 +141,18 @@ def _cmd_significance(a: argparse.Namespace) -> None:
         table = pd.DataFrame(recs).reindex(columns=cols)
     else:
         table = pd.DataFrame([{"level": "pooled", "group": f"not run: {result['reason']}"}]).reindex(columns=cols)
-    write_table(table, a.out_md, a.out_csv, a.out_tex, title="Paired one-tailed t-test, treatment vs control")
+    write_table(
+        table,
+        a.out_md,
+        a.out_csv,
+        a.out_tex,
+        title="Paired one-tailed t-test, treatment vs control",
+        printed_groups={
+            "95% CI": ("ci_low", "ci_high"),
+            "mean control / treatment": ("baseline_mean", "treatment_mean"),
+            "reject (raw / Holm)": ("reject", "reject_holm"),
+        },
+    )
     pooled = result.get("pooled")
     print(
         f"significance: {result['status']}"
@@ -302,7 +313,13 @@ def _cmd_algorithms(a: argparse.Namespace) -> None:
         seed=cfg["bootstrap"]["seed"],
     )
     title = "Does the N gain hold per advantage estimator? N=512 vs N=16, paired one-tailed test"
-    write_table(table, a.out_md, a.out_csv, None, title=title)
+    groups = {
+        "N=16 arm, step, hours": ("n16_arm", "n16_step", "n16_hours"),
+        "N=512 arm, step, hours": ("n512_arm", "n512_step", "n512_hours"),
+        "mean N=16 / N=512": ("n16_mean", "n512_mean"),
+        "95% CI": ("ci_low", "ci_high"),
+    }
+    write_table(table, a.out_md, a.out_csv, None, title=title, printed_groups=groups)
     for row in table.itertuples():
         print(
             f"{row.estimator}: {row.verdict}" + (f" (delta {row.delta:.3g}, p {row.p:.3g})" if row.n == row.n else "")

@@ -55,6 +55,16 @@ def _cmd_summarize(a: argparse.Namespace) -> None:
     )
 
 
+# eval_summary.md within the printed width (the CSV keeps every column)
+COLLECTED_PRINTED = {
+    "arm / step": ("arm", "step"),
+    "pass@2 / 4 / 8 / 16": ("pass@2", "pass@4", "pass@8", "pass@16"),
+    "samples the graders split: ProRL only / math-verify only": ("ProRL only", "math-verify only"),
+    "mean tokens / truncated": ("mean_response_tokens", "truncation_rate"),
+    "no answer / scorer errors": ("no_answer", "scorer_errors"),
+}
+
+
 def _cmd_collect(a: argparse.Namespace) -> None:
     from ..tables import write_table
     from .summary import agreement_table, collect, display_agreement, display_collected
@@ -65,7 +75,7 @@ def _cmd_collect(a: argparse.Namespace) -> None:
         "Evaluation: pass@k per arm, step and benchmark, with family averages "
         "(pass@1 ± standard error; n = problems x samples)"
     )
-    write_table(display_collected(df), a.out_md, a.out_csv, title=title)
+    write_table(display_collected(df), a.out_md, a.out_csv, title=title, printed_groups=COLLECTED_PRINTED)
     df.to_csv(a.out_csv, index=False)  # the CSV keeps the numbers (standard errors and 95% intervals as columns)
     print(f"{len(summaries)} summaries -> {len(df)} rows -> {a.out_md}, {a.out_csv}")
     if a.agreement_md:
