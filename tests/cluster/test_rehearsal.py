@@ -148,6 +148,8 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     out = flow.work / "results" / "train" / ARM
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["segment"]) for r in records] == [(1, 0), (2, 0), (3, 1), (4, 1)]
+    # OpenRLHF's own rollout-vs-trainer mismatch metrics (its PolicyLoss, truncated importance sampling on) reach them
+    assert all(r["vllm_kl"] is not None and 0.0 <= r["is_filter_ratio"] <= 1.0 for r in records), records
     segments = [json.loads((out / f"segment{i}.json").read_text()) for i in (0, 1)]
     # each segment: one killed launch, one that we stopped after its last step was saved (SIGTERM)
     for seg in segments:

@@ -113,6 +113,8 @@ def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
         assert r["generated_samples"] == r["generated_prompts"] * 8
         assert r["dynamic_sampling_pass_rate"] == pytest.approx(r["samples"] / r["generated_samples"])
         assert r["wall_s"] >= r["step_s"] > 0 and r["gen_samples_per_s"] > 0
+        if r["samples"]:  # PolicyLoss's rollout-vs-trainer mismatch, as OpenRLHF logs it
+            assert abs(r["vllm_kl"]) < 0.05 and 0.0 <= r["is_filter_ratio"] <= 1.0
     assert records[2]["segment"] == 1 and records[2]["wall_s"] > records[1]["wall_s"]
     start = load_file(root / "start" / "model.safetensors")
     assert any(not torch.equal(start[k], v) for k, v in final_weights(straight).items())

@@ -212,6 +212,8 @@ def _step(step, t, **over):
         "dynamic_filtering_pass_rate": 16 * 41.0,
         "rollout/reward_mean": 0.5,
         "kl": 0.01,
+        "vllm_kl": 2.5e-4,
+        "is_filter_ratio": 1e-3,
         "entropy_loss": 0.3,
         "actor_lr": 2e-6,
         "timing/generation": 100.0,
@@ -249,6 +251,7 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
         gpu_memory=[(395.0, 61.5), (396.0, 63.25), (550.0, 60.0)],  # two ranks in step 2, one logged in step 3
     )
     first = records[0]
+    assert (first["vllm_kl"], first["is_filter_ratio"]) == (2.5e-4, 1e-3)  # OpenRLHF's own mismatch metrics
     assert (first["partition_s"], records[1]["partition_s"]) == (2.5, 0.25)
     assert (first["gpu_mem_peak_gib"], records[1]["gpu_mem_peak_gib"]) == (63.25, 60.0)
     assert first["step"] == 202 and first["segment"] == 9

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3  # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib
+SCHEMA_VERSION = (
+    4  # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio
+)
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -30,6 +32,8 @@ FIELDS: dict[str, str] = {
     "reward_errors": "generated samples scored 0 without a judgement (no final answer, bad label, verifier crash or timeout; not those the truncation rule zeroed, which truncated_frac counts)",
     "reward_timeouts": "generated samples whose verifier hit its hard time limit (part of reward_errors)",
     "kl": "mean KL(policy || reference) per token over the update",
+    "vllm_kl": "rollout-vs-trainer mismatch: mean over the update's tokens of log pi_rollout - log pi_trainer for the policy that generated them, as OpenRLHF's PolicyLoss computes it (null without importance-sampling correction)",
+    "is_filter_ratio": "share of the update's tokens whose importance weight pi_trainer / pi_rollout the correction clamped or masked (outside its threshold; null without the correction)",
     "entropy": "mean per-token entropy of the policy over the update",
     "response_len_mean": "mean response length of the generated samples (tokens)",
     "truncated_frac": "fraction of generated samples that hit the response budget",

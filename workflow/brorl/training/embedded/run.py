@@ -266,7 +266,8 @@ class EmbeddedRun:
         )
         self.trainer.set_lr(lr)
         out = self._generate(step)
-        update = {"kl": None, "entropy": None, "logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
+        update = {"kl": None, "entropy": None, "vllm_kl": None, "is_filter_ratio": None}
+        update |= {"logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
         if out.groups:  # every group dropped after max_rounds: nothing to learn from this step (recorded)
             update = self._update(step, out)
         step_s = time.perf_counter() - start
@@ -288,6 +289,8 @@ class EmbeddedRun:
             "reward_mean": out.reward_sum / out.generated_samples,
             "score_mean": out.score_sum / out.generated_samples,
             "kl": update["kl"],
+            "vllm_kl": update["vllm_kl"],
+            "is_filter_ratio": update["is_filter_ratio"],
             "entropy": update["entropy"],
             "response_len_mean": out.length_sum / out.generated_samples,
             "truncated_frac": out.truncated / out.generated_samples,

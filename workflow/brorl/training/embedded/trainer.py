@@ -131,9 +131,12 @@ class PolicyTrainer:
         minibatches: list[list[int]],
     ) -> dict[str, float]:
         """One optimizer step per mini-batch (rows of `batch`); gradients accumulate over micro-batches so the
-        loss is the token mean over the whole mini-batch. Returns means of kl, entropy, clip ratio, grad norm."""
+        loss is the token mean over the whole mini-batch. Returns means of kl, entropy, clip ratio, grad norm, and
+        PolicyLoss's rollout-vs-trainer mismatch (vllm_kl, is_filter_ratio; None without the IS correction)."""
         fns = self.fns
         sums = {"kl": 0.0, "entropy": 0.0, "clip_ratio": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+        mismatch = {"vllm_kl": 0.0, "is_filter_ratio": 0.0}  # PolicyLoss's, token-weighted as OpenRLHF logs them
+        corrected = False
         for rows in minibatches:
             n_tokens = float(batch.action_mask[rows].sum())
             self.optimizer.zero_grad(set_to_none=True)
@@ -143,7 +146,7 @@ class PolicyTrainer:
                 width = part.input_ids.shape[1] - 1
                 old = old_logprobs[part_rows, :width]
                 logprobs, logits = self._logprobs(self.policy, part)
-                loss, clip_ratio, _, _, _ = self.policy_loss(
+                loss, clip_ratio, _, vllm_kl, is_filter_ratio = self.policy_loss(
                     logprobs,
                     old,
                     part.advantages,
@@ -165,6 +168,10 @@ class PolicyTrainer:
                     part_tokens = float(part.action_mask.sum())
                     sums["entropy"] += float((entropy * part.action_mask).sum())
                     sums["clip_ratio"] += float(clip_ratio) * part_tokens
+                    if vllm_kl is not None:
+                        corrected = True
+                        mismatch["vllm_kl"] += float(vllm_kl) * part_tokens
+                        mismatch["is_filter_ratio"] += float(is_filter_ratio) * part_tokens
                     sums["tokens"] += part_tokens
             norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.grad_clip)
             sums["grad_norm"] += float(norm)
@@ -175,4 +182,5 @@ class PolicyTrainer:
             "entropy": sums["entropy"] / tokens,
             "clip_ratio": sums["clip_ratio"] / tokens,
             "grad_norm": sums["grad_norm"] / max(len(minibatches), 1),
+            **{k: v / tokens if corrected else None for k, v in mismatch.items()},
         }

@@ -259,6 +259,8 @@ def to_records(
             "reward_errors": reward_errors,
             "reward_timeouts": reward_timeouts,
             "kl": _get(s, "kl"),
+            "vllm_kl": _get(s, "vllm_kl"),  # OpenRLHF's own mismatch metrics (PolicyLoss, token-weighted per step)
+            "is_filter_ratio": _get(s, "is_filter_ratio"),
             "entropy": _get(s, "entropy_loss"),
             "response_len_mean": response_len,
             "truncated_frac": truncated,
