@@ -6,6 +6,7 @@
 #   results/simulation/sensitivity/{variant}/N{n}_seed{seed}.parquet  optimizer-sensitivity run
 #   results/simulation/theory_checks.json                           Theorem 1 / Lemma 2 / Corollary 3 checks
 #   results/eval/{arm}/step{step}/{benchmark}.{samples,scores}.parquet, .summary.json  evaluation (arm base = start)
+#   results/probe/{arm}/step{step}.{samples,scores}.parquet, pass_rates.csv  the mass-balance probe (probe.enabled)
 #   results/throughput/p{prompts}_n{n}_pc{on|off}.json, machine.json  generation throughput (Table 2)
 #   results/figures/<name>.{png,pdf}, results/tables/<name>.{md,csv} the paper's figures and tables
 import os
@@ -56,6 +57,7 @@ include: "workflow/rules/helpers/throughput.smk"
 include: "workflow/rules/helpers/analysis.smk"
 include: "workflow/rules/helpers/train.smk"
 include: "workflow/rules/helpers/preflight.smk"
+include: "workflow/rules/helpers/probe.smk"
 include: "workflow/rules/simulation.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/model.smk"
@@ -64,6 +66,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/throughput.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/probe.smk"
 
 
 rule all:

@@ -538,7 +538,7 @@ def test_figures_draw_the_interval_bands(monkeypatch):
     from brorl.analysis import figures
 
     drawn = []
-    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf, note: drawn.append(fig))
+    monkeypatch.setattr(figures, "save_figure", lambda fig, png, pdf, note: drawn.append(fig))
     rng = np.random.default_rng(6)
     units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng)
     fam = family_pass1(units).assign(hours=[0.0, 1.0, 1.2])
@@ -568,15 +568,15 @@ def test_figure1_draws_the_papers_published_points_apart_at_paper_scale(tmp_path
     units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng)
     fam = family_pass1(units).assign(hours=[0.0, 1.0, 1.2])
     drawn = []
-    real_save = figures._save
-    figures._save = lambda fig, p, q, n: drawn.append(fig) or real_save(fig, p, q, n)
+    real_save = figures.save_figure
+    figures.save_figure = lambda fig, p, q, n: drawn.append(fig) or real_save(fig, p, q, n)
     try:
         ours = figures.plot_figure1(fam, ["c", "t"], {}, "base", 0, tmp_path / "a.png", tmp_path / "a.pdf")
         both = figures.plot_figure1(
             fam, ["c", "t"], {}, "base", 0, tmp_path / "b.png", tmp_path / "b.pdf", paper_table1=table1
         )
     finally:
-        figures._save = real_save
+        figures.save_figure = real_save
     labels = [line.get_label() for line in drawn[1].axes[0].get_lines()]
     assert "paper: ProRL (N=16)" in labels and "paper: BroRL (N=512)" in labels
     assert not any(str(x).startswith("paper:") for x in (line.get_label() for line in drawn[0].axes[0].get_lines()))
@@ -596,7 +596,9 @@ def test_figure4_and_the_n_sweep_draw_the_papers_published_points_only_where_giv
     assert figures.paper_task_points(paper, "rg_basic_arithmetic") == {"control": [], "treatment": []}
     assert figures.paper_final_points(paper["table1"], "math") == [(16, 62.02, 535), (512, 63.03, 191)]
     drawn = []
-    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf, note: drawn.append(fig) or figures.plotted_points(fig))
+    monkeypatch.setattr(
+        figures, "save_figure", lambda fig, png, pdf, note: drawn.append(fig) or figures.plotted_points(fig)
+    )
     rng = np.random.default_rng(9)
     units = units_frame({(a, s): rng.random(5) for a, s in (("base", 0), ("c", 1), ("t", 1))}, rng, bench="apps")
     tasks = task_pass1(units).assign(hours=[0.0, 1.0, 1.2])
@@ -623,12 +625,12 @@ def test_pass_rate_axes_stay_within_0_and_100_and_every_figure_names_its_scale(t
     note = figures.scale_note("embedded")
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
     captured = []
-    real_save = figures._save
-    figures._save = lambda fig, p, q, n: captured.append((fig.axes[0].get_ylim(), n)) or real_save(fig, p, q, n)
+    real_save = figures.save_figure
+    figures.save_figure = lambda fig, p, q, n: captured.append((fig.axes[0].get_ylim(), n)) or real_save(fig, p, q, n)
     try:
         points = figures.plot_figure1(fam, ["c", "t"], {}, "base", 0, png, pdf, note=note)
     finally:
-        figures._save = real_save
+        figures.save_figure = real_save
     (low, high), shown = captured[0]
     assert points == 4 and low == 0 and 0 < high <= 100  # all-zero scores: 0..5 %, never -0.04..0.04
     assert shown.startswith("tiny CPU run") and png.stat().st_size > 1000 and pdf.stat().st_size > 1000

@@ -5,12 +5,20 @@ and fails this test; so does a trainer that does not move the model.
 
 The run is the demo's own configuration (workflow/presets/tiny.yaml) restricted to what the question needs: the
 trained task's benchmark, the arm below (its report steps as the demo's), no throughput or simulation stage; it
-ends with the SUMMARY.md the demo writes, whose verdict is checked too."""
+ends with the SUMMARY.md the demo writes, whose verdict is checked too.
+
+The same run draws the mass-balance probe (brorl.probe) at the start and at the arm's saved steps, and its pass rates
+are checked against a direct computation on the same checkpoints: the probes sampled again with transformers' own
+generate (the chat template applied the same way, the rollout temperature and top-p, no top-k) and scored by the same
+verifier, independently of vLLM and of the probe's rules."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from helpers import TINY, copy_workflow, output_of, snakemake, write_yaml
@@ -36,7 +44,17 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
         },
     )
     work = tmp_path / "work"
-    args = ("results/SUMMARY.md", "--cores", "2", "--directory", work, "--configfile", TINY, override)
+    args = (
+        "results/SUMMARY.md",
+        "results/tables/probe.csv",
+        "--cores",
+        "2",
+        "--directory",
+        work,
+        "--configfile",
+        TINY,
+        override,
+    )
     proc = snakemake(*args, cwd=repo, timeout=1500)
     assert proc.returncode == 0, output_of(proc)[-6000:]
 
@@ -56,3 +74,87 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
     summary = (work / "results/SUMMARY.md").read_text()
     section = summary.split("## Does RL training improve the start model?")[1].split("\n## ")[0]
     assert f"`{ARM}` step {final} vs start" in section and "**resolved: training improved the start model**" in section
+
+    # the probe at the start and at the final step: its pass rates against a direct computation
+    probe = tiny["probe"]
+    rates = pd.read_csv(work / "results/probe/pass_rates.csv")
+    assert set(zip(rates["arm"], rates["step"])) == {("base", 0), (ARM, 8), (ARM, final)}
+    trajectory = pd.read_csv(work / "results/tables/probe.csv")
+    assert trajectory["probes"].eq(probe["problems"]).all() and trajectory["samples"].eq(probe["samples"]).all()
+    items = [json.loads(line) for line in (work / "resources/probes/probe_set.jsonl").read_text().splitlines()]
+    sampling = tiny_sampling(tiny)
+    start_model = f"resources/models/tiny-qwen2-ctx{sampling['context']}"  # as training starts from it
+    for arm, step, model in (("base", 0, start_model), (ARM, final, f"results/train/{ARM}/step{final}")):
+        ours = rates[(rates["arm"] == arm) & (rates["step"] == step)].set_index("id").loc[[i["id"] for i in items]]
+        direct = direct_pass_rates(work / model, items, probe["samples"], sampling)
+        z, mean_z = compare_rates(ours["correct"].to_numpy(), direct, probe["samples"])
+        print(
+            f"probe of {arm} step {step}: pipeline {ours['pass_rate'].mean():.4f}, direct "
+            f"{direct.mean() / probe['samples']:.4f}, mean z {mean_z:+.2f}, max |z| {np.abs(z).max():.2f}"
+        )
+        assert abs(mean_z) < 3 and np.abs(z).max() < 4.5, (arm, step, z)
+
+
+def tiny_sampling(tiny: dict) -> dict:
+    """The rollout sampling the probe uses: the preset's, else config.yaml's (the preset inherits the recipe)."""
+    base = yaml.safe_load((TINY.parents[2] / "config.yaml").read_text())
+    train = {**base["training"], **tiny.get("training", {})}
+    context = {**base["context"], **tiny.get("context", {})}
+    return {
+        "temperature": train["rollout_temperature"],
+        "top_p": train["rollout_top_p"],
+        "max_tokens": context["train_max_len"],
+        "context": context["prompt_max_len"] + context["train_max_len"],
+    }
+
+
+def direct_pass_rates(model: Path, items: list[dict], samples: int, sampling: dict) -> np.ndarray:
+    """Correct samples per probe, sampled with transformers' generate and scored by the evaluation's verifier."""
+    import torch
+    from brorl.evaluation.score import score_samples
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    policy = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+    rows = []
+    for item in items:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": item["prompt"]}], tokenize=False, add_generation_prompt=True
+        )
+        prompt = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
+        with torch.no_grad():
+            out = policy.generate(
+                prompt.repeat(samples, 1),
+                attention_mask=torch.ones(samples, prompt.shape[1], dtype=torch.long),
+                do_sample=True,
+                temperature=sampling["temperature"],
+                top_p=sampling["top_p"],
+                top_k=0,
+                max_new_tokens=sampling["max_tokens"],
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
+        for k, ids in enumerate(out[:, prompt.shape[1] :].tolist()):
+            stopped = tokenizer.eos_token_id in ids
+            ids = ids[: ids.index(tokenizer.eos_token_id) + 1] if stopped else ids
+            rows.append(
+                {
+                    "id": item["id"],
+                    "sample_idx": k,
+                    "response": tokenizer.decode(ids, skip_special_tokens=True),
+                    "n_tokens": len(ids),
+                    "finish_reason": "stop" if stopped else "length",
+                }
+            )
+    scores = score_samples(items, pd.DataFrame(rows), workers=1, progress=False, n=samples, where=str(model))
+    return scores.groupby("id", sort=False)["correct"].sum().loc[[i["id"] for i in items]].to_numpy()
+
+
+def compare_rates(ours: np.ndarray, direct: np.ndarray, samples: int) -> tuple[np.ndarray, float]:
+    """Per-probe z of the difference of two independent estimates of the same pass rate, and the z of their means."""
+    p1, p2 = ours / samples, direct / samples
+    pooled = (ours + direct + 1) / (2 * samples + 2)
+    se = np.sqrt(2 * pooled * (1 - pooled) / samples)
+    mean_se = np.sqrt(np.sum(se**2)) / len(se)
+    return (p1 - p2) / se, float((p1.mean() - p2.mean()) / mean_se)

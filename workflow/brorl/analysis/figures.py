@@ -45,7 +45,7 @@ def _equal_time(ax, hours: float | None) -> None:
         ax.axvline(hours, linestyle="--", color="grey", linewidth=1, label=f"equal compute ({hours:g} h)")
 
 
-def _save(fig, png: Path, pdf: Path, note: str) -> int:
+def save_figure(fig, png: Path, pdf: Path, note: str) -> int:
     """Subtitle, PNG and PDF; returns the data points drawn (0: an empty figure, which the CLI reports)."""
     fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=8, style="italic")
     points = plotted_points(fig)
@@ -155,7 +155,7 @@ def plot_figure1(
     handles, names = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, names, loc="upper center", ncol=len(names), bbox_to_anchor=(0.5, 1.08))
-    return _save(fig, png, pdf, note)
+    return save_figure(fig, png, pdf, note)
 
 
 def figure4_rows(
@@ -228,7 +228,7 @@ def plot_figure4(
     )
     if handles:
         fig.legend(handles, names, loc="outside lower center", ncol=len(names))
-    return _save(fig, png, pdf, note)
+    return save_figure(fig, png, pdf, note)
 
 
 def paper_final_points(table1: Sequence[Mapping], family: str) -> list[tuple[int, float, int]]:
@@ -288,4 +288,4 @@ def plot_n_sweep(
     _pass_rate_axis(ax)
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
-    return _save(fig, png, pdf, note)
+    return save_figure(fig, png, pdf, note)

@@ -27,7 +27,7 @@ from ..config import ConfigError, load_yaml_config
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
 from .measured import MeasuredError, MeasuredRun, read_measured
-from .pricing import evaluation_model, measured_prices, render_evaluation
+from .pricing import evaluation_model, measured_prices, probe_line, probe_price, render_evaluation
 from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
 from .walltime import overruns, partition_max_hours
@@ -86,6 +86,10 @@ def config_job_counts(config: dict) -> tuple[dict[str, int], dict[str, tuple[int
         "score_samples": evaluations,
         "summarize_evaluation": evaluations,
     }
+    probe = config.get("probe", {})
+    if probe.get("enabled"):  # the start and every saved step of every arm (workflow/rules/helpers/probe.smk)
+        probed = 1 + sum(len(p.saved_steps) for p in plans.values())
+        counts.update(select_probes=1, generate_probe=probed, score_probe=probed, analyse_probe=1)
     throughput = config.get("throughput", {})
     if throughput.get("enabled"):
         counts["bench_throughput"] = len(throughput["layouts"]) * len(throughput.get("prefix_caching", [True]))
@@ -185,11 +189,13 @@ def walltime_limit_hours(profile: dict) -> dict:
     return {"hours": hours, "source": source}
 
 
-def sized_resources(profiled: Resources, rows: list[BenchmarkCost], profile: Mapping[str, Any]) -> Resources:
-    """generate_samples' row: its largest job (the plan's GPU-hours add up each job's own size) and the cores that
+def sized_resources(
+    profiled: Resources, rows: list[BenchmarkCost], profile: Mapping[str, Any], rule: str = "generate_samples"
+) -> Resources:
+    """A generation rule's row: its largest job (the plan's GPU-hours add up each job's own size) and the cores that
     come with it (cpus_per_gpu)."""
     gpus = max((r.gpus for r in rows), default=profiled.gpus)
-    per_gpu = int(rule_resources(profile, "generate_samples").get("cpus_per_gpu") or 1)
+    per_gpu = int(rule_resources(profile, rule).get("cpus_per_gpu") or 1)
     return dataclasses.replace(profiled, gpus=gpus, cpus=gpus * per_gpu if gpus else profiled.cpus)
 
 
@@ -231,6 +237,14 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         run,
     )
     priced = {**measured_prices(run), "generate_samples": eval_price}
+    probe_rows = []
+    if config["probe"]["enabled"]:
+        probe_rows, priced["generate_probe"] = probe_price(
+            config["probe"], planned.get("generate_probe", 0), estimates, gpus_per_node
+        )
+        resources["generate_probe"] = sized_resources(
+            resources["generate_probe"], probe_rows, profile, "generate_probe"
+        )
     # a profile `gpu:` under generate_samples, else 0: the rule's per-benchmark sizes
     forced_gpus = resources["generate_samples"].gpus
     resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, profile)
@@ -246,6 +260,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     print(measured_line(run))
     print()
     print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
+    for r in probe_rows:
+        print(probe_line(r, config["probe"]))
     sizes_from = None
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
         from ..models.folders import staged_base_model

@@ -38,9 +38,13 @@ STAGES: dict[str, str] = {
     "summarize_evaluation": "evaluation",
     "collect_evaluation": "evaluation",
     "track_evaluation": "evaluation",
+    "select_probes": "probe",
+    "generate_probe": "probe",
+    "score_probe": "probe",
+    "analyse_probe": "probe",
     "bench_throughput": "throughput",
 }
-STAGE_ORDER = ["simulation", "data", "model", "training", "evaluation", "throughput", "analysis"]
+STAGE_ORDER = ["simulation", "data", "model", "training", "evaluation", "probe", "throughput", "analysis"]
 
 
 @dataclass(frozen=True)

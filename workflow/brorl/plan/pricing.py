@@ -70,6 +70,36 @@ def evaluation_model(
     return rows, totals, price
 
 
+def probe_price(
+    probe: Mapping[str, object], checkpoints: int, est: Estimates, gpus_per_node: int
+) -> tuple[list[BenchmarkCost], Priced]:
+    """The mass-balance probe's generation (probe.enabled): probes x samples per probed checkpoint, priced by the
+    evaluation model's priors (the probe samples like a rollout, whose mean length the prior assumes too)."""
+    if est.evaluation is None:
+        raise ValueError("the estimates have no evaluation: block (the evaluation cost model's priors)")
+    rows = evaluation_costs(
+        {"probe": int(probe["problems"])}, int(probe["samples"]), checkpoints, est.evaluation, gpus_per_node
+    )
+    (row,) = rows
+    price = Priced(
+        hours_per_job=row.job_hours,
+        longest_job_hours=row.job_hours,
+        source="model (prior tokens/s and length)",
+        total_hours=row.job_hours * checkpoints,
+        gpu_hours=row.job_gpu_hours * checkpoints,
+    )
+    return rows, price
+
+
+def probe_line(row: BenchmarkCost, probe: Mapping[str, object]) -> str:
+    """The probe's cost in words: samples per probed checkpoint, its GPU-hours, the whole probe's."""
+    return (
+        f"mass-balance probe ({probe['benchmark']}): {row.problems:,} probes x {probe['samples']} samples = "
+        f"{row.samples:,} samples per probed checkpoint, {row.job_gpu_hours:.2f} GPU-h each on {row.gpus} GPU(s); "
+        f"{row.checkpoints} checkpoints (the start and every saved step): {row.job_gpu_hours * row.checkpoints:,.1f} GPU-h"
+    )
+
+
 def render_evaluation(
     rows: list[BenchmarkCost], totals: Mapping[str, float], node_gpus: int, forced_gpus: int, est: Estimates
 ) -> str:

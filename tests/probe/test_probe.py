@@ -1,0 +1,143 @@
+"""The mass-balance probe's arithmetic, command and cost (brorl.probe, brorl.plan) on synthetic scores of the paper
+config's size (128 probes x 64 samples); its run on the real tiny model is in tests/training/test_learning.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from brorl.probe.cli import build_parser
+from brorl.probe.cli import main as probe_main
+from brorl.probe.rates import arm_trajectory, pass_rates, rate_se
+from brorl.probe.select import ProbeError, select_probes
+from brorl.tables import MAX_PRINTED_COLUMNS
+
+PROBES, SAMPLES = 128, 64
+
+
+def scores_of(p: np.ndarray, rng: np.random.Generator, ids: list[str] | None = None) -> pd.DataFrame:
+    """One checkpoint's score rows: SAMPLES Bernoulli draws per probe at its true pass rate."""
+    ids = ids or [f"p{i}" for i in range(len(p))]
+    correct = rng.random((len(p), SAMPLES)) < p[:, None]
+    return pd.DataFrame(
+        {
+            "id": np.repeat(ids, SAMPLES),
+            "sample_idx": np.tile(np.arange(SAMPLES), len(p)),
+            "correct": correct.ravel(),
+            "score": correct.ravel().astype(float),
+        }
+    )
+
+
+def rates_of(p: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+    ids = [f"p{i}" for i in range(len(p))]
+    return pass_rates(scores_of(p, rng, ids), ids, SAMPLES, "synthetic")
+
+
+def test_the_probe_set_is_the_first_distinct_problems_and_too_few_is_named():
+    records = [{"id": str(i), "prompt": f"q{i % 3}"} for i in range(10)]
+    assert [r["id"] for r in select_probes(records, 3, "sums.jsonl")] == ["0", "1", "2"]
+    with pytest.raises(
+        ProbeError, match=r"sums.jsonl holds 3 distinct problems \(10 records\); probe.problems asks for 4"
+    ):
+        select_probes(records, 4, "sums.jsonl")
+
+
+def test_pass_rates_count_every_probe_x_sample_and_refuse_gaps_duplicates_and_strangers():
+    rng = np.random.default_rng(0)
+    ids = ["a", "b"]
+    scores = scores_of(np.array([0.0, 1.0]), rng, ids)
+    rates = pass_rates(scores, ids, SAMPLES, "x")
+    assert rates["correct"].tolist() == [0, SAMPLES] and rates["pass_rate"].tolist() == [0.0, 1.0]
+    assert (rate_se(rates["correct"], rates["samples"]) > 0).all()  # a noise level at 0/n and n/n too
+    with pytest.raises(ProbeError, match="1 missing"):
+        pass_rates(scores.iloc[1:], ids, SAMPLES, "x")
+    with pytest.raises(ProbeError, match="appear twice"):
+        pass_rates(pd.concat([scores, scores.iloc[:1]]), ids, SAMPLES, "x")
+    with pytest.raises(ProbeError, match="not in the probe set"):
+        pass_rates(scores, ["a"], SAMPLES, "x")
+
+
+def test_unchanged_probes_fall_by_chance_at_about_two_percent():
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.1, 0.9, PROBES)
+    shares = []
+    for _ in range(20):
+        t = arm_trajectory(rates_of(p, rng), [(25, rates_of(p, rng)), (50, rates_of(p, rng))], "arm", z=2.0)
+        shares += (
+            t.loc[t["step"] > 0, ["fell_since_previous", "fell_since_start", "rose_since_start"]]
+            .to_numpy()
+            .ravel()
+            .tolist()
+        )
+    assert 0.005 < np.mean(shares) < 0.04, np.mean(shares)
+
+
+def test_a_known_shrinkage_is_found_with_its_worst_probe():
+    rng = np.random.default_rng(2)
+    p0 = rng.uniform(0.3, 0.7, PROBES)
+    p1 = p0.copy()
+    p1[:32] -= 0.25  # a quarter of the probes lose 25 points at step 25 ...
+    p2 = p1.copy()
+    p2[32:64] += 0.25  # ... another quarter gains them at step 50
+    p2[5] = 0.0  # and one probe is forgotten entirely
+    t = arm_trajectory(rates_of(p0, rng), [(50, rates_of(p2, rng)), (25, rates_of(p1, rng))], "prorl", z=2.0)
+    assert t["step"].tolist() == [0, 25, 50]  # steps sorted, the start first
+    start, s25, s50 = (t.iloc[i] for i in range(3))
+    assert start["fell_since_start"] == 0 and start["worst_drop"] == 0 and start["mean_se"] > 0
+    assert 0.18 <= s25["fell_since_start"] <= 0.27 and s25["fell_since_previous"] == s25["fell_since_start"]
+    assert s50["fell_since_previous"] <= 0.05  # nothing new fell between 25 and 50 but the forgotten probe
+    assert 0.18 <= s50["rose_since_start"] <= 0.27
+    assert s50["worst_drop_id"] == "p5" and s50["worst_drop"] < -0.25
+    assert abs(s25["mean_pass_rate"] - s50["mean_pass_rate"] + 0.0625) < 0.03  # +32 x 0.25 / 128, less p5's loss
+
+
+def write_point(root: Path, arm: str, step: int, p: np.ndarray, rng: np.random.Generator, ids: list[str]) -> Path:
+    path = root / f"results/probe/{arm}/step{step}.scores.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scores_of(p, rng, ids).to_parquet(path)
+    return path
+
+
+def test_the_command_writes_rates_a_readable_table_and_a_figure_with_data(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    ids = [f"math500-{i}" for i in range(PROBES)]
+    probes = tmp_path / "probe_set.jsonl"
+    record = {"benchmark": "math500", "family": "math", "scorer": "math", "metadata": {}, "answer": "1"}
+    probes.write_text("".join(json.dumps({**record, "id": i, "prompt": i}) + "\n" for i in ids))
+    p0 = rng.uniform(0.2, 0.8, PROBES)
+    paths = [write_point(tmp_path, "base", 3000, p0, rng, ids)]
+    for arm, drift in (("prorl_n16", -0.2), ("brorl_n512", 0.2)):
+        paths += [write_point(tmp_path, arm, s, np.clip(p0 + drift * s / 50, 0, 1), rng, ids) for s in (25, 50)]
+    out = {k: tmp_path / f"out/{k}" for k in ("rates.csv", "probe.md", "probe.csv", "probe.png", "probe.pdf")}
+    args = ["analyse", "--probes", str(probes), "--scores", *map(str, paths), "--samples", str(SAMPLES)]
+    args += ["--start-step", "3000", "--engine", "cluster", "--labels", json.dumps({"prorl_n16": "ProRL (N=16)"})]
+    args += ["--out-rates", str(out["rates.csv"]), "--out-md", str(out["probe.md"]), "--out-csv", str(out["probe.csv"])]
+    args += ["--png", str(out["probe.png"]), "--pdf", str(out["probe.pdf"])]
+    probe_main(args)
+    assert "probe: 24 data points" in capsys.readouterr().out  # 2 arms x 3 checkpoints x 4 panels
+    rates = pd.read_csv(out["rates.csv"])
+    assert len(rates) == 5 * PROBES and set(rates.loc[rates["arm"] == "base", "step"]) == {0}
+    table = pd.read_csv(out["probe.csv"])
+    final = table.set_index(["arm", "step"])
+    assert final.loc[("prorl_n16", 50), "fell_since_start"] > 0.3 > final.loc[("brorl_n512", 50), "fell_since_start"]
+    header = next(line for line in out["probe.md"].read_text().splitlines() if line.startswith("|"))
+    assert header.count("|") - 1 <= MAX_PRINTED_COLUMNS and "ProRL (N=16)" in out["probe.md"].read_text()
+    assert out["probe.png"].stat().st_size > 1000 and out["probe.pdf"].stat().st_size > 1000
+
+    no_start = build_parser().parse_args([*args[:4], *map(str, paths[1:]), *args[4 + len(paths) :]])
+    with pytest.raises(ProbeError, match="no score file of the start checkpoint"):  # no drop can be measured
+        no_start.func(no_start)  # (main() would end the process: os._exit after the error line)
+
+
+def test_an_unknown_probe_benchmark_is_refused_by_its_key():
+    from brorl.config import ConfigError, load_yaml_config, validate_config
+    from helpers import ROOT
+
+    config = load_yaml_config(ROOT / "config.yaml")
+    config["probe"] = {"enabled": True, "benchmark": "nosuch"}
+    with pytest.raises(ConfigError, match=r"'probe.benchmark': unknown benchmark 'nosuch'"):
+        validate_config(config)

@@ -1,0 +1,5 @@
+"""``python -m brorl.probe``: see cli.py."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,59 @@
+"""The probe's figure in the style of Figure 3's panels, measured on the LLM: (a) the mean pass rate of the probes
+(Figure 3a's Q_pos), (b) the share of probes improved since the start (Figure 3b's measure, beyond the noise), (c) the
+share shrunk since the start (knowledge shrinkage), (d) the worst drop of one probe since the start (Figure 3c's); one
+colour per arm, against the arm's continued step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from ..analysis.figures import save_figure, scale_note  # noqa: E402
+
+PANELS = (  # column, title, y label (all drawn in percent or points)
+    ("mean_pass_rate", "(a) Mean pass rate of the probes", "pass rate (%), 95% band of the sampling"),
+    ("rose_since_start", "(b) Probes improved since the start", "% of probes (rose by > {z:g} SE)"),
+    ("fell_since_start", "(c) Probes shrunk since the start", "% of probes (fell by > {z:g} SE)"),
+    ("worst_drop", "(d) Worst drop of one probe since the start", "min over probes of rate(t) - rate(0) (points)"),
+)
+
+
+def plot_probe(trajectory: pd.DataFrame, labels: Mapping[str, str], z: float, engine: str, png: Path, pdf: Path) -> int:
+    """Four panels side by side from arm_trajectory's rows of every arm; returns the data points drawn."""
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(20, 4.6), constrained_layout=True)
+    arms = list(dict.fromkeys(trajectory["arm"]))
+    colours = dict(zip(arms, sns.color_palette("colorblind", len(arms))))
+    for arm in arms:
+        t = trajectory[trajectory["arm"] == arm].sort_values("step")
+        for ax, (col, _, _) in zip(axes, PANELS):
+            ax.plot(t["step"], 100 * t[col], marker="o", color=colours[arm], label=labels.get(arm, arm))
+        band = 100 * 1.96 * t["mean_se"]
+        mean = 100 * t["mean_pass_rate"]
+        axes[0].fill_between(t["step"], mean - band, mean + band, color=colours[arm], alpha=0.2, linewidth=0)
+    for ax, (_, title, ylabel) in zip(axes, PANELS):
+        ax.set_title(title)
+        ax.set_xlabel("continued RL step")
+        ax.set_ylabel(ylabel.format(z=z))
+    for ax in axes[:3]:
+        ax.set_ylim(0, 100)
+    samples, probes = int(trajectory["samples"].iloc[0]), int(trajectory["probes"].iloc[0])
+    axes[3].axhline(0, color="grey", linewidth=1, linestyle=":")
+    # the noise of one probe's change at a pass rate of 1/2, the worst case: a drop above this line can be chance
+    noise = -100 * z * math.sqrt(2 * 0.25 / samples)
+    axes[3].axhline(noise, color="grey", linewidth=1, linestyle="--", label=f"{z:g} SE of one probe's change")
+    axes[3].legend(loc="best", fontsize=8)
+    axes[0].legend(loc="best", fontsize=8)
+    fig.suptitle(
+        f"Mass-balance probe: {probes} fixed problems x {samples} samples at the rollout temperature, every saved step"
+    )
+    return save_figure(fig, png, pdf, scale_note(engine))

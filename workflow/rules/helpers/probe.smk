@@ -1,0 +1,81 @@
+# Input functions of the mass-balance probe (workflow/rules/probe.smk).
+import json
+
+PROBE = config["probe"]
+PROBE_SET = "resources/probes/probe_set.jsonl"
+
+
+def probe_points():
+    """(arm, step) of every probed checkpoint: the start (arm `base` at base_model.start_step) and every saved step
+    of every enabled arm (brorl.training.recipe.arm_plan)."""
+    from brorl.training.recipe import arm_plan, enabled_arms
+
+    points = [(BASE_ARM, config["base_model"]["start_step"])]
+    for arm in enabled_arms(config):
+        points += [(arm, step) for step in arm_plan(config, arm).saved_steps]
+    return points
+
+
+def probe_targets():
+    """The probe's table, per-probe pass rates and figure, when probe.enabled."""
+    if not PROBE["enabled"]:
+        return []
+    return [
+        "results/tables/probe.md",
+        "results/tables/probe.csv",
+        "results/probe/pass_rates.csv",
+        "results/figures/probe.png",
+        "results/figures/probe.pdf",
+    ]
+
+
+STAGE_TARGETS.append(probe_targets)
+
+
+def probe_model(wildcards):
+    """The policy a probed checkpoint samples from: the start checkpoint as training starts from it (for the
+    training response budget), or a trained arm's exported step."""
+    if wildcards.arm == BASE_ARM:
+        if int(wildcards.step) != config["base_model"]["start_step"]:
+            raise ValueError(
+                f"arm {BASE_ARM!r} is the start checkpoint: only step {config['base_model']['start_step']} exists"
+            )
+        return train_start_model()
+    return model_dir(wildcards.arm, wildcards.step)
+
+
+def probe_job_gpus():
+    """GPUs of one generate_probe job: the evaluation cost model's size for probes x samples (the plan prices the
+    same number); 1 on the embedded engine."""
+    if config["engine"] == "embedded":
+        return 1
+    from brorl.plan.evaluation import job_gpus
+    from brorl.plan.profile import read_estimates
+
+    prior = read_estimates(
+        Path(workflow.basedir) / "profiles" / "slurm" / "estimates.yaml"
+    ).evaluation
+    node = int(config["training"]["cluster"]["gpus_per_node"])
+    sizes = job_gpus({"probe": PROBE["problems"]}, int(PROBE["samples"]), prior, node)
+    return sizes["probe"]
+
+
+PROBE_GPUS = probe_job_gpus()
+
+
+def probe_scores():
+    """Input of analyse_probe: the scores of every probed checkpoint."""
+    return [
+        f"results/probe/{arm}/step{step}.scores.parquet" for arm, step in probe_points()
+    ]
+
+
+def probe_labels():
+    """--labels of analyse_probe (JSON): each enabled arm's label with its N, in the config's order."""
+    return json.dumps(
+        {
+            arm["name"]: f"{arm.get('label') or arm['name']}, N={arm['n']}"
+            for arm in config["arms"]
+            if arm["enabled"]
+        }
+    )

@@ -1,0 +1,182 @@
+# The mass-balance probe (docs/stages.md#the-mass-balance-probe), on when probe.enabled: a fixed probe set sampled
+# like a rollout (training.rollout_temperature and rollout_top_p, context.train_max_len) at the start and at every
+# saved step of every enabled arm, scored by the evaluation's verifiers, then per-probe pass rates, the shares that
+# fell and rose, a table and a figure. Generation and scoring are the evaluation stage's commands at the probe's
+# settings; logic in brorl.probe.
+# Targets: results/tables/probe.{md,csv}, results/probe/pass_rates.csv, results/figures/probe.{png,pdf}, or:
+#   resources/probes/probe_set.jsonl   results/probe/{arm}/step{step}.{samples,scores}.parquet
+
+
+rule select_probes:
+    """The fixed probe set: the first probe.problems distinct problems of probe.benchmark."""
+    input:
+        f"resources/benchmarks/{PROBE['benchmark']}.jsonl",
+    output:
+        PROBE_SET,
+    log:
+        "results/logs/select_probes/probe_set.log",
+    localrule: True
+    conda:
+        "../../envs/score.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        problems=PROBE["problems"],
+    shell:
+        """
+        python -m brorl.probe select \
+            --benchmark {input:q} \
+            --problems {params.problems} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule generate_probe:
+    """The probe set's samples at one checkpoint (arm, step): probe.samples per probe, sampled like a rollout."""
+    input:
+        model=probe_model,
+        probes=PROBE_SET,
+        preflight=preflight_input(),
+    output:
+        samples=ensure("results/probe/{arm}/step{step}.samples.parquet", non_empty=True),
+        sidecar="results/probe/{arm}/step{step}.samples.parquet.json",
+    log:
+        "results/logs/generate_probe/{arm}/step{step}.log",
+    benchmark:
+        "results/timings/generate_probe/{arm}/step{step}.tsv"
+    conda:
+        "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
+    threads: 2
+    resources:
+        mem_mb=16384,
+        runtime=240,
+        gpu=PROBE_GPUS,
+    params:
+        engine=config["engine"],
+        n=PROBE["samples"],
+        temperature=config["training"]["rollout_temperature"],
+        top_p=config["training"]["rollout_top_p"],
+        max_tokens=CONTEXT["train_max_len"],
+        max_model_len=context_length(CONTEXT["train_max_len"]),
+        seed=PROBE["seed"],
+        shard_size=EVAL["shard_size"],
+        data_parallel=PROBE_GPUS,
+    shell:
+        """
+        python -m brorl.generation generate \
+            --model {input.model:q} \
+            --benchmark {input.probes:q} \
+            --n {params.n} \
+            --temperature {params.temperature} \
+            --top-p {params.top_p} \
+            --max-tokens {params.max_tokens} \
+            --max-model-len {params.max_model_len} \
+            --seed {params.seed} \
+            --shard-size {params.shard_size} \
+            --engine {params.engine:q} \
+            --data-parallel-size {params.data_parallel} \
+            --out {output.samples:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule score_probe:
+    """Each probe sample scored by its benchmark's verifier."""
+    input:
+        probes=PROBE_SET,
+        samples="results/probe/{arm}/step{step}.samples.parquet",
+    output:
+        ensure("results/probe/{arm}/step{step}.scores.parquet", non_empty=True),
+    log:
+        "results/logs/score_probe/{arm}/step{step}.log",
+    benchmark:
+        "results/timings/score_probe/{arm}/step{step}.tsv"
+    conda:
+        "../../envs/score.yaml"
+    threads: 2
+    resources:
+        mem_mb=4096,
+        runtime=120,
+    params:
+        n=PROBE["samples"],
+        verifier_sha256=code_sha256("scoring"),  # rerun trigger only: a verifier change rescores
+    shell:
+        """
+        python -m brorl.evaluation score \
+            --benchmark {input.probes:q} \
+            --samples {input.samples:q} \
+            --n {params.n} \
+            --workers {threads} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule analyse_probe:
+    """Per-probe pass rates at every probed checkpoint; per arm and step the mean, the shares that fell and rose
+    beyond their noise, the worst drop; the table and the figure."""
+    input:
+        probes=PROBE_SET,
+        scores=probe_scores(),
+    output:
+        md=report_file(
+            "results/tables/probe.md",
+            "probe",
+            "Probe",
+            table="mass-balance probe",
+            format="markdown",
+        ),
+        csv=report_file(
+            "results/tables/probe.csv",
+            "probe",
+            "Probe",
+            table="mass-balance probe",
+            format="csv",
+        ),
+        rates="results/probe/pass_rates.csv",
+        png=report_file(
+            "results/figures/probe.png",
+            "probe",
+            "Probe",
+            figure="mass-balance probe",
+            format="PNG",
+        ),
+        pdf="results/figures/probe.pdf",
+    log:
+        "results/logs/analyse_probe/probe.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        code=code_sha256("probe"),  # rerun trigger: a probe edit
+        samples=PROBE["samples"],
+        start_step=config["base_model"]["start_step"],
+        z=PROBE["noise_z"],
+        engine=config["engine"],
+        labels=probe_labels(),
+    shell:
+        """
+        python -m brorl.probe analyse \
+            --probes {input.probes:q} \
+            --scores {input.scores:q} \
+            --samples {params.samples} \
+            --start-step {params.start_step} \
+            --z {params.z} \
+            --engine {params.engine:q} \
+            --labels {params.labels:q} \
+            --out-rates {output.rates:q} \
+            --out-md {output.md:q} \
+            --out-csv {output.csv:q} \
+            --png {output.png:q} \
+            --pdf {output.pdf:q} \
+            >{log:q} 2>&1
+        """
