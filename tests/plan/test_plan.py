@@ -213,3 +213,23 @@ def test_walltime_overruns_and_slurm_time_limits():
     assert parse_slurm_time("1-00:00:00") == 24 and parse_slurm_time("2-12:30:00") == 60.5
     assert parse_slurm_time("08:00:00") == 8 and parse_slurm_time("30:00") == 0.5 and parse_slurm_time("90") == 1.5
     assert parse_slurm_time("infinite") is None and parse_slurm_time("UNLIMITED") is None
+
+
+def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
+    from brorl.plan.pricing import probe_line, probe_price
+
+    override = tmp_path / "probe.yaml"
+    override.write_text("probe: {enabled: true}\n")
+    config = load_yaml_config(CONFIG, override)
+    counts, _ = config_job_counts(config)
+    saved = sum(len(arm_plan(config, a).saved_steps) for a in ("prorl_n16", "brorl_n512"))
+    assert counts["generate_probe"] == counts["score_probe"] == 1 + saved  # the start and every saved step
+    assert "generate_probe" not in config_job_counts(load_yaml_config(CONFIG))[0]  # off by default
+    (row,), price = probe_price(config["probe"], 1 + saved, EST, 8)
+    assert row.samples == 128 * 64 and row.gpus in (1, 2, 4, 8)
+    # GPU-h of one checkpoint = samples x mean tokens / tokens per second per GPU + start-up on each of its GPUs
+    prior = EST.evaluation
+    per_checkpoint = 128 * 64 * prior.mean_response_tokens / prior.tokens_per_s_per_gpu / 3600
+    assert row.job_gpu_hours == pytest.approx(per_checkpoint + prior.job_overhead_hours * row.gpus)
+    assert price.gpu_hours == pytest.approx(row.job_gpu_hours * (1 + saved))
+    assert f"{1 + saved} checkpoints (the start and every saved step)" in probe_line(row, config["probe"])

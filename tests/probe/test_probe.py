@@ -141,3 +141,28 @@ def test_an_unknown_probe_benchmark_is_refused_by_its_key():
     config["probe"] = {"enabled": True, "benchmark": "nosuch"}
     with pytest.raises(ConfigError, match=r"'probe.benchmark': unknown benchmark 'nosuch'"):
         validate_config(config)
+
+
+@pytest.mark.workflow
+def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
+    from brorl.config import load_yaml_config
+    from brorl.training.recipe import arm_plan
+    from helpers import CONFIG, job_counts, output_of, snakemake, write_yaml
+
+    override = write_yaml(tmp_path / "probe.yaml", {"probe": {"enabled": True}})
+    config = load_yaml_config(CONFIG, override)
+    proc = snakemake("-n", "-p", "results/tables/probe.md", "--directory", tmp_path / "dry", "--configfile", override)
+    assert proc.returncode == 0, output_of(proc)[-3000:]
+    saved = sum(len(arm_plan(config, a).saved_steps) for a in ("prorl_n16", "brorl_n512"))
+    jobs = job_counts(proc)
+    assert (jobs["select_probes"], jobs["generate_probe"], jobs["score_probe"], jobs["analyse_probe"]) == (
+        1,
+        1 + saved,
+        1 + saved,
+        1,
+    )
+    text = output_of(proc)
+    train = config["training"]
+    # the rollout's sampling and budget, the paper's 16K, never the evaluation's 0.6 / 0.95 / 32K
+    assert f"--temperature {train['rollout_temperature']}" in text and "--max-tokens 16384" in text
+    assert "--temperature 0.6" not in text and "resources/benchmarks/math500.jsonl" in text
