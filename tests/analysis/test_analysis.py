@@ -933,6 +933,7 @@ TINY_SHAPE = {
         {"name": "brorl_n16", "n": 16, "prompts_per_step": 4, "continued_steps": 6, "report_steps": [6], "seed": 1},
     ],
     "analysis": {"n_sweep": {"step": 6}},
+    "probe": {"enabled": False},  # it samples every saved step of real training: the learning test runs it
 }
 # Training stood in for here: trained checkpoints in evaluation_points() and their folders as model inputs. Included by
 # the private copy's Snakefile after every helper and before the rules (later definitions win).

@@ -112,13 +112,17 @@ def test_the_command_writes_rates_a_readable_table_and_a_figure_with_data(tmp_pa
     paths = [write_point(tmp_path, "base", 3000, p0, rng, ids)]
     for arm, drift in (("prorl_n16", -0.2), ("brorl_n512", 0.2)):
         paths += [write_point(tmp_path, arm, s, np.clip(p0 + drift * s / 50, 0, 1), rng, ids) for s in (25, 50)]
-    out = {k: tmp_path / f"out/{k}" for k in ("rates.csv", "probe.md", "probe.csv", "probe.png", "probe.pdf")}
+    names = ("rates.csv", "probe.md", "probe.csv", "probe.png", "probe.pdf", "arms.png", "arms.pdf")
+    out = {k: tmp_path / f"out/{k}" for k in names}
     args = ["analyse", "--probes", str(probes), "--scores", *map(str, paths), "--samples", str(SAMPLES)]
     args += ["--start-step", "3000", "--engine", "cluster", "--labels", json.dumps({"prorl_n16": "ProRL (N=16)"})]
     args += ["--out-rates", str(out["rates.csv"]), "--out-md", str(out["probe.md"]), "--out-csv", str(out["probe.csv"])]
     args += ["--png", str(out["probe.png"]), "--pdf", str(out["probe.pdf"])]
+    args += ["--arms-png", str(out["arms.png"]), "--arms-pdf", str(out["arms.pdf"])]
     probe_main(args)
-    assert "probe: 24 data points" in capsys.readouterr().out  # 2 arms x 3 checkpoints x 4 panels
+    printed = capsys.readouterr().out
+    assert "probe: 24 data points" in printed  # 2 arms x 3 checkpoints x 4 panels
+    assert "probe_arms: 774 data points" in printed  # per arm 128 probes x 3 checkpoints + the mean's 3
     rates = pd.read_csv(out["rates.csv"])
     assert len(rates) == 5 * PROBES and set(rates.loc[rates["arm"] == "base", "step"]) == {0}
     table = pd.read_csv(out["probe.csv"])
@@ -126,7 +130,7 @@ def test_the_command_writes_rates_a_readable_table_and_a_figure_with_data(tmp_pa
     assert final.loc[("prorl_n16", 50), "fell_since_start"] > 0.3 > final.loc[("brorl_n512", 50), "fell_since_start"]
     header = next(line for line in out["probe.md"].read_text().splitlines() if line.startswith("|"))
     assert header.count("|") - 1 <= MAX_PRINTED_COLUMNS and "ProRL (N=16)" in out["probe.md"].read_text()
-    assert out["probe.png"].stat().st_size > 1000 and out["probe.pdf"].stat().st_size > 1000
+    assert all(out[k].stat().st_size > 1000 for k in ("probe.png", "probe.pdf", "arms.png", "arms.pdf"))
 
     no_start = build_parser().parse_args([*args[:4], *map(str, paths[1:]), *args[4 + len(paths) :]])
     with pytest.raises(ProbeError, match="no score file of the start checkpoint"):  # no drop can be measured

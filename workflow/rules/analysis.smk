@@ -203,6 +203,7 @@ rule write_summary:
         patterns="results/tables/task_patterns.csv",
         claims=simulation_claims_input(),
         table2=table2_input(),
+        probe=probe_summary_input(),
     output:
         report_file(
             "results/SUMMARY.md", "summary", "Analysis", "Summary", file="SUMMARY.md"
@@ -221,6 +222,7 @@ rule write_summary:
         spec=analysis_spec(),
         claims=lambda wildcards, input: optional_flag("--claims", input.claims),
         table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),
+        probe=lambda wildcards, input: optional_flag("--probe", input.probe),
     shell:
         """
         python -m brorl.analysis summary \
@@ -231,6 +233,7 @@ rule write_summary:
             --patterns {input.patterns:q} \
             {params.claims:q} \
             {params.table2:q} \
+            {params.probe:q} \
             --out {output:q} \
             >{log:q} 2>&1
         """

@@ -3,7 +3,7 @@
 # saved step of every enabled arm, scored by the evaluation's verifiers, then per-probe pass rates, the shares that
 # fell and rose, a table and a figure. Generation and scoring are the evaluation stage's commands at the probe's
 # settings; logic in brorl.probe.
-# Targets: results/tables/probe.{md,csv}, results/probe/pass_rates.csv, results/figures/probe.{png,pdf}, or:
+# Targets: results/tables/probe.{md,csv}, results/probe/pass_rates.csv, results/figures/probe{,_arms}.{png,pdf}, or:
 #   resources/probes/probe_set.jsonl   results/probe/{arm}/step{step}.{samples,scores}.parquet
 
 
@@ -147,6 +147,14 @@ rule analyse_probe:
             format="PNG",
         ),
         pdf="results/figures/probe.pdf",
+        arms_png=report_file(
+            "results/figures/probe_arms.png",
+            "probe",
+            "Probe",
+            figure="mass-balance probe per arm",
+            format="PNG",
+        ),
+        arms_pdf="results/figures/probe_arms.pdf",
     log:
         "results/logs/analyse_probe/probe.log",
     localrule: True
@@ -178,5 +186,7 @@ rule analyse_probe:
             --out-csv {output.csv:q} \
             --png {output.png:q} \
             --pdf {output.pdf:q} \
+            --arms-png {output.arms_png:q} \
+            --arms-pdf {output.arms_pdf:q} \
             >{log:q} 2>&1
         """

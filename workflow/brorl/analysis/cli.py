@@ -339,8 +339,9 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     claims = pd.read_csv(a.claims, keep_default_na=False) if a.claims else None
     table2 = a.table2_md.read_text() if a.table2_md else None
     patterns = pd.read_csv(a.patterns) if a.patterns else None
+    probe = pd.read_csv(a.probe) if a.probe else None
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns))
+    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns, probe))
     print(f"summary -> {a.out}")
 
 
@@ -401,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--benchmark-tables", nargs=3, required=True, type=Path, help="table3/4/5.csv (math, code, RG)")
     m.add_argument("--claims", type=Path, default=None, help="simulation_claims.csv (absent: simulation disabled)")
     m.add_argument("--table2-md", type=Path, default=None, help="the throughput stage's Table 2 (when it exists)")
+    m.add_argument("--probe", type=Path, default=None, help="the mass-balance probe's table (CSV; when it is on)")
     m.add_argument("--patterns", type=Path, default=None, help="task_patterns.csv of the figures command")
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)

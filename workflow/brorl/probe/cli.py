@@ -48,8 +48,8 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     from ..evaluation.score import read_table
     from ..figure_points import report_points
     from ..tables import plus_minus, write_table
-    from .figure import plot_probe
-    from .rates import arm_trajectory, pass_rates
+    from .figure import plot_probe, plot_probe_arms
+    from .rates import arm_trajectory, change_labels, pass_rates
 
     ids = [r["id"] for r in read_records(a.probes)]
     frames: dict[tuple[str, int], pd.DataFrame] = {}
@@ -101,9 +101,12 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         csv_frame=trajectory,
     )
     points = plot_probe(trajectory, labels, a.z, a.engine, a.png, a.pdf)
-    report_points("probe", points, a.png)
-    if not points:
-        raise ProbeError(f"{a.png}: the probe figure drew no data")
+    per_probe = pd.concat([rates[rates["arm"] != BASE_ARM], *[start.assign(arm=arm, step=0) for arm in arms]])
+    changes = {arm: change_labels(start, frames[arm, max(s for n, s in frames if n == arm)], a.z) for arm in arms}
+    arm_points = plot_probe_arms(per_probe, changes, labels, a.engine, a.arms_png, a.arms_pdf)
+    for name, drawn, png in (("probe", points, a.png), ("probe_arms", arm_points, a.arms_png)):
+        if not report_points(name, drawn, png):
+            raise ProbeError(f"{png}: the figure drew no data")
     print(f"{len(frames)} checkpoints x {len(ids)} probes -> {a.out_md}, {a.out_rates}")
 
 
@@ -123,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--z", type=float, default=2.0, help="standard errors a change must exceed to count")
     s.add_argument("--engine", required=True, help="config engine (the figure names the scale)")
     s.add_argument("--labels", default="{}", help="JSON: arm -> label, in the order the arms are shown")
-    for name in ("out-rates", "out-md", "out-csv", "png", "pdf"):
+    for name in ("out-rates", "out-md", "out-csv", "png", "pdf", "arms-png", "arms-pdf"):
         s.add_argument(f"--{name}", required=True, type=Path)
     s.set_defaults(func=_cmd_analyse)
     return p

@@ -57,3 +57,37 @@ def plot_probe(trajectory: pd.DataFrame, labels: Mapping[str, str], z: float, en
         f"Mass-balance probe: {probes} fixed problems x {samples} samples at the rollout temperature, every saved step"
     )
     return save_figure(fig, png, pdf, scale_note(engine))
+
+
+CHANGE_STYLE = {  # the probes of one arm by their change from the start to the arm's last probed step
+    "fell": dict(color="#d62728", alpha=0.8, linewidth=1.2),
+    "rose": dict(color="#1f77b4", alpha=0.6, linewidth=1.0),
+    "within noise": dict(color="grey", alpha=0.25, linewidth=0.8),
+}
+
+
+def plot_probe_arms(
+    rates: pd.DataFrame, changes: Mapping[str, pd.Series], labels: Mapping[str, str], engine: str, png: Path, pdf: Path
+) -> int:
+    """One panel per arm: every probe's pass rate against the step (the start as step 0), coloured by its change
+    from the start to the arm's last probed step, with the mean over the probes in black; returns the points drawn."""
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    arms = list(changes)
+    fig, axes = plt.subplots(1, len(arms), figsize=(5.5 * len(arms), 4.6), constrained_layout=True, squeeze=False)
+    for ax, arm in zip(axes[0], arms):
+        own = rates[rates["arm"] == arm].sort_values("step")
+        counts = changes[arm].value_counts()
+        for change, style in reversed(CHANGE_STYLE.items()):  # the fallen probes drawn last, on top
+            for i, probe in enumerate(changes[arm].index[changes[arm] == change]):
+                line = own[own["id"] == probe]
+                name = f"{change} ({counts.get(change, 0)})" if i == 0 else None
+                ax.plot(line["step"], 100 * line["pass_rate"], label=name, **style)
+        mean = own.groupby("step")["pass_rate"].mean()
+        ax.plot(mean.index, 100 * mean.to_numpy(), color="black", linewidth=2.2, marker="o", label="mean")
+        ax.set_title(labels.get(arm, arm))
+        ax.set_xlabel("continued RL step")
+        ax.set_ylabel("pass rate of one probe (%)")
+        ax.set_ylim(0, 100)
+        ax.legend(loc="best", fontsize=8)
+    fig.suptitle("Mass-balance probe: every probe's pass rate, by its change from the start to the last step")
+    return save_figure(fig, png, pdf, scale_note(engine))

@@ -97,3 +97,10 @@ def arm_trajectory(start: pd.DataFrame, steps: Sequence[tuple[int, pd.DataFrame]
         )
         previous = frame
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS)
+
+
+def change_labels(start: pd.DataFrame, final: pd.DataFrame, z: float) -> pd.Series:
+    """Each probe's change from the start to ``final`` (indexed by id): "fell", "rose" or "within noise"."""
+    fell, rose = moved(start, final, z)
+    labels = np.where(fell, "fell", np.where(rose, "rose", "within noise"))
+    return pd.Series(labels, index=list(final["id"]), name="change")

@@ -1,8 +1,12 @@
 # Input functions of the mass-balance probe (workflow/rules/probe.smk).
 import json
 
+from brorl.training.recipe import enabled_arms
+
 PROBE = config["probe"]
 PROBE_SET = "resources/probes/probe_set.jsonl"
+# on when asked for and some arm trains: without a trained arm there is no change to follow
+PROBE_ON = PROBE["enabled"] and bool(enabled_arms(config))
 
 
 def probe_points():
@@ -17,8 +21,8 @@ def probe_points():
 
 
 def probe_targets():
-    """The probe's table, per-probe pass rates and figure, when probe.enabled."""
-    if not PROBE["enabled"]:
+    """The probe's table, per-probe pass rates and figures, when it is on (PROBE_ON)."""
+    if not PROBE_ON:
         return []
     return [
         "results/tables/probe.md",
@@ -26,10 +30,17 @@ def probe_targets():
         "results/probe/pass_rates.csv",
         "results/figures/probe.png",
         "results/figures/probe.pdf",
+        "results/figures/probe_arms.png",
+        "results/figures/probe_arms.pdf",
     ]
 
 
 STAGE_TARGETS.append(probe_targets)
+
+
+def probe_summary_input():
+    """The probe's table for SUMMARY.md (none when the probe is off)."""
+    return ["results/tables/probe.csv"] if PROBE_ON else []
 
 
 def probe_model(wildcards):
