@@ -28,18 +28,21 @@ TRIGGERS = [str(t) for t in PROFILE["rerun-triggers"]]
 TRAINING_RULES: list[str] = ["train_ppo", "export_checkpoint"]
 
 EVALUATION_RULES = {"generate_samples", "score_samples", "summarize_evaluation", "collect_evaluation"}
+PROBE_SCORING = {"score_probe", "analyse_probe"}  # the mass-balance probe's samples are scored by the same verifiers
 
 
 def evaluation_and_analysis(jobs: dict[str, int]) -> bool:
-    """Only evaluation rules and analysis rules (those of no other stage: tables, statistics, figures)."""
-    return all(rule in EVALUATION_RULES or rule not in STAGES for rule in jobs)
+    """Only evaluation rules (with the probe's scoring) and analysis rules (those of no other stage: tables,
+    statistics, figures)."""
+    return all(rule in EVALUATION_RULES | PROBE_SCORING or rule not in STAGES for rule in jobs)
 
 
 # A module of analysis/plotting code -> the rules an edit there must rerun (and nothing else may rerun).
 ANALYSIS_RULES = {"collect_units", "test_significance", "make_tables", "plot_figures", "write_summary"}
 ANALYSIS_CODE = {
     "workflow/brorl/simulation/figure.py": {"plot_simulation"},
-    "workflow/brorl/analysis/figures.py": ANALYSIS_RULES,
+    "workflow/brorl/analysis/figures.py": ANALYSIS_RULES | {"analyse_probe"},  # the probe's figures save through it
+    "workflow/brorl/probe/figure.py": {"analyse_probe"},
     "workflow/brorl/throughput/table.py": {"tabulate_throughput"},
 }
 
@@ -176,6 +179,7 @@ def test_a_verifier_edit_reruns_scoring_never_generation(faked):
     with edited(faked[0] / "workflow/brorl/scoring/math/grade.py", lambda t: t + "\n# a verifier edit\n"):
         jobs = planned(faked)
     assert "score_samples" in jobs and "generate_samples" not in jobs and evaluation_and_analysis(jobs), jobs
+    assert "score_probe" in jobs and "generate_probe" not in jobs, jobs
     assert_no_training(jobs)
 
 

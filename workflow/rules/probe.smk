@@ -165,7 +165,9 @@ rule analyse_probe:
         mem_mb=2048,
         runtime=10,
     params:
-        code=code_sha256("probe"),  # rerun trigger: a probe edit
+        code=code_sha256(
+            "probe", "analysis/figures.py", "figure_points.py", "tables.py"
+        ),  # rerun trigger: an edit of the code it runs
         samples=PROBE["samples"],
         start_step=config["base_model"]["start_step"],
         z=PROBE["noise_z"],
