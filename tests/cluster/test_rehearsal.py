@@ -11,7 +11,7 @@ run with one retry per job shows:
     save of step 3 (held open by the job hook's drill_hook so the kill lands in it), and the retry drops the
     half-written save and resumes from step 2;
   - metrics.jsonl comes from OpenRLHF's tensorboard events, every step once; the exports carry manifests and are
-    evaluated by generate_samples; the smoke verdict (brorl.smoke) judges the drills and the reset, and marks every
+    evaluated by generate_samples, the last one also by the mass-balance probe; the smoke verdict (brorl.smoke) judges the drills and the reset, and marks every
     GPU path "not run (CPU substitution)".
 
 Layout: the rehearsal preset at 2 nodes x 1 GPU (2 actor ranks, 2 vLLM engines): each launch starts Ray, vLLM and
@@ -27,6 +27,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from brorl.smoke.verdict import CPU_SUBSTITUTION, GPU_PATHS
 from brorl.training.openrlhf.logs import first_micro_batch_kl
@@ -48,7 +49,11 @@ WHY_NOT = slurm_up()
 REHEARSAL = ROOT / "workflow" / "presets" / "rehearsal.yaml"
 ARM = "rehearsal_n4"
 LAYOUT = {"training": {"cluster": {"gpus_per_node": 1, "vllm_engines": 2}}}  # see the module docstring
-TARGETS = [f"results/train/{ARM}/train.json", f"results/eval/{ARM}/step4/synthetic_sums.summary.json"]
+TARGETS = [
+    f"results/train/{ARM}/train.json",
+    f"results/eval/{ARM}/step4/synthetic_sums.summary.json",
+    f"results/probe/{ARM}/step4.scores.parquet",  # the mass-balance probe on OpenRLHF's export
+]
 # built on this host first (no Slurm polling between these quick CPU jobs); the same config, so Slurm runs reuse them
 START = ["resources/models/tiny-qwen2-ctx992", "resources/train/tiny-mix.jsonl"]
 
@@ -185,6 +190,12 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert summary["n_samples"] == 16, summary
     sidecar = json.loads((flow.work / f"results/eval/{ARM}/step4/synthetic_sums.samples.parquet.json").read_text())
     assert f"results/train/{ARM}/step4" in json.dumps(sidecar["model"]), sidecar["model"]
+    # the mass-balance probe read the same export, sampled like a rollout: every probe x sample scored
+    probe = json.loads((flow.work / f"results/probe/{ARM}/step4.samples.parquet.json").read_text())
+    assert f"results/train/{ARM}/step4" in json.dumps(probe["model"]), probe["model"]
+    assert probe["sampling"]["temperature"] == 1.0 and probe["sampling"]["max_tokens"] == 32, probe["sampling"]
+    scores = pd.read_parquet(flow.work / f"results/probe/{ARM}/step4.scores.parquet")
+    assert len(scores) == 25 * 64 and scores.groupby("id").size().eq(64).all(), scores.groupby("id").size()
 
     report = subprocess.run(
         [str(ENGINE_BIN / "python"), "-m", "brorl.training", "report", "--out-dir", str(out)],

@@ -165,9 +165,10 @@ rule analyse_probe:
         mem_mb=2048,
         runtime=10,
     params:
+        # rerun trigger: an edit of the code it runs
         code=code_sha256(
             "probe", "analysis/figures.py", "figure_points.py", "tables.py"
-        ),  # rerun trigger: an edit of the code it runs
+        ),
         samples=PROBE["samples"],
         start_step=config["base_model"]["start_step"],
         z=PROBE["noise_z"],

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make rehearsal: the CPU rehearsal of the paper's training path (docs/rehearsal.md). OpenRLHF 0.11.2 trains the
 # tiny arm rehearsal_n4 through the train_ppo rule, killed once inside step 2 and once inside the save of step 3 by
-# the preset's drills (each job retried once); the exported steps are then evaluated; a report and the verdict follow.
+# the preset's drills (each job retried once); the exported steps are then evaluated, the last one also by the
+# mass-balance probe; a report and the verdict follow.
 #   - with a local Slurm (started here as root on Debian, or already up): --profile slurm --profile profiles/ci,
 #     the training job a real 2-node allocation (2 emulated nodes x 2 GPUs);
 #   - otherwise: --profile profiles/local, the launcher's --single-host mode (two Ray nodes on this machine).
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/../.."
 arm=rehearsal_n4
 configs=(--configfile workflow/presets/tiny.yaml workflow/presets/rehearsal.yaml)
 targets=("results/train/$arm/train.json" "results/eval/$arm/step2/synthetic_sums.summary.json"
-         "results/eval/$arm/step4/synthetic_sums.summary.json")
+         "results/eval/$arm/step4/synthetic_sums.summary.json" "results/probe/$arm/step4.scores.parquet")
 export PATH="$PWD/.venv/bin:$PATH"
 
 if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then bash workflow/scripts/local_slurm.sh start; fi
