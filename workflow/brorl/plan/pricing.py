@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 
 from .estimate import Estimates, Priced, Resources
-from .evaluation import BenchmarkCost, Measured, evaluation_costs, summary
+from .evaluation import BenchmarkCost, EvalPrior, Measured, evaluation_costs, summary
 from .measured import MeasuredRun, measured_mean_tokens, measured_tokens_per_s
 
 
@@ -29,6 +29,13 @@ def measured_prices(run: MeasuredRun | None) -> dict[str, Priced]:
     return priced
 
 
+def evaluation_prior(est: Estimates) -> EvalPrior:
+    """The evaluation cost model's priors (estimates.yaml `evaluation:`), which price evaluation and the probe."""
+    if est.evaluation is None:
+        raise ValueError("the estimates have no evaluation: block (the evaluation cost model's priors)")
+    return est.evaluation
+
+
 def evaluation_model(
     problems: Mapping[str, int],
     samples_per_problem: int,
@@ -41,8 +48,7 @@ def evaluation_model(
     """The model's lines, its before/after summary, and the generate_samples price at the sizes its jobs ask for:
     the rule's per-benchmark sizes, or one size for all where the profile forces it (`gen.gpus`: a `gpu:` under
     generate_samples)."""
-    if est.evaluation is None:
-        raise ValueError("the estimates have no evaluation: block (the evaluation cost model's priors)")
+    prior = evaluation_prior(est)
     jobs = run.eval_jobs if run else []
     tps = measured_tokens_per_s(jobs, gen.gpus or gpus_per_node)
     means = {b: Measured(m, k) for b, (m, k) in measured_mean_tokens(jobs).items()}
@@ -50,7 +56,7 @@ def evaluation_model(
         problems,
         samples_per_problem,
         checkpoints,
-        est.evaluation,
+        prior,
         gpus_per_node,
         mean_tokens=means,
         tokens_per_s=Measured(*tps) if tps else None,
@@ -75,10 +81,8 @@ def probe_price(
 ) -> tuple[list[BenchmarkCost], Priced]:
     """The mass-balance probe's generation (probe.enabled): probes x samples per probed checkpoint, priced by the
     evaluation model's priors (the probe samples like a rollout, whose mean length the prior assumes too)."""
-    if est.evaluation is None:
-        raise ValueError("the estimates have no evaluation: block (the evaluation cost model's priors)")
     rows = evaluation_costs(
-        {"probe": int(probe["problems"])}, int(probe["samples"]), checkpoints, est.evaluation, gpus_per_node
+        {"probe": int(probe["problems"])}, int(probe["samples"]), checkpoints, evaluation_prior(est), gpus_per_node
     )
     (row,) = rows
     price = Priced(

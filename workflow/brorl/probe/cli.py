@@ -49,7 +49,7 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     from ..figure_points import report_points
     from ..tables import plus_minus, write_table
     from .figure import plot_probe, plot_probe_arms
-    from .rates import arm_trajectory, change_labels, pass_rates
+    from .rates import RATE_COLUMNS, arm_trajectory, change_labels, pass_rates
 
     ids = [r["id"] for r in read_records(a.probes)]
     frames: dict[tuple[str, int], pd.DataFrame] = {}
@@ -65,16 +65,14 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     if not arms:
         raise ProbeError("no trained arm's probe scores: nothing to follow")
     start = frames[BASE_ARM, 0]
+    steps = {arm: sorted(s for name, s in frames if name == arm and s > 0) for arm in arms}  # its saved steps
     trajectory = pd.concat(
-        [
-            arm_trajectory(start, [(s, f) for (name, s), f in frames.items() if name == arm and s > 0], arm, a.z)
-            for arm in arms
-        ],
+        [arm_trajectory(start, [(s, frames[arm, s]) for s in steps[arm]], arm, a.z) for arm in arms],
         ignore_index=True,
     )
     rates = pd.concat([f.assign(arm=arm, step=step) for (arm, step), f in sorted(frames.items())], ignore_index=True)
     a.out_rates.parent.mkdir(parents=True, exist_ok=True)
-    rates[["arm", "step", "id", "correct", "samples", "pass_rate"]].to_csv(a.out_rates, index=False)
+    rates[RATE_COLUMNS].to_csv(a.out_rates, index=False)
 
     pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
     printed = pd.DataFrame(
@@ -102,7 +100,7 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     )
     points = plot_probe(trajectory, labels, a.z, a.engine, a.png, a.pdf)
     per_probe = pd.concat([rates[rates["arm"] != BASE_ARM], *[start.assign(arm=arm, step=0) for arm in arms]])
-    changes = {arm: change_labels(start, frames[arm, max(s for n, s in frames if n == arm)], a.z) for arm in arms}
+    changes = {arm: change_labels(start, frames[arm, steps[arm][-1]], a.z) for arm in arms}
     arm_points = plot_probe_arms(per_probe, changes, labels, a.engine, a.arms_png, a.arms_pdf)
     for name, drawn, png in (("probe", points, a.png), ("probe_arms", arm_points, a.arms_png)):
         if not report_points(name, drawn, png):

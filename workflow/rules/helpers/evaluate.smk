@@ -57,6 +57,18 @@ def max_items_flag():
     return [] if EVAL["max_items"] is None else ["--max-items", str(EVAL["max_items"])]
 
 
+def generation_sizing():
+    """What sizes a generation job (evaluation's and the probe's): the evaluation cost model's priors
+    (profiles/slurm/estimates.yaml) and the GPUs of one node (training.cluster.gpus_per_node).
+    """
+    from brorl.plan.profile import read_estimates
+
+    prior = read_estimates(
+        Path(workflow.basedir) / "profiles" / "slurm" / "estimates.yaml"
+    ).evaluation
+    return prior, int(config["training"]["cluster"]["gpus_per_node"])
+
+
 def generation_job_gpus():
     """GPUs of one generation job per benchmark, and the size of a job without one (the `gpu` resource of
     generate_samples). On the cluster engine, one job per benchmark: the plan's size (brorl.plan.evaluation.job_gpus:
@@ -68,12 +80,8 @@ def generation_job_gpus():
         return {}, 1
     from brorl.plan.evaluation import job_gpus
     from brorl.plan.problems import ProblemCountError, benchmark_problems
-    from brorl.plan.profile import read_estimates
 
-    node = int(config["training"]["cluster"]["gpus_per_node"])
-    prior = read_estimates(
-        Path(workflow.basedir) / "profiles" / "slurm" / "estimates.yaml"
-    ).evaluation
+    prior, node = generation_sizing()
     try:
         problems = benchmark_problems(config)
     except ProblemCountError as err:

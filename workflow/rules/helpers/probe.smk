@@ -61,12 +61,8 @@ def probe_job_gpus():
     if config["engine"] == "embedded":
         return 1
     from brorl.plan.evaluation import job_gpus
-    from brorl.plan.profile import read_estimates
 
-    prior = read_estimates(
-        Path(workflow.basedir) / "profiles" / "slurm" / "estimates.yaml"
-    ).evaluation
-    node = int(config["training"]["cluster"]["gpus_per_node"])
+    prior, node = generation_sizing()
     sizes = job_gpus({"probe": PROBE["problems"]}, int(PROBE["samples"]), prior, node)
     return sizes["probe"]
 
