@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from brorl.config import load_yaml_config
@@ -16,6 +17,7 @@ from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, trainin
 from brorl.plan.evaluation import BenchmarkCost
 from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
 from brorl.training.recipe import arm_plan
+from doc_quotes import QUOTES
 from helpers import CONFIG, job_counts, snakemake
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,19 +93,42 @@ def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
     assert counts["bench_throughput"] == 5 * 2  # 5 layouts (3 whole steps, 2 per-GPU shares) x prefix caching on/off
 
 
+# The shipped presets the docs quote, each priced once here (the site settings its docs give): the doc-number test and
+# the plan command's own tests read these runs.
+PRESETS = {
+    "paper": ([], {}),
+    "one_node": (["workflow/presets/one_node.yaml"], {"BRORL_SLURM_TRAIN_NODES": "1"}),
+    "released": (["workflow/presets/released.yaml"], {}),
+    "smoke": (["workflow/presets/gpu_smoke.yaml"], {"BRORL_SLURM_TRAIN_NODES": "1"}),
+}
+
+
+@pytest.fixture(scope="module")
+def preset_plans(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, dict]]:
+    """preset -> (the finished `python -m brorl.plan` of it, its --json record); the four run side by side."""
+    out = tmp_path_factory.mktemp("plans")
+    procs = {}
+    for name, (files, site) in PRESETS.items():
+        args = ["--json", str(out / f"{name}.json")] + (["--configfile", *files] if files else [])
+        procs[name] = plan_process(*args, site=site)
+    runs = {}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        assert done.returncode == 0, (name, stderr[-3000:])
+        runs[name] = (done, json.loads((out / f"{name}.json").read_text()))
+    return runs
+
+
 @pytest.mark.workflow
-def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
-    out = tmp_path / "plan.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "brorl.plan", "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path, preset_plans):
+    proc, record = preset_plans["paper"]
     text = proc.stdout
     for words in ("GPU-hours", "wall-clock on 8 GPU nodes", "train_ppo[brorl_n512]", "paper: about 56-174 h"):
         assert words in text, text
     assert "warning: 1 hub source(s) of this run are not pinned" in proc.stderr  # the pin gate's list, as -n
     assert "one saved step: HF export 3.56 GB, full state 24.9 GB (estimates.yaml" in text
-    record = json.loads(out.read_text())
+    assert record["saved_step_gb"] == {"hf_export": 3.56, "full_state": 24.9}
     dry = job_counts(snakemake("-n", "--forceall", "--directory", tmp_path / "dry"))
     for row in record["rows"]:
         if not row["name"].startswith("train_ppo["):
@@ -111,6 +136,67 @@ def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path):
     assert record["totals"]["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in record["rows"]))
     train = [r for r in record["rows"] if r["name"].startswith("train_ppo[")]
     assert all(r["gpus"] == 64 for r in train) and 100 < sum(r["hours"] for r in train) < 400
+
+
+def plan_values(record: dict) -> SimpleNamespace:
+    """The numbers of one plan record that the docs quote (the placeholders of tests/plan/doc_quotes.py)."""
+    rows = {r["name"]: r for r in record["rows"]}
+    model = record["evaluation_model"]
+    wall = record["wall_clock_hours"]
+    return SimpleNamespace(
+        jobs=int(record["totals"]["jobs"]),
+        gpu_hours=record["totals"]["gpu_hours"],
+        wall_h=wall["total"],
+        days=wall["total"] / 24,
+        training_h=wall["training"],
+        export_gb=record["saved_step_gb"]["hf_export"],
+        state_gb=record["saved_step_gb"]["full_state"],
+        disk={arm: d["peak_gb"] for arm, d in record["training_disk_gb"].items()},
+        train_jobs={name[10:-1]: r["jobs"] for name, r in rows.items() if name.startswith("train_ppo[")},
+        eval_jobs=int(model["jobs"]),
+        eval_old=model["old_gpu_hours"],
+        eval_generation=sum(b["gpu_hours_per_checkpoint"] * b["checkpoints"] for b in model["benchmarks"]),
+        eval_node_per_job=model["model_gpu_hours_profile_size"],
+        eval_sized=model["model_gpu_hours_sized"],
+        checkpoints=max(b["checkpoints"] for b in model["benchmarks"]),
+        problems=sum(b["problems"] for b in model["benchmarks"]),
+        samples_m=sum(b["samples"] * b["checkpoints"] for b in model["benchmarks"]) / 1e6,
+        tokens_b=model["tokens"] / 1e9,
+    )
+
+
+def probe_values(paper_gpu_hours: float, override: Path) -> SimpleNamespace:
+    """The probe's price over the paper config (probe.enabled), as `make plan` computes it."""
+    from brorl.plan.pricing import probe_price
+
+    override.write_text("probe: {enabled: true}\n")
+    config = load_yaml_config(CONFIG, override)
+    checkpoints = 1 + sum(len(arm_plan(config, a).saved_steps) for a in ("prorl_n16", "brorl_n512"))
+    (row,), price = probe_price(config["probe"], checkpoints, EST, 8)
+    return SimpleNamespace(
+        per_checkpoint=row.job_gpu_hours,
+        gpus=row.gpus,
+        checkpoints=checkpoints,
+        gpu_hours=price.gpu_hours,
+        share=100 * price.gpu_hours / (paper_gpu_hours + price.gpu_hours),
+    )
+
+
+def folded(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.workflow
+def test_every_plan_number_the_docs_quote_is_the_plans_output(tmp_path, preset_plans):
+    values = {name: plan_values(record) for name, (_, record) in preset_plans.items()}
+    values["probe"] = probe_values(values["paper"].gpu_hours, tmp_path / "probe.yaml")
+    pages = {page: folded((ROOT / page).read_text()) for page in {page for page, _ in QUOTES}}
+    wrong = []
+    for page, quote in QUOTES:
+        expected = folded(quote.format(**values))
+        if expected not in pages[page]:
+            wrong.append(f"{page}: the plan says {expected!r}")
+    assert not wrong, "quoted plan numbers differ from the plan (or the sentence changed):\n" + "\n".join(wrong)
 
 
 def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
@@ -138,21 +224,26 @@ def test_the_algorithms_switch_is_priced_arm_by_arm(tmp_path):
     assert {arm_plan(config, name).advantage_estimator for name in pairs} == {"group_norm", "rloo", "dr_grpo"}
 
 
-def plan(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
-    """`python -m brorl.plan ARGS` with only these site settings (BRORL_SLURM_*) in the environment."""
+def plan_process(*args: str, site: dict | None = None) -> subprocess.Popen:
+    """`python -m brorl.plan ARGS` started with only these site settings (BRORL_SLURM_*) in the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})
-    return subprocess.run(
-        [sys.executable, "-m", "brorl.plan", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600
-    )
+    cmd = [sys.executable, "-m", "brorl.plan", *args]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused(tmp_path):
+def plan(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m brorl.plan ARGS`, finished."""
+    proc = plan_process(*args, site=site)
+    stdout, stderr = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused(tmp_path, preset_plans):
     preset = ["--configfile", "workflow/presets/one_node.yaml"]
     wrong = plan(*preset)
     assert wrong.returncode != 0 and "asks 8 nodes per training job but training.cluster.nodes is 1" in wrong.stderr
     assert "BRORL_SLURM_TRAIN_NODES=1" in wrong.stderr and not wrong.stdout  # refused before the DAG is built
-    proc = plan(*preset, site={"BRORL_SLURM_TRAIN_NODES": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc, _ = preset_plans["one_node"]
     assert "training per arm on 1 nodes: brorl_n512" in proc.stdout and "wall-clock on 1 GPU nodes" in proc.stdout
     assert "walltime of a training job's first attempt: 28 h" in proc.stdout and "warning: train_ppo" not in proc.stdout
     # the preset's own 10-step jobs fit; 25-step jobs (20 between its resets) do not, and the plan says what would

@@ -38,7 +38,7 @@ def test_balanced_partitions_keep_openrlhfs_contract_and_its_balance():
     assert sorted(i for g in groups for i in g) == list(range(len(lengths)))  # every sample exactly once
     ours = balance(lengths, groups)["max_over_mean"]
     theirs = balance(lengths, seqlen_balancing.get_seqlen_balanced_partitions(lengths, k, False))["max_over_mean"]
-    assert ours <= theirs * 1.02, (ours, theirs)  # measured at 16,384 samples: docs/cluster.md#brorls-step-partition
+    assert ours <= theirs * 1.02, (ours, theirs)  # measured at 16,384 samples: docs/design.md#brorls-step-partition
     with pytest.raises(ValueError, match="< k_partitions"):
         balanced_partitions([5, 6], 3)
     assert balanced_partitions([7, 1, 5], 3) == [[0], [2], [1]]  # one per group when n == k

@@ -9,7 +9,7 @@
 #                     the CPU rehearsal uses it where no Slurm is running
 #   Exit status: the driver's; 2 bad arguments / not in a Slurm job / wrong node count; 3 a Ray node failed to start.
 #
-# How (docs/cluster.md#ray-inside-one-slurm-job):
+# How (docs/design.md#ray-inside-one-slurm-job):
 #   - node list: `scontrol show hostnames` of `squeue -j $SLURM_JOB_ID -o %N` (snakemake's jobstep plugin strips
 #     SLURM_JOB_NODELIST from the rule's environment; SLURM_JOB_NODELIST is used when present);
 #   - head on node 0, workers on the others, each `ray start --block` in its own `srun --overlap` step named

@@ -337,6 +337,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             "wall_clock_hours": wall,
             "gpu_nodes": gpu_nodes,
             "training_disk_gb": disk,
+            "saved_step_gb": {"hf_export": estimates.hf_export_gb, "full_state": estimates.full_state_gb},
             "walltime": {**limit, "overruns": [dataclasses.asdict(o) for o in late]},
         }
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The evaluation cost model of the plan (docs/cluster.md#the-evaluation-cost-model). Pure: no I/O.
+"""The evaluation cost model of the plan (docs/design.md#the-evaluation-cost-model). Pure: no I/O.
 
 GPU-hours of one (checkpoint, benchmark) = problems x samples per problem x mean response tokens / (generated
 tokens per second per GPU), plus a start-up overhead (vLLM start, model load) for every GPU of the job. Mean

@@ -2,7 +2,7 @@
 checked against the first attempt's walltime with a margin, and the segment length that would fit.
 
 A training job that hits its time limit loses the steps since its last full-state save and a start-up of all its
-GPUs, and is retried (docs/cluster.md#segment-lengths-and-walltime). Pure, except `partition_max_hours` (sinfo).
+GPUs, and is retried (docs/design.md#segment-lengths-and-walltime). Pure, except `partition_max_hours` (sinfo).
 """
 
 from __future__ import annotations

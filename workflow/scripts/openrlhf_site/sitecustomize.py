@@ -10,7 +10,7 @@ imports it everywhere. It edits no installed file and changes no training algori
     and vLLM seed themselves from --train.seed afterwards, as before.
   * times the trainer's micro-batch partition (dynamic batching) and, with $BRORL_PARTITION=lpt (the default of
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
-    is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/cluster.md#brorls-step-partition);
+    is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/design.md#brorls-step-partition);
   * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU);
   * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook);
   * while a `kill_in_save` drill is pending (training.cluster.drills), holds that step's save open so the segment

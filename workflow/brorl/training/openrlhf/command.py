@@ -4,7 +4,7 @@ Pure: no I/O. Flag names are 0.11.2's dotted ones (docs/design.md#openrlhf-is-pi
 the result
 through OpenRLHF's own parser and assertions, and `validate` rejects configs that would fail them first.
 
-Segments and OpenRLHF runs (docs/cluster.md#reference-resets). One OpenRLHF run keeps one `--ckpt.path`; each segment
+Segments and OpenRLHF runs (docs/design.md#reference-resets). One OpenRLHF run keeps one `--ckpt.path`; each segment
 job relaunches
 it with `--ckpt.load_enable`, which restores weights, Adam, scheduler, global step and the data-loader position.
 A reference reset (ProRLv2: new reference, optimizer kept) relaunches the same run with

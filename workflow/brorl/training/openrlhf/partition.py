@@ -4,7 +4,7 @@ OpenRLHF's trainer (`experience_maker.split_rollout_samples`) first counts micro
 (`get_minimum_num_micro_batch_size`), then splits the step's samples into that many micro-batches of balanced token
 counts with Karmarkar-Karp (`get_seqlen_balanced_partitions`). Karmarkar-Karp keeps a k-way state per sample: time and
 memory grow as samples x micro-batches, which at BroRL's 65,536 samples and ~10^4 micro-batches is most of an hour and
-hundreds of GB in one Python process per step (docs/cluster.md#brorls-step-partition). The functions here have the
+hundreds of GB in one Python process per step (docs/design.md#brorls-step-partition). The functions here have the
 same contracts and purposes at O(n log n):
 
   * `balanced_partitions`: longest-processing-time greedy (each sample, longest first, into the micro-batch with the

@@ -5,7 +5,7 @@ imported, in the process that runs the PPO trainer.
 OpenRLHF 0.11.2's `SamplesGenerator._dispatch_prompts_to_vllm` passes `hf_tokenizer=self.tokenizer` with each
 prompt's `generate_responses.remote(...)`, so Ray pickles the whole tokenizer per prompt (a Qwen2 fast tokenizer at
 the real vocabulary and merge sizes: 5.9 MiB, ~0.9 s to pickle and ~4 s to unpickle on a loaded 2-core machine,
-docs/cluster.md#the-tokenizer-sent-with-each-prompt), ProRL ~1,250 dispatches per step against BroRL's ~210. Here
+docs/design.md#the-tokenizer-sent-with-each-prompt), ProRL ~1,250 dispatches per step against BroRL's ~210. Here
 the trainer puts the tokenizer into Ray's object store once and sends a small handle instead; unpickling the handle
 in a vLLM engine's process returns that process's copy, fetched from the store the first time. The engine receives
 the same tokenizer object state as before; nothing else of the dispatch changes.

@@ -1,0 +1,77 @@
+"""Every number the README and docs quote from `make plan`, as the words around it with the number as a placeholder.
+
+Each quote is formatted with the plan of the shipped preset it names (`python -m brorl.plan --json` of that preset,
+run once per preset by tests/plan/test_plan.py) and must appear on its page, whitespace folded: a quoted number that
+drifts from the plan's output, or a sentence reworded without this list, fails the test. The placeholders are the
+fields of `plan_values` (tests/plan/test_plan.py): `{paper.gpu_hours:,.0f}` is the paper plan's total GPU-hours.
+"""
+
+from __future__ import annotations
+
+# (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), probe (the paper config
+# with probe.enabled, priced by brorl.plan.pricing.probe_price: the probe is off in every shipped preset)
+QUOTES: list[tuple[str, str]] = [
+    # the README's price table
+    ("README.md", "| the paper (`config.yaml`) | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |"),
+    (
+        "README.md",
+        "(`workflow/presets/one_node.yaml`) | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days on the node |",
+    ),
+    (
+        "README.md",
+        "(`workflow/presets/released.yaml`) | {released.jobs:,} | {released.gpu_hours:,.1f} | {released.wall_h:.1f} h on 8 GPU nodes |",
+    ),
+    (
+        "README.md",
+        "(`workflow/presets/gpu_smoke.yaml`) | {smoke.jobs:,} | {smoke.gpu_hours:,.1f} | {smoke.wall_h:.1f} h on the node |",
+    ),
+    # the runbook's price table and its sections
+    ("docs/cluster.md", "| `make plan` | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |"),
+    ("docs/cluster.md", '/one_node.yaml"` | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days on the node |'),
+    ("docs/cluster.md", '/released.yaml"` | {released.jobs:,} | {released.gpu_hours:,.1f} | {released.wall_h:.1f} h on 8 GPU nodes |'),
+    ("docs/cluster.md", '/gpu_smoke.yaml"` | {smoke.jobs:,} | {smoke.gpu_hours:,.1f} | {smoke.wall_h:.1f} h on the node |'),
+    ("docs/cluster.md", "({released.jobs:,} jobs, {released.gpu_hours:,.1f} GPU-hours by the plan's priors, {released.wall_h:.1f} h on 8 GPU nodes)"),
+    (
+        "docs/cluster.md",
+        "The plan prices it at {smoke.jobs:,} jobs, {smoke.gpu_hours:,.1f} GPU-hours and {smoke.wall_h:.1f} h of wall "
+        "time on the node (training {smoke.training_h:.1f} h",
+    ),
+    ("docs/cluster.md", "(saved steps and segment ends, {paper.export_gb:.2f} GB each)"),
+    ("docs/cluster.md", "(`training.cluster.keep_checkpoints`, {paper.state_gb:.1f} GB each)"),
+    ("docs/cluster.md", "ProRL about {paper.disk[prorl_n16]:,.0f} GB, BroRL about {paper.disk[brorl_n512]:,.0f} GB."),
+    ("docs/cluster.md", "(a {paper.state_gb:.1f} GB write per step)"),
+    ("docs/cluster.md", "The driver runs for the whole reproduction ({paper.days:.1f} days by the plan)"),
+    # design notes: the exports, the segment table's job counts, the evaluation cost model
+    ("docs/design.md", "(the HF exports of {paper.export_gb:.2f} GB each by the plan's estimate;"),
+    ("docs/design.md", "| ProRL (8,192 samples/step) | 25 | 6.5 | {paper.train_jobs[prorl_n16]} |"),
+    ("docs/design.md", "| BroRL and the arms of 65,536 samples/step | 15 | 13.9 | {paper.train_jobs[brorl_n512]} |"),
+    ("docs/design.md", "| 10 | 16.5 | {one_node.train_jobs[prorl_n16]} per arm |"),
+    ("docs/design.md", "(the 21 benchmarks' {paper.problems:,} problems)"),
+    (
+        "docs/design.md",
+        "({paper.checkpoints} checkpoints x 21 benchmarks = {paper.eval_jobs:,} jobs, {paper.samples_m:.2f} M samples, "
+        "{paper.tokens_b:.1f} B tokens)",
+    ),
+    ("docs/design.md", "x {paper.eval_jobs:,} jobs | {paper.eval_old:,.0f} |"),
+    ("docs/design.md", "per GPU / 3,600 | {paper.eval_generation:,.0f} |"),
+    ("docs/design.md", "start-up | {paper.eval_node_per_job:,.0f} |"),
+    ("docs/design.md", "(the 21 benchmarks' sizes) | {paper.eval_sized:,.0f} |"),
+    # the evaluation-only route in the stages page
+    ("docs/stages.md", "# {released.jobs:,} jobs, {released.gpu_hours:,.1f} GPU-hours (priors)"),
+    (
+        "docs/stages.md",
+        "({released.jobs:,} jobs; {released.eval_jobs} generation jobs of 1 to 8 GPUs each,",
+    ),
+    (
+        "docs/stages.md",
+        "{released.eval_sized:,.1f} GPU-hours of generation, {released.eval_node_per_job:,.1f} had each job a node; "
+        "{released.wall_h:.1f} h on 8 GPU nodes)",
+    ),
+    # the probe's price (probe.enabled over the paper config)
+    (
+        "docs/stages.md",
+        "That is {probe.per_checkpoint:.2f} GPU-hours per checkpoint on {probe.gpus} GPUs by the evaluation model's "
+        "priors. Over {probe.checkpoints} checkpoints",
+    ),
+    ("docs/stages.md", "it comes to {probe.gpu_hours:,.1f} GPU-hours, {probe.share:.1f}% of the run."),
+]
