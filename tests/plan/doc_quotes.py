@@ -12,7 +12,10 @@ from __future__ import annotations
 # with probe.enabled, priced by brorl.plan.pricing.probe_price: the probe is off in every shipped preset)
 QUOTES: list[tuple[str, str]] = [
     # the README's price table
-    ("README.md", "| the paper (`config.yaml`) | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |"),
+    (
+        "README.md",
+        "| the paper (`config.yaml`) | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |",
+    ),
     (
         "README.md",
         "(`workflow/presets/one_node.yaml`) | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days on the node |",
@@ -26,11 +29,26 @@ QUOTES: list[tuple[str, str]] = [
         "(`workflow/presets/gpu_smoke.yaml`) | {smoke.jobs:,} | {smoke.gpu_hours:,.1f} | {smoke.wall_h:.1f} h on the node |",
     ),
     # the runbook's price table and its sections
-    ("docs/cluster.md", "| `make plan` | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |"),
-    ("docs/cluster.md", '/one_node.yaml"` | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days on the node |'),
-    ("docs/cluster.md", '/released.yaml"` | {released.jobs:,} | {released.gpu_hours:,.1f} | {released.wall_h:.1f} h on 8 GPU nodes |'),
-    ("docs/cluster.md", '/gpu_smoke.yaml"` | {smoke.jobs:,} | {smoke.gpu_hours:,.1f} | {smoke.wall_h:.1f} h on the node |'),
-    ("docs/cluster.md", "({released.jobs:,} jobs, {released.gpu_hours:,.1f} GPU-hours by the plan's priors, {released.wall_h:.1f} h on 8 GPU nodes)"),
+    (
+        "docs/cluster.md",
+        "| `make plan` | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |",
+    ),
+    (
+        "docs/cluster.md",
+        '/one_node.yaml"` | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days on the node |',
+    ),
+    (
+        "docs/cluster.md",
+        '/released.yaml"` | {released.jobs:,} | {released.gpu_hours:,.1f} | {released.wall_h:.1f} h on 8 GPU nodes |',
+    ),
+    (
+        "docs/cluster.md",
+        '/gpu_smoke.yaml"` | {smoke.jobs:,} | {smoke.gpu_hours:,.1f} | {smoke.wall_h:.1f} h on the node |',
+    ),
+    (
+        "docs/cluster.md",
+        "({released.jobs:,} jobs, {released.gpu_hours:,.1f} GPU-hours by the plan's priors, {released.wall_h:.1f} h on 8 GPU nodes)",
+    ),
     (
         "docs/cluster.md",
         "The plan prices it at {smoke.jobs:,} jobs, {smoke.gpu_hours:,.1f} GPU-hours and {smoke.wall_h:.1f} h of wall "

@@ -15,6 +15,7 @@ verifier, independently of vLLM and of the probe's rules."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +74,10 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
     assert pooled["delta"] > 0 and pooled["p"] < 0.05 and row["resolved"], pooled
     summary = (work / "results/SUMMARY.md").read_text()
     section = summary.split("## Does RL training improve the start model?")[1].split("\n## ")[0]
-    assert f"`{ARM}` step {final} vs start" in section and "**resolved: training improved the start model**" in section
+    (line,) = [line for line in section.splitlines() if line.startswith(f"- `{ARM}` step {final} vs start")]
+    assert "**resolved: training improved the start model**" in line
+    # the README states this arm's verdict in the words SUMMARY.md prints
+    assert f"**{readme_verdict(ARM)}**" in line, (readme_verdict(ARM), line)
 
     # the probe at the start and at the final step: its pass rates against a direct computation
     probe = tiny["probe"]
@@ -93,6 +97,14 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
             f"{direct.mean() / probe['samples']:.4f}, mean z {mean_z:+.2f}, max |z| {np.abs(z).max():.2f}"
         )
         assert abs(mean_z) < 3 and np.abs(z).max() < 4.5, (arm, step, z)
+
+
+def readme_verdict(arm: str) -> str:
+    """The verdict words the README states for an arm's learning effect (`arm`'s verdict reads **...**)."""
+    readme = " ".join((TINY.parents[2] / "README.md").read_text().split())
+    match = re.search(rf"`{arm}`\)? the verdict reads \*\*([^*]+)\*\*", readme)
+    assert match, f"README.md states no verdict for {arm}"
+    return match[1]
 
 
 def tiny_sampling(tiny: dict) -> dict:
