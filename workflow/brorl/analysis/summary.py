@@ -128,6 +128,17 @@ def _versus_start(rows: list, better: str) -> list[str]:
     return lines
 
 
+# Why the tiny verdicts vary between machines (measured: docs/stages.md#the-tiny-experiment).
+TINY_START_NOTE = (
+    "At this scale these verdicts depend on the start model, and the start model on the machine: the tiny model's "
+    "warm start stops in the middle of a sharp transition (its answer digit goes from chance to learned within a few "
+    "hundred steps), so another processor's floating-point kernels, like another warm-start seed, give another start "
+    "model and other verdicts. From a start near 60% both tiny arms have gained 10-14 points in every run measured; "
+    "from starts of 65-71% the gains were a few points either way, and either arm could end below its start "
+    "(docs/stages.md#the-tiny-experiment). Neither says anything about BroRL."
+)
+
+
 def _learning(sig: Mapping, spec: Mapping) -> list[str]:
     """Whether RL training improved the start model, per arm, by the paired one-tailed test (final vs start); then
     the checkpoints of evaluation.models against the start checkpoint, by the same test."""
@@ -142,6 +153,8 @@ def _learning(sig: Mapping, spec: Mapping) -> list[str]:
     ]
     rows = sig.get("learning") or []
     lines += _versus_start(rows, "training improved the start model") if rows else [f"{NOT_RUN}: no arm was evaluated."]
+    if rows and is_tiny_scale(spec["engine"]):
+        lines += ["", TINY_START_NOTE]
     models = sig.get("models") or []
     if models:
         lines += [
