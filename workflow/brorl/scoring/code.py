@@ -45,6 +45,7 @@ import logging
 import marshal
 import re
 
+from brorl.scoring.reasoning import final_text
 from brorl.scoring.result import NO_CODE, Score, failed
 from brorl.scoring.sandbox import Limits, run_sandboxed
 
@@ -60,13 +61,10 @@ _PY_TAGS = {"", "python", "py", "python3", "py3"}
 def extract_code(response: str) -> str | None:
     """The last fenced ```python / ```py / bare ``` block of the answer (the text after the last ``</think>``);
     None when the reasoning was cut off (``<think>`` without ``</think>``) or there is no such block."""
-    if response is None:
+    text = final_text(response) if isinstance(response, str) else None
+    if text is None:
         return None
-    if "</think>" in response:
-        response = response.rsplit("</think>", 1)[1]
-    elif "<think>" in response:
-        return None
-    blocks = [body for tag, body in _FENCE.findall(response) if tag.lower() in _PY_TAGS]
+    blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in _PY_TAGS]
     if not blocks or not blocks[-1].strip():
         return None
     return blocks[-1]

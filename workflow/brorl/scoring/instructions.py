@@ -18,6 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .reasoning import final_text
 from .result import Score, failed
 
 REGISTRY_MODULE = "lighteval.tasks.tasks.ifeval.instructions_registry"
@@ -79,11 +80,31 @@ def check_ready() -> None:
         ) from e
 
 
+LETTER_FREQUENCY = "keywords:letter_frequency"
+
+
 def _checker(iid: str, kwargs: dict | None):
     """The library's checker of instruction ``iid`` with its arguments (nulls removed); KeyError for an unknown id."""
     checker = registry()[iid](iid)
-    checker.build_description(**clean_kwargs(kwargs))
+    kwargs = clean_kwargs(kwargs)
+    checker.build_description(**kwargs)
+    if iid == LETTER_FREQUENCY:
+        _count_the_character(checker, kwargs)
     return checker
+
+
+def _count_the_character(checker, kwargs: dict) -> None:
+    """letter_frequency as Google's checker has it since google-research@45e9105: the given character itself is
+    counted (lighteval 0.13.0's copy draws a random letter, unseeded, for anything outside a-z, so two IFEval prompts
+    with `#` and `!` scored differently from call to call), and a letter of several characters or a negative
+    frequency is refused (the copy drew random values instead)."""
+    letter, frequency = kwargs.get("letter"), kwargs.get("let_frequency")
+    if letter is not None and len(str(letter).strip()) != 1:
+        raise ValueError(f"letter must be one character, not {letter!r}")
+    if frequency is not None and int(frequency) < 0:
+        raise ValueError(f"let_frequency must be >= 0, not {frequency}")
+    if letter is not None:
+        checker._letter = str(letter).strip().lower()  # the attribute check_following counts
 
 
 def instruction_problems(ids: list[str], kwargs: list[dict]) -> list[str]:
@@ -115,13 +136,6 @@ def followed(response: str, ids: list[str], kwargs: list[dict], prompt: str | No
             checker.build_description(prompt=prompt)  # repeat_prompt compares with the request
         results.append(bool(response.strip()) and bool(checker.check_following(response)))
     return results
-
-
-def final_text(response: str) -> str | None:
-    """The answer after the last </think> (the whole response without tags); None when thinking never ended."""
-    if "</think>" in response:
-        return response.rsplit("</think>", 1)[1]
-    return None if "<think>" in response else response
 
 
 def score_instructions(item: dict, response: str) -> Score:

@@ -1,8 +1,9 @@
 """The text the verifiers score, the same in training rewards (both engines) and evaluation.
 
-The verifiers have one truncation rule: a response that opened ``<think>`` and never closed it was cut off inside
-its reasoning, and scores 0 (brorl.scoring.math.extract and the other families). Two things stand between a
-generated response and that rule:
+The verifiers have one truncation rule, `final_text`: a response that opened ``<think>`` and never closed it was
+cut off inside its reasoning, and scores 0; otherwise only the text after the last ``</think>`` is scored (every
+family: math, STEM, code, instruction following, Reasoning Gym). Two things stand between a generated response and
+that rule:
 
 * Chat templates that open the reasoning block themselves. The DeepSeek-R1-Distill template (and those derived from
   it) ends the generation prompt with ``<think>\\n``, so the response holds only the closing tag; a response cut off
@@ -22,6 +23,18 @@ from collections.abc import Iterable
 from typing import Any
 
 OPEN, CLOSE = "<think>", "</think>"
+
+
+def final_text(response: str) -> str | None:
+    """The answer the verifiers score: the text after the last ``</think>``, left-stripped; the whole response where
+    it has no reasoning tags; None where ``<think>`` was opened and never closed (cut off inside the reasoning).
+
+    Left-stripped because a model writes a blank line after ``</think>``, and IFEval's paragraph checks (Google's
+    ``nth_paragraph_first_word``) count it as an empty first paragraph yet index the unfiltered list, so paragraph n
+    is read as n-1 and every right answer fails; lm-evaluation-harness's IFEval strips it the same way."""
+    if CLOSE in response:
+        return response.rsplit(CLOSE, 1)[1].lstrip()
+    return None if OPEN in response else response
 
 
 def opens_reasoning(prompt_text: str) -> bool:

@@ -10,6 +10,7 @@ library gives them.
 
 from __future__ import annotations
 
+from .reasoning import final_text
 from .result import NO_ANSWER, Score, failed
 
 WRONG_PROBE = "definitely wrong"
@@ -32,10 +33,15 @@ def score_entry(item: dict, answer: str | None) -> Score:
 
 
 def score_reasoning_gym(item: dict, response: str) -> Score:
-    """Score one model response: the last <answer>...</answer> (library ``extract_answer``), then score_answer."""
+    """Score one model response: the last <answer>...</answer> (library ``extract_answer``) of the text after the
+    reasoning block, then score_answer; a response cut off inside its reasoning scores 0, as in every family (a tagged
+    draft inside ``<think>`` is never the answer)."""
     from reasoning_gym.utils import extract_answer
 
-    return score_entry(item, extract_answer(response or ""))
+    text = final_text(response) if isinstance(response, str) else None
+    if text is None:
+        return failed("truncated")
+    return score_entry(item, extract_answer(text))
 
 
 def audit(records: list[dict]) -> dict:

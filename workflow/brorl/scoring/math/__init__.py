@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 
 from ..result import Score
-from .extract import _is_truncated, extract_final_answer, last_boxed
+from ..reasoning import final_text
+from .extract import extract_final_answer, last_boxed
 from .grade import deepscaler_equal, math_verify_equal, set_timeouts
 from .normalize import fix_e_notation, normalize_gold
 
@@ -50,7 +51,7 @@ def score_math(item: dict, response: str) -> Score:
     verdict reuses it when the DeepScaleR comparison rejects)."""
     if not isinstance(response, str):
         return _unjudged("no_final_answer")
-    if _is_truncated(response):
+    if final_text(response) is None:  # opened <think> and never closed it
         return _unjudged("truncated")
     pred = extract_final_answer(response)
     if pred is None:

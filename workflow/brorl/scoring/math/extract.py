@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from ..reasoning import final_text
+
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])")
 
 
@@ -55,19 +57,12 @@ def last_boxed(text: str) -> str | None:
             pos = m.end()
 
 
-def _is_truncated(response: str) -> bool:
-    return "<think>" in response and "</think>" not in response
-
-
 def extract_final_answer(response: str) -> str | None:
     """The last boxed answer after the last </think> (whole response if no tags); None if truncated or unboxed."""
-    if not isinstance(response, str):
+    text = final_text(response) if isinstance(response, str) else None
+    if text is None:
         return None
-    if "</think>" in response:
-        response = response.rsplit("</think>", 1)[1]
-    elif "<think>" in response:
-        return None
-    answer = last_boxed(response)
+    answer = last_boxed(text)
     if answer is None:
         return None
     answer = answer.strip()

@@ -9,7 +9,7 @@ import functools
 import threading
 from typing import Any
 
-from .normalize import _normalize, fix_e_notation
+from .normalize import _normalize, bare_constants, fix_e_notation
 from .numeric import _numeric_equal
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,13 +130,15 @@ def _mv() -> dict[str, Any]:
 @functools.lru_cache(maxsize=65536)
 def _parse_gold(gold: str, parsing_timeout: int | None) -> tuple:
     mv = _mv()
-    return tuple(mv["parse"]("\\boxed{" + gold + "}", mv["config"], parsing_timeout=parsing_timeout))
+    latex = "\\boxed{" + bare_constants(gold) + "}"
+    return tuple(mv["parse"](latex, mv["config"], parsing_timeout=parsing_timeout))
 
 
 @functools.lru_cache(maxsize=8192)
 def _parse_pred(pred: str, parsing_timeout: int | None) -> tuple:
     mv = _mv()
-    return tuple(mv["parse"]("\\boxed{" + pred + "}", mv["config"], parsing_timeout=parsing_timeout))
+    latex = "\\boxed{" + bare_constants(pred) + "}"
+    return tuple(mv["parse"](latex, mv["config"], parsing_timeout=parsing_timeout))
 
 
 def math_verify_equal(pred: str, golds: list[str]) -> bool:

@@ -60,6 +60,20 @@ def normalize_gold(answer: Any) -> list[str]:
     return out
 
 
+# Euler's number and the imaginary unit in a font (`\\mathrm{e}`, `\\text{i}`) are no units: both graders dropped them.
+# math-verify 0.9.0 reads a font-wrapped e or i after a number as a unit and drops it (`\\boxed{2\\mathrm{e}}` parses
+# as 2, so it matched gold 2 and missed gold 2e), and stops parsing at `\\frac{1}{\\mathrm{e}}` (`1 - \\frac{1}{`):
+# the DeepScaleR normalisation below strips it as a trailing unit too. The constants are written bare before either
+# grader reads them, with a space in front (`2 e`, `\\frac{1}{ e}`, read as 2E and
+# 1/E; a bare `{e}` would be read as a set).
+_FONT_CONSTANT = re.compile(r"\\(?:mathrm|textrm|text|mathit|mathbf|operatorname)\s*\{\s*([ei])\s*\}")
+
+
+def bare_constants(latex: str) -> str:
+    """`latex` with `\\mathrm{e}`, `\\text{i}` and the like written as bare e and i (math-verify reads those)."""
+    return _FONT_CONSTANT.sub(r" \1", latex)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # DeepScaleR-style grader: normalisation
 
@@ -86,7 +100,7 @@ def _fix_fracs(s: str) -> str:
 
 def _normalize(s: str) -> str:
     """A canonical string for comparison (Hendrycks/DeepScaleR style); spaces removed except after commands."""
-    s = str(s).strip().replace("\n", " ")
+    s = bare_constants(str(s)).strip().replace("\n", " ")
     s = s.replace("$", "")
     s = re.sub(r"\\[!,;:]|\\ |~|\\quad|\\qquad", " ", s)
     s = s.replace("\\\\", " ")
