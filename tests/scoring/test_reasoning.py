@@ -4,7 +4,6 @@ leaves at the end of a response (brorl.scoring.reasoning), with both template st
 from __future__ import annotations
 
 import pytest
-
 from brorl.models.tiny import build_tokenizer
 from brorl.scoring.math import score_math
 from brorl.scoring.reasoning import as_scored, opens_reasoning, strip_special_tail, template_opens_reasoning

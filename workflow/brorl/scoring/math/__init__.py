@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 
-from ..result import Score
 from ..reasoning import final_text
+from ..result import Score
 from .extract import extract_final_answer, last_boxed
 from .grade import deepscaler_equal, math_verify_equal, set_timeouts
 from .normalize import fix_e_notation, normalize_gold
