@@ -9,7 +9,8 @@ fields of `plan_values` (tests/plan/test_plan.py): `{paper.gpu_hours:,.0f}` is t
 from __future__ import annotations
 
 # (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), probe (the paper config
-# with probe.enabled, priced by brorl.plan.pricing.probe_price: the probe is off in every shipped preset)
+# with probe.enabled, priced by brorl.plan.pricing.probe_price: the probe is off in every shipped preset), seg (the
+# longest training job of an arm priced by the plan's step model, as its walltime check does)
 QUOTES: list[tuple[str, str]] = [
     # the README's price table
     (
@@ -61,9 +62,25 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/cluster.md", "The driver runs for the whole reproduction ({paper.days:.1f} days by the plan)"),
     # design notes: the exports, the segment table's job counts, the evaluation cost model
     ("docs/design.md", "(the HF exports of {paper.export_gb:.2f} GB each by the plan's estimate;"),
-    ("docs/design.md", "| ProRL (8,192 samples/step) | 25 | 6.5 | {paper.train_jobs[prorl_n16]} |"),
-    ("docs/design.md", "| BroRL and the arms of 65,536 samples/step | 15 | 13.9 | {paper.train_jobs[brorl_n512]} |"),
-    ("docs/design.md", "| 10 | 16.5 | {one_node.train_jobs[prorl_n16]} per arm |"),
+    (
+        "docs/design.md",
+        "| ProRL (8,192 samples/step) | {seg.steps[prorl_n16]} | {seg.hours[prorl_n16]:.1f} | "
+        "{paper.train_jobs[prorl_n16]} |",
+    ),
+    (
+        "docs/design.md",
+        "| BroRL and the arms of 65,536 samples/step | {seg.steps[brorl_n512]} | {seg.hours[brorl_n512]:.1f} | "
+        "{paper.train_jobs[brorl_n512]} |",
+    ),
+    (
+        "docs/design.md",
+        "| `sweep_n1024` (131,072 samples/step) | {seg.steps[sweep_n1024]} | {seg.hours[sweep_n1024]:.1f} | "
+        "{seg.jobs[sweep_n1024]} |",
+    ),
+    (
+        "docs/design.md",
+        "| {seg.steps[one_node]} | {seg.hours[one_node]:.1f} | {one_node.train_jobs[prorl_n16]} per arm |",
+    ),
     ("docs/design.md", "(the 21 benchmarks' {paper.problems:,} problems)"),
     (
         "docs/design.md",

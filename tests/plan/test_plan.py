@@ -182,6 +182,25 @@ def probe_values(paper_gpu_hours: float, override: Path) -> SimpleNamespace:
     )
 
 
+def segment_values(paper_config: dict, one_node_config: dict) -> SimpleNamespace:
+    """Each arm's longest training job, priced by the plan's step model (brorl.plan.walltime's check), with its
+    steps and the arm's jobs; `one_node` is the one-node preset's ProRL arm on its one node."""
+    from brorl.plan.estimate import training_hours
+
+    steps, hours, jobs = {}, {}, {}
+    for key, config, arm, nodes in (
+        ("prorl_n16", paper_config, "prorl_n16", 8),
+        ("brorl_n512", paper_config, "brorl_n512", 8),
+        ("sweep_n1024", paper_config, "sweep_n1024", 8),  # an arm of config.yaml that no switch turns on
+        ("one_node", one_node_config, "prorl_n16", 1),
+    ):
+        plan = arm_plan(config, arm)
+        steps[key] = max(len(s.steps) for s in plan.segments)
+        hours[key] = training_hours(plan.samples_per_step, steps[key], 1, nodes, EST)
+        jobs[key] = len(plan.segments)
+    return SimpleNamespace(steps=steps, hours=hours, jobs=jobs)
+
+
 def folded(text: str) -> str:
     return " ".join(text.split())
 
@@ -190,6 +209,9 @@ def folded(text: str) -> str:
 def test_every_plan_number_the_docs_quote_is_the_plans_output(tmp_path, preset_plans):
     values = {name: plan_values(record) for name, (_, record) in preset_plans.items()}
     values["probe"] = probe_values(values["paper"].gpu_hours, tmp_path / "probe.yaml")
+    values["seg"] = segment_values(
+        load_yaml_config(CONFIG), load_yaml_config(CONFIG, ROOT / "workflow/presets/one_node.yaml")
+    )
     pages = {page: folded((ROOT / page).read_text()) for page in {page for page, _ in QUOTES}}
     wrong = []
     for page, quote in QUOTES:
