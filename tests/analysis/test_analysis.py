@@ -49,6 +49,7 @@ from brorl.analysis.significance import compare_checkpoints, learning_effects
 from brorl.analysis.summary import first_beating
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
+from brorl.stats.agreement import NO_NOISE
 from brorl.tables import MAX_PRINTED_COLUMNS, plus_minus
 from brorl.training.metrics import FIELDS
 from helpers import copy_workflow
@@ -401,7 +402,8 @@ def test_tables_rendered_from_the_paper_numbers_reproduce_its_cells_exactly():
         given = t[t["pass@1, paper"] != NOT_GIVEN]
         n_cells = sum(len(c) for c in table["benchmarks"].values())
         assert len(given) == n_cells and (given["pass@1"] == given["pass@1, paper"]).all()
-        assert (given["diff"] == "+0.00").all()
+        # no per-problem variances in this frame: the difference has no rerun se and no verdict
+        assert (given["diff"] == "+0.00 ± n/a").all() and (given["vs paper"] == NO_NOISE).all()
         for name, cells in table["benchmarks"].items():
             for key, value in cells.items():
                 role, step = key.split("@")
@@ -428,6 +430,7 @@ def test_tiny_runs_and_partial_families_are_never_diffed_and_table1_prints_in_te
     for family in PAPER["benchmark_tables"]:
         t = benchmark_table(PAPER, family, rows, bench, tiny=True)
         assert set(t["diff"]) <= {TINY_SCALE, "n/a"} and (t["diff"] == TINY_SCALE).any()
+        assert (t["vs paper"] == t["diff"]).all()  # no verdict where there is no difference
     # at paper scale a family average over part of the paper's benchmarks is flagged, never diffed
     partial = fam.copy()
     partial.loc[partial["family"] == "math", "benchmarks"] = "aime24,math500"

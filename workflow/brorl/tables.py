@@ -54,16 +54,17 @@ def format_value(x: object) -> str:
     return str(x)
 
 
-def plus_minus(value: object, se: object, scale: float = 1.0, digits: int = 2) -> str:
-    """A score cell ``62.10 ± 0.80`` (value and standard error times `scale`); ``± n/a`` where the error is undefined
-    (one problem); empty for a missing value; a text marker (``not run``) as it is."""
+def plus_minus(value: object, se: object, scale: float = 1.0, digits: int = 2, sign: str = "") -> str:
+    """A score cell ``62.10 ± 0.80`` (value and standard error times `scale`; ``sign="+"`` signs the value, for a
+    difference); ``± n/a`` where the error is undefined (one problem); empty for a missing value; a text marker
+    (``not run``) as it is."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if not isinstance(value, Real) or isinstance(value, bool):
         return str(value)
     has_se = isinstance(se, Real) and not isinstance(se, bool) and not math.isnan(float(se))
     err = f"{round(scale * float(se), digits) + 0.0:.{digits}f}" if has_se else "n/a"
-    return f"{round(scale * float(value), digits) + 0.0:.{digits}f} ± {err}"
+    return f"{round(scale * float(value), digits) + 0.0:{sign}.{digits}f} ± {err}"
 
 
 def _collapse_lists(args: list[str], keep: int = 2) -> list[str]:

@@ -19,7 +19,7 @@ from ..stats.units import instance_means
 from .checkpoints import hours_by_step
 
 SCORES_PATH = re.compile(r"(?:^|/)(?P<arm>[^/]+)/step(?P<step>\d+)/(?P<benchmark>[^/]+)\.scores\.parquet$")
-UNIT_COLUMNS = ("arm", "step", "benchmark", "family", "task", "id", "n_samples", "score")
+UNIT_COLUMNS = ("arm", "step", "benchmark", "family", "task", "id", "n_samples", "score", "score_var")
 
 
 class AnalysisInputError(ValueError):

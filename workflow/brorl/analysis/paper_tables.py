@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..stats.agreement import NO_NOISE, agreement
 from ..tables import plus_minus
 from .paper import (
     FAMILY_LABELS,
@@ -295,11 +296,14 @@ def benchmark_table(
     bench: pd.DataFrame,
     configured: Sequence[str] = (),
     tiny: bool = False,
+    margin_points: float = 1.0,
 ) -> pd.DataFrame:
     """Table 3, 4 or 5 (``family``): one row per (benchmark, checkpoint), pass@1 (%) reproduced / paper / diff
-    (TINY_SCALE in place of every difference of a tiny run).
+    (TINY_SCALE in place of every difference of a tiny run), the difference's rerun standard error (``diff se``,
+    brorl.stats.agreement: the sampling noise of two runs on the same problems, not the problem-level se) and the
+    verdict ``vs paper``: agrees (within 2 se, or within ``margin_points``), above or below.
 
-    bench: arm, step, family, benchmark, pass1 (fraction) and optionally se, n_items, n_samples. Benchmarks: the
+    bench: arm, step, family, benchmark, pass1 (fraction) and optionally se, n_items, n_samples, rerun_se. Benchmarks: the
     paper's, then those of this family that were evaluated or configured (evaluation.benchmarks, ``configured``) but
     are not in the paper's table.
     """
@@ -323,8 +327,22 @@ def benchmark_table(
             _with_error(row, "pass@1", bench, cp.arm, cp.step, "se", benchmark=name)
             row["pass@1, paper"] = given if given is not None else NOT_GIVEN
             row["diff"] = _diff(repro, given, TINY_SCALE if tiny else None)
+            noise = (
+                _percent(_value(bench, cp.arm, cp.step, "rerun_se", benchmark=name)) if "rerun_se" in bench else None
+            )
+            row["diff se"] = noise if _is_num(row["diff"]) else NOT_APPLICABLE
+            row["vs paper"] = _verdict(row["diff"], row["diff se"], margin_points)
             out.append(row)
     return pd.DataFrame(out)
+
+
+def _verdict(diff: object, se: object, margin_points: float) -> str:
+    """``agrees`` / ``above`` / ``below`` for a numeric difference (points) with its rerun se; markers kept."""
+    if not _is_num(diff):
+        return str(diff)
+    if not _is_num(se):
+        return NO_NOISE
+    return agreement(float(diff) / 100, 0.0, float(se) / 100, margin_points / 100).verdict
 
 
 def display(table: pd.DataFrame) -> pd.DataFrame:
@@ -347,7 +365,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
     return pd.DataFrame(
         {
-            c: [plus_minus(x, e) for x, e in zip(table[c], table[c + " se"])]
+            c: [plus_minus(x, e, sign="+" if c.endswith("diff") else "") for x, e in zip(table[c], table[c + " se"])]
             if c in errors
             else [fmt(c, x) for x in table[c]]
             for c in table.columns

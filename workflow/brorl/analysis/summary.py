@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..stats.agreement import ABOVE, AGREES, BELOW, NOT_IN_INTERVAL
 from .paper import FAMILY_LABELS, NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK
 
@@ -133,7 +134,7 @@ TINY_START_NOTE = (
     "At this scale these verdicts depend on the start model, and the start model on the machine: the tiny model's "
     "warm start stops in the middle of a sharp transition (its answer digit goes from chance to learned within a few "
     "hundred steps), so another processor's floating-point kernels, like another warm-start seed, give another start "
-    "model and other verdicts. From a start near 60% both tiny arms have gained 10-14 points in every run measured; "
+    "model and other verdicts. From a start near 60% both tiny arms have gained 10-14 points on the sums in every run measured; "
     "from starts of 65-71% the gains were a few points either way, and either arm could end below its start "
     "(docs/stages.md#the-tiny-experiment). Neither says anything about BroRL."
 )
@@ -428,7 +429,35 @@ def _benchmarks(tables: Mapping[str, pd.DataFrame]) -> list[str]:
             f"- {FAMILY_LABELS[fam]}: the paper gives {len(given)} cells; {len(both)} have a reproduced "
             f"value here ({text}); {int((t['pass@1'] == NOT_RUN).sum())} rows are not run."
         )
+        lines += _verdicts(both)
     return lines + [""]
+
+
+def _verdicts(both: pd.DataFrame) -> list[str]:
+    """How many reproduced cells agree with the paper's within the noise of a rerun on the same problems, and which
+    do not (brorl.stats.agreement); nothing where no difference was computed."""
+    if "vs paper" not in both or not len(both):
+        return []
+    judged = both[both["vs paper"].isin([AGREES, ABOVE, BELOW])]
+    if not len(judged):
+        return []
+    counts = judged["vs paper"].value_counts()
+    off = [
+        f"{r['benchmark']} {r['method']} {r['continued steps']}: {_pts_cell(r['diff'])} ± "
+        f"{_pts_cell(r['diff se'], sign='')} points, {r['vs paper']}"
+        for r in judged[judged["vs paper"] != AGREES].to_dict("records")
+    ]
+    return [
+        f"  - against the paper, within 2 rerun se (or 1 point): {int(counts.get(AGREES, 0))} agree, "
+        f"{int(counts.get(ABOVE, 0))} above, {int(counts.get(BELOW, 0))} below"
+        + (f" ({'; '.join(off)})" if off else "")
+        + f"; {NOT_IN_INTERVAL}."
+    ]
+
+
+def _pts_cell(x: object, sign: str = "+") -> str:
+    v = _num(x)
+    return "n/a" if v is None else f"{v:{sign}.2f}"
 
 
 def _statistics(sig: Mapping) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..stats.agreement import rerun_se
 from ..stats.stderr import MeanError, mean_error, mean_of_errors, weighted_mean_error
 
 ERROR_COLUMNS = ("se", "ci_low", "ci_high", "n_items", "n_samples")
@@ -38,8 +39,17 @@ def _per_group(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def benchmark_pass1(units: pd.DataFrame) -> pd.DataFrame:
-    """arm, step, family, benchmark, pass1, se, ci_low, ci_high, n_items, n_samples (per benchmark and checkpoint)."""
-    return _per_group(units, ["arm", "step", "family", "benchmark"])
+    """arm, step, family, benchmark, pass1, se, ci_low, ci_high, n_items, n_samples (per benchmark and checkpoint),
+    and rerun_se: the noise of a rerun on the same problems (brorl.stats.agreement; NaN without ``score_var``)."""
+    keys = ["arm", "step", "family", "benchmark"]
+    out = _per_group(units, keys)
+    if "score_var" not in units.columns:
+        return out.assign(rerun_se=float("nan"))
+    noise = [
+        {**dict(zip(keys, key)), "rerun_se": rerun_se(g["score_var"].to_numpy(dtype=float), _samples(g))}
+        for key, g in units.groupby(keys, sort=True)
+    ]
+    return out.merge(pd.DataFrame(noise, columns=[*keys, "rerun_se"]), on=keys, how="left", validate="one_to_one")
 
 
 def _family_error(g: pd.DataFrame) -> MeanError:

@@ -54,7 +54,8 @@ def instance_means(
     many arms/checkpoints in one pass. Columns named in ``carry`` that exist (e.g. family) are copied from each
     instance's first row.
 
-    Returns one row per instance, sorted by the keys: the key columns, ``n_samples`` and ``score`` (the mean).
+    Returns one row per instance, sorted by the keys: the key columns, ``n_samples``, ``score`` (the mean) and
+    ``score_var`` (the sample variance of its scores, ddof 1; NaN for one sample).
     Raises ValueError on missing columns, NaN scores or keys, negative or duplicated sample indices within an
     instance, and (with ``expected_samples``) on any instance whose sample count differs, naming how many.
     """
@@ -125,6 +126,10 @@ def instance_means(
             out[name] = scores_frame[name].iloc[firsts].to_numpy()
     out["n_samples"] = counts.astype(np.int64)
     out[score] = means
+    # the sample variance (ddof 1) of each instance's scores: the noise a rerun of the same problems would see
+    squares = np.bincount(inst, weights=(values - means[inst]) ** 2, minlength=k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[f"{score}_var"] = np.where(counts > 1, squares / (counts - 1), np.nan)
     return pd.DataFrame(out)
 
 
