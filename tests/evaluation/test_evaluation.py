@@ -127,7 +127,7 @@ def test_score_and_summarize_cli_on_hand_made_samples(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     df = pd.read_parquet(scores)
-    assert list(df.columns) == ["id", "sample_idx", "score", "correct", "error", "correct_math_verify"]
+    assert list(df.columns) == ["id", "sample_idx", "score", "correct", "error", "correct_math_verify", "tests_passed"]
     assert df["correct_math_verify"].tolist() == df["correct"].tolist()  # integer answers: the graders agree
     assert len(df) == 12 and set(zip(df.id, df.sample_idx)) == {(it["id"], s) for it in items[:3] for s in range(4)}
     expected = [1.0 if (i + s) % 2 == 0 else 0.0 for i in range(3) for s in range(4)]

@@ -134,6 +134,11 @@ def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path, pre
         if not row["name"].startswith("train_ppo["):
             assert row["dag_jobs"] == dry.get(row["name"], 0), row
     assert record["totals"]["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in record["rows"]))
+    # scoring: a code benchmark's job runs every test of a failing program (both code scores from one run)
+    (scoring,) = [r for r in record["rows"] if r["name"] == "score_samples"]
+    per_checkpoint = 4 * EST.hours_of("score_samples_code") + 17 * EST.hours_of("score_samples")
+    assert EST.hours_of("score_samples_code") > EST.hours_of("score_samples")
+    assert scoring["jobs"] == 33 * 21 and scoring["hours"] == pytest.approx(33 * per_checkpoint)
     train = [r for r in record["rows"] if r["name"].startswith("train_ppo[")]
     assert all(r["gpus"] == 64 for r in train) and 100 < sum(r["hours"] for r in train) < 400
 

@@ -116,3 +116,20 @@ def test_summary_counts_the_verdicts_and_names_the_cells_that_do_not_agree():
     assert "2 agree, 0 above, 1 below (math500 BroRL +191: -3.10 ± 0.42 points, below)" in line
     assert "engine, hardware and numerics differences are not in the interval" in line
     assert _verdicts(both.assign(**{"vs paper": "n/a (tiny scale)"})) == []
+
+
+def test_summary_says_which_code_score_reproduces_the_papers_baseline():
+    from brorl.analysis.summary import _code_scoring
+
+    both = pd.DataFrame(
+        {
+            "benchmark": ["apps", "codecontests", "codeforces", "taco"],
+            "continued steps": ["+0"] * 4,
+            "vs paper": [BELOW] * 4,
+            "tests passed vs paper": ["+0.40 ± 0.50: agrees", "-0.90 ± 0.80: agrees", "+3.00 ± 0.70: above", "x"],
+        }
+    )
+    (line,) = _code_scoring(both)
+    assert "all tests passing agrees on 0 of 4 benchmarks and the fraction of tests passed on 2 of 4" in line
+    assert line.endswith("the fraction of tests passed.")
+    assert "not measured here" in _code_scoring(both.assign(**{"vs paper": "not run"}))[0]

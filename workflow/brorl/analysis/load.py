@@ -13,13 +13,27 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from ..benchmarks.records import read_records
 from ..stats.units import instance_means
 from .checkpoints import hours_by_step
 
 SCORES_PATH = re.compile(r"(?:^|/)(?P<arm>[^/]+)/step(?P<step>\d+)/(?P<benchmark>[^/]+)\.scores\.parquet$")
-UNIT_COLUMNS = ("arm", "step", "benchmark", "family", "task", "id", "n_samples", "score", "score_var")
+UNIT_COLUMNS = (
+    "arm",
+    "step",
+    "benchmark",
+    "family",
+    "task",
+    "id",
+    "n_samples",
+    "score",
+    "score_var",
+    "tests_passed",
+    "tests_passed_var",
+)
+TESTS_PASSED = ("tests_passed",)  # the scores' code column (brorl.evaluation.score.TESTS_PASSED_COLUMN), optional
 
 
 class AnalysisInputError(ValueError):
@@ -60,7 +74,8 @@ def load_units(
         if bench not in known:
             raise AnalysisInputError(f"{path}: no records file was given for benchmark {bench!r}")
         try:
-            df = pd.read_parquet(path, columns=["id", "sample_idx", "score"])
+            columns = ["id", "sample_idx", "score"]
+            df = pd.read_parquet(path, columns=columns + [c for c in TESTS_PASSED if c in pq.read_schema(path).names])
         except Exception as err:  # pyarrow raises several types for missing/corrupt files
             raise AnalysisInputError(f"{path}: cannot read the scores: {err}") from err
         df["id"] = df["id"].astype(str)
@@ -79,9 +94,28 @@ def load_units(
         )
     except ValueError as err:
         raise AnalysisInputError(f"scores: {err}") from err
+    units = _with_tests_passed(units, samples, expected_samples)
     units = units.merge(items, on=["benchmark", "id"], how="left", validate="many_to_one")
     units["step"] = units["step"].astype(int)
     return units[list(UNIT_COLUMNS)].sort_values(["arm", "step", "benchmark", "id"]).reset_index(drop=True)
+
+
+def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame, expected_samples: int | None) -> pd.DataFrame:
+    """``units`` with each code instance's mean fraction of tests passed and its variance (``tests_passed``,
+    ``tests_passed_var``; NaN for other families and for code scored before the fraction was recorded)."""
+    keys = ["arm", "step", "benchmark", "id"]
+    column = TESTS_PASSED[0]
+    scored = samples[samples[column].notna()] if column in samples.columns else samples.iloc[:0]
+    if not len(scored):
+        return units.assign(tests_passed=float("nan"), tests_passed_var=float("nan"))
+    try:
+        fractions = instance_means(
+            scored.astype({column: float}), keys=keys, score=column, expected_samples=expected_samples, carry=()
+        )
+    except ValueError as err:
+        raise AnalysisInputError(f"scores ({column}): {err}") from err
+    fractions = fractions[[*keys, column, f"{column}_var"]]
+    return units.merge(fractions, on=keys, how="left", validate="one_to_one")
 
 
 def load_hours(metrics_files: Iterable[Path | str], per_step=hours_by_step) -> dict[str, dict[int, float]]:

@@ -332,8 +332,27 @@ def benchmark_table(
             )
             row["diff se"] = noise if _is_num(row["diff"]) else NOT_APPLICABLE
             row["vs paper"] = _verdict(row["diff"], row["diff se"], margin_points)
+            if family == "code":
+                _tests_passed(row, bench, cp, name, given, tiny, margin_points)
             out.append(row)
     return pd.DataFrame(out)
+
+
+def _tests_passed(row: dict, bench: pd.DataFrame, cp: Checkpoint, name: str, given, tiny: bool, margin: float) -> None:
+    """Table 4's second score: the mean fraction of tests passed (%), its se, and how it compares with the paper's
+    number (the paper does not say which of the two it reports): the difference ± its rerun se, and the verdict."""
+    value = (
+        _percent(_value(bench, cp.arm, cp.step, "tests_passed", benchmark=name)) if "tests_passed" in bench else None
+    )
+    row["tests passed"] = value if _is_num(value) else NOT_RUN if row["pass@1"] == NOT_RUN else NOT_APPLICABLE
+    if _is_num(value):
+        row["tests passed se"] = _percent(_value(bench, cp.arm, cp.step, "tests_passed_se", benchmark=name))
+    diff = _diff(value, given, TINY_SCALE if tiny else None)
+    if not _is_num(diff):
+        row["tests passed vs paper"] = str(diff)
+        return
+    se = _percent(_value(bench, cp.arm, cp.step, "tests_passed_rerun_se", benchmark=name))
+    row["tests passed vs paper"] = f"{plus_minus(diff, se, sign='+')}: {_verdict(diff, se, margin)}"
 
 
 def _verdict(diff: object, se: object, margin_points: float) -> str:

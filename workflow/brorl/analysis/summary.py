@@ -430,7 +430,32 @@ def _benchmarks(tables: Mapping[str, pd.DataFrame]) -> list[str]:
             f"value here ({text}); {int((t['pass@1'] == NOT_RUN).sum())} rows are not run."
         )
         lines += _verdicts(both)
+        if fam == "code":
+            lines += _code_scoring(both)
     return lines + [""]
+
+
+def _code_scoring(both: pd.DataFrame) -> list[str]:
+    """Which code score reproduces the paper's Baseline row (the start checkpoint, the same weights): all tests
+    passing (pass@1) or the fraction of tests passed; the paper does not say which it reports."""
+    base = both[both["continued steps"] == "+0"] if "tests passed vs paper" in both else both.iloc[:0]
+    judged = base[base["vs paper"].isin([AGREES, ABOVE, BELOW])]
+    if not len(judged):
+        return ["  - which code score the paper reports: not measured here (no Baseline code cell was reproduced)."]
+    all_pass = int((judged["vs paper"] == AGREES).sum())
+    fraction = int(judged["tests passed vs paper"].str.endswith(f": {AGREES}").sum())
+    n = len(judged)
+    reading = (
+        "all tests passing"
+        if all_pass > fraction
+        else "the fraction of tests passed"
+        if fraction > all_pass
+        else "neither more than the other"
+    )
+    return [
+        f"  - which code score the paper reports: against its Baseline row, all tests passing agrees on {all_pass} "
+        f"of {n} benchmarks and the fraction of tests passed on {fraction} of {n}: {reading}."
+    ]
 
 
 def _verdicts(both: pd.DataFrame) -> list[str]:

@@ -40,16 +40,29 @@ def _per_group(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def benchmark_pass1(units: pd.DataFrame) -> pd.DataFrame:
     """arm, step, family, benchmark, pass1, se, ci_low, ci_high, n_items, n_samples (per benchmark and checkpoint),
-    and rerun_se: the noise of a rerun on the same problems (brorl.stats.agreement; NaN without ``score_var``)."""
+    and SECOND: the noise of a rerun on the same problems (brorl.stats.agreement; NaN without ``score_var``), and for
+    code the mean fraction of tests passed with its errors (NaN elsewhere)."""
     keys = ["arm", "step", "family", "benchmark"]
     out = _per_group(units, keys)
-    if "score_var" not in units.columns:
-        return out.assign(rerun_se=float("nan"))
-    noise = [
-        {**dict(zip(keys, key)), "rerun_se": rerun_se(g["score_var"].to_numpy(dtype=float), _samples(g))}
-        for key, g in units.groupby(keys, sort=True)
-    ]
-    return out.merge(pd.DataFrame(noise, columns=[*keys, "rerun_se"]), on=keys, how="left", validate="one_to_one")
+    extra = [{**dict(zip(keys, key)), **_second_scores(g)} for key, g in units.groupby(keys, sort=True)]
+    return out.merge(pd.DataFrame(extra, columns=[*keys, *SECOND]), on=keys, how="left", validate="one_to_one")
+
+
+# per benchmark beside pass1: its rerun noise, and code's mean fraction of tests passed with its se and rerun noise
+SECOND = ("rerun_se", "tests_passed", "tests_passed_se", "tests_passed_rerun_se")
+
+
+def _second_scores(g: pd.DataFrame) -> dict:
+    """The columns of SECOND for one benchmark's units (NaN where the units lack what they need)."""
+    nan = float("nan")
+    out = dict.fromkeys(SECOND, nan)
+    if "score_var" in g:
+        out["rerun_se"] = rerun_se(g["score_var"].to_numpy(dtype=float), _samples(g))
+    if "tests_passed" in g and g["tests_passed"].notna().all() and len(g):
+        err = mean_error(g["tests_passed"].to_numpy(dtype=float))
+        out.update(tests_passed=err.mean, tests_passed_se=err.se)
+        out["tests_passed_rerun_se"] = rerun_se(g["tests_passed_var"].to_numpy(dtype=float), _samples(g))
+    return out
 
 
 def _family_error(g: pd.DataFrame) -> MeanError:

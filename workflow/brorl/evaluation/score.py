@@ -2,10 +2,13 @@
 exactly once, and run the verifiers through ``brorl.scoring.score_batch``.
 
 Samples (brorl.generation): ``id, sample_idx, response, n_tokens, finish_reason``.
-Scores (written here):     ``id, sample_idx, score, correct, error, correct_math_verify``, in the samples' item order,
-then sample_idx. ``correct_math_verify`` is math-verify's verdict alone on the same extracted answer (the math
-verifier's second verdict, beside ``correct`` = DeepScaleR OR math-verify); False for a math sample that could not
-be judged (truncated, no answer, timeout: ``error`` says why), null (NA) for every non-math sample.
+Scores (written here):     ``id, sample_idx, score, correct, error, correct_math_verify, tests_passed``, in the
+samples' item order, then sample_idx. ``correct_math_verify`` is math-verify's verdict alone on the same extracted
+answer (the math verifier's second verdict, beside ``correct`` = DeepScaleR OR math-verify); False for a math sample
+that could not be judged (truncated, no answer, timeout: ``error`` says why), null (NA) for every non-math sample.
+``tests_passed`` is a code sample's fraction of tests passed (0 when it could not run: no code, timeout), from the
+same sandboxed run as its all-tests-pass ``score``; null for every non-code sample. The paper's code numbers may be
+either: the summary and Table 4 give both.
 
 Truncated responses (finish_reason "length") are scored like the others and keep the verifier's verdict: the math
 verifier gives 0 to a response without ``</think>`` (the protocol's "truncated responses score 0"); the summary
@@ -26,6 +29,9 @@ from ..benchmarks.records import read_records
 SAMPLE_COLUMNS = ("id", "sample_idx", "response", "n_tokens", "finish_reason")
 SCORE_COLUMNS = ("id", "sample_idx", "score", "correct", "error")
 MATH_VERIFY_COLUMN = "correct_math_verify"  # written for every benchmark; required by the summary of a math one
+# the fraction of a code sample's tests that passed (null outside code): the second code score, beside `score`, the
+# all-tests-pass verdict; written for every benchmark, read by the summary of a code one where present
+TESTS_PASSED_COLUMN = "tests_passed"
 SAMPLES_META_KEY = b"brorl.samples"  # = brorl.generation.generate.META_KEY (this stage never imports generation)
 
 
@@ -123,21 +129,33 @@ def score_samples(
         as_scored("" if r is None or (isinstance(r, float) and r != r) else str(r), reasoning_opened)
         for r in samples["response"]
     ]
-    pairs = [(by_id[i], r) for i, r in zip(samples["id"].astype(str), responses)]
+    pairs = [(evaluation_item(by_id[i]), r) for i, r in zip(samples["id"].astype(str), responses)]
     results = score_batch(pairs, workers=workers, timeout_s=timeout_s, progress=progress)
     math_verify = [
         (bool(r.math_verify) if item.get("scorer") == "math" else pd.NA) for (item, _), r in zip(pairs, results)
     ]
+    code = [item.get("scorer") == "code" for item, _ in pairs]
     return pd.DataFrame(
         {
             "id": samples["id"].astype(str).to_numpy(),
             "sample_idx": samples["sample_idx"].astype("int64").to_numpy(),
-            "score": [float(r.score) for r in results],
+            # code: the all-tests-pass verdict (the protocol's pass@1); the fraction goes to TESTS_PASSED_COLUMN
+            "score": [float(r.correct) if c else float(r.score) for r, c in zip(results, code)],
             "correct": [bool(r.correct) for r in results],
             "error": pd.array([r.error for r in results], dtype="string"),
             MATH_VERIFY_COLUMN: pd.array(math_verify, dtype="boolean"),
+            TESTS_PASSED_COLUMN: pd.array([r.score if c else None for r, c in zip(results, code)], dtype="Float64"),
         }
     )
+
+
+def evaluation_item(item: dict) -> dict:
+    """The item as evaluation scores it. Code runs every test of the program in one sandboxed run (the training
+    reward's fraction mode, within the same time budget), so one run yields both verdicts: all tests passed, and
+    the fraction of tests passed."""
+    if item.get("scorer") == "code":
+        return {**item, "scorer_options": {**item.get("scorer_options", {}), "reward": "fraction"}}
+    return item
 
 
 def write_scores(df: pd.DataFrame, out: Path | str) -> None:

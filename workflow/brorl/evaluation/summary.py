@@ -9,7 +9,10 @@ and the analysis tables show its own averages beside it).
 Error bars (brorl.stats.stderr, docs/design.md#error-bars): every pass@k has the analytic standard error of a mean
 over problems and pass@1 its 95% interval; a family average has ``sqrt(sum se^2) / k``. Math benchmarks also get
 pass@1 under math-verify alone (the lighteval / open-r1 grader) and the samples on which it and the ProRL grader
-(DeepScaleR OR math-verify) disagree, both ways; other families have ``math_verify: null``.
+(DeepScaleR OR math-verify) disagree, both ways; other families have ``math_verify: null``. Code benchmarks also get
+the mean fraction of tests passed (``tests_passed``; pass@1 is all tests passing): the paper's code scoring is not
+published, and its Baseline row sits 12-19 points above the model card's code numbers for the same weights, which
+a partial-credit score would explain; once measured, Table 4 says which of the two reproduces it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from ..scoring.result import NO_ANSWER_REASONS
 from ..stats.stderr import MeanError, mean_error, mean_of_errors
 from ..tables import plus_minus
 from .passk import DEFAULT_KS, ks_for, pass_at_k_from_scores
-from .score import MATH_VERIFY_COLUMN, SAMPLE_COLUMNS, SCORE_COLUMNS, EvaluationError, check_coverage
+from .score import (
+    MATH_VERIFY_COLUMN,
+    SAMPLE_COLUMNS,
+    SCORE_COLUMNS,
+    TESTS_PASSED_COLUMN,
+    EvaluationError,
+    check_coverage,
+)
 
 FAMILY_LABELS = {"math": "Math", "code": "Code", "reasoning_gym": "Reasoning Gym"}
 FAMILY_ORDER = tuple(FAMILY_LABELS)
@@ -71,6 +81,19 @@ def math_verify_summary(items: list[dict], scores: pd.DataFrame, n: int, where: 
     }
 
 
+def tests_passed_summary(items: list[dict], scores: pd.DataFrame, n: int, where: str) -> dict | None:
+    """The second code score: the mean over problems of each problem's mean fraction of tests passed (with its
+    error), for a benchmark scored by the code verifier whose scores carry it; None otherwise (other families, and
+    code scored before both were recorded)."""
+    if any(item.get("scorer") != "code" for item in items) or TESTS_PASSED_COLUMN not in scores.columns:
+        return None
+    fraction = scores[TESTS_PASSED_COLUMN]
+    if fraction.isna().any():
+        raise EvaluationError(f"{where}: {int(fraction.isna().sum())} code sample(s) have no {TESTS_PASSED_COLUMN}")
+    err = mean_error(fraction.to_numpy(dtype=np.float64).reshape(len(items), n).mean(axis=1))
+    return {"pass_at_1": err.mean, **_error_fields(err)}
+
+
 def summarize(
     items: list[dict],
     samples: pd.DataFrame,
@@ -99,6 +122,7 @@ def summarize(
         "pass_at_k": {str(k): float(v.mean()) for k, v in pass_k.items()},
         "pass_at_k_stderr": {str(k): _finite(mean_error(v).se) for k, v in pass_k.items()},
         "math_verify": math_verify_summary(items, scores, n, where),
+        "tests_passed": tests_passed_summary(items, scores, n, where),
         "correct_rate": float(scores["correct"].astype(bool).mean()),
         "mean_response_tokens": float(samples["n_tokens"].astype(float).mean()),
         "truncation_rate": float((samples["finish_reason"].astype(str) == "length").mean()),
@@ -146,6 +170,7 @@ def summary_record(
 # ---------------------------------------------------------------------------------------------------------- collect
 ERROR_COLUMNS = ("pass@1 se", "pass@1 ci95 low", "pass@1 ci95 high")
 MV_COLUMNS = ("pass@1 math-verify", "pass@1 math-verify se", "ProRL only", "math-verify only")
+TP_COLUMNS = ("pass@1 tests passed", "pass@1 tests passed se")  # code: the mean fraction of tests passed
 
 
 def _nan(x: object) -> float:
@@ -176,6 +201,8 @@ def _benchmark_row(s: dict, ks, cols: list[str]) -> dict:
             (_nan(mv.get(k)) for k in ("pass_at_1", "pass_at_1_stderr", "prorl_only", "math_verify_only")),
         )
     )
+    tp = s.get("tests_passed") or {}
+    row.update(zip(TP_COLUMNS, (_nan(tp.get("pass_at_1")), _nan(tp.get("pass_at_1_stderr")))))
     row["mean_response_tokens"] = s["mean_response_tokens"]
     row["truncation_rate"] = s["truncation_rate"]
     reasons = s["scorer_errors"]
@@ -203,6 +230,8 @@ def _average_row(arm: str, step: int, family: str, group: pd.DataFrame, cols: li
     avg.update(zip(ERROR_COLUMNS, (err.se, err.low, err.high)))
     mv = mean_of_errors(group["pass@1 math-verify"], group["pass@1 math-verify se"], avg["n_items"])
     avg.update(zip(MV_COLUMNS[:2], (mv.mean, mv.se)))
+    tp = mean_of_errors(group[TP_COLUMNS[0]], group[TP_COLUMNS[1]], avg["n_items"])
+    avg.update(zip(TP_COLUMNS, (tp.mean, tp.se)))
     for c in MV_COLUMNS[2:]:
         avg[c] = group[c].sum(min_count=len(group))  # NaN unless every benchmark counted its disagreements
     avg["no_answer"] = int(group["no_answer"].sum())
@@ -239,7 +268,7 @@ def collect(summaries: list[dict], ks=DEFAULT_KS) -> pd.DataFrame:
 def display_collected(df: pd.DataFrame) -> pd.DataFrame:
     """The collected table as text for markdown: pass@1 (%) ``± se`` with its 95% interval and ``n`` (problems x
     samples), the math-verify pass@1 the same way; the other pass@k as fractions."""
-    out = df.drop(columns=[*ERROR_COLUMNS, "pass@1 math-verify se", "pass@1", "pass@1 math-verify"])
+    out = df.drop(columns=[*ERROR_COLUMNS, "pass@1 math-verify se", "pass@1", "pass@1 math-verify", *TP_COLUMNS])
     at = out.columns.get_loc("n_samples") + 1
     out.insert(at, "n", [f"{int(i)} x {int(k)}" for i, k in zip(df["n_items"], df["n_samples"])])
     out.insert(at + 1, "pass@1 (%)", [plus_minus(v, e, scale=100) for v, e in zip(df["pass@1"], df["pass@1 se"])])
@@ -249,8 +278,14 @@ def display_collected(df: pd.DataFrame) -> pd.DataFrame:
     ]
     out.insert(at + 2, "pass@1 95% CI", ci)
     mv = [plus_minus(v, e, scale=100) for v, e in zip(df["pass@1 math-verify"], df["pass@1 math-verify se"])]
-    out.insert(out.columns.get_loc("ProRL only"), "pass@1 math-verify (%)", mv)
+    tp = [plus_minus(v, e, scale=100) for v, e in zip(df[TP_COLUMNS[0]], df[TP_COLUMNS[1]])]
+    second = [f"math-verify {m}" if m else f"tests passed {t}" if t else "" for m, t in zip(mv, tp)]
+    out.insert(out.columns.get_loc("ProRL only"), SECOND_VERDICT, second)
     return out.drop(columns=["n_items", "n_samples"])
+
+
+# math: pass@1 under math-verify alone; code: the mean fraction of tests passed (pass@1 is all tests passing)
+SECOND_VERDICT = "second score (%)"
 
 
 AGREEMENT_COLUMNS = (

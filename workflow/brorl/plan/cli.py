@@ -27,7 +27,7 @@ from ..config import ConfigError, load_yaml_config
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
 from .measured import MeasuredError, MeasuredRun, read_measured
-from .pricing import evaluation_model, measured_prices, probe_line, probe_price, render_evaluation
+from .pricing import evaluation_model, measured_prices, probe_line, probe_price, render_evaluation, scoring_price
 from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
 from .walltime import overruns, partition_max_hours
@@ -216,7 +216,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     from ..benchmarks.registry import load_registry
     from ..pin_gate import unpinned_of_run
 
-    unpinned = unpinned_of_run(config, load_registry())
+    registry = load_registry()
+    unpinned = unpinned_of_run(config, registry)
     if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
     dag = dag_job_counts(list(a.configfile))
@@ -236,7 +237,9 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         gpus_per_node,
         run,
     )
-    priced = {**measured_prices(run), "generate_samples": eval_price}
+    families = [registry[b].family for b in config["evaluation"]["benchmarks"]]
+    priced = {"score_samples": scoring_price(families, checkpoints, estimates), **measured_prices(run)}
+    priced["generate_samples"] = eval_price
     probe_rows = []
     if config["probe"]["enabled"]:
         probe_rows, priced["generate_probe"] = probe_price(

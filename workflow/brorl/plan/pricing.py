@@ -148,3 +148,21 @@ def render_evaluation(
         f"({node_gpus} GPUs) per job -> {totals['model_gpu_hours_sized']:,.0f} {applied}"
     )
     return "\n".join(lines)
+
+
+CODE_SCORING = "score_samples_code"  # estimates.yaml's hours of one code benchmark's scoring job
+
+
+def scoring_price(families: list[str], checkpoints: int, est: Estimates) -> Priced:
+    """score_samples per evaluated (checkpoint, benchmark): a code benchmark's job at `score_samples_code` hours
+    (every test of a failing program runs, so that one sandboxed run yields both code scores), any other at
+    `score_samples`; `families`: the evaluated benchmarks' families."""
+    code = sum(f == "code" for f in families)
+    per_checkpoint = code * est.hours_of(CODE_SCORING) + (len(families) - code) * est.hours_of("score_samples")
+    jobs = max(1, len(families)) * checkpoints
+    return Priced(
+        hours_per_job=per_checkpoint / max(1, len(families)),
+        longest_job_hours=est.hours_of(CODE_SCORING) if code else est.hours_of("score_samples"),
+        source="estimated (code and other benchmarks apart)",
+        total_hours=per_checkpoint * checkpoints if jobs else 0.0,
+    )
