@@ -56,8 +56,7 @@ DEFECT_CASES = {
         "test_ifeval_check_agrees_with_google[test_paragraph_first_word::4-think]",
     ],
     "b": [
-        "test_reasoning_gym_answer_in_a_cut_off_reasoning_block_scores_zero",
-        "test_reasoning_gym_answer_only_inside_a_closed_reasoning_block_scores_zero",
+        "test_reasoning_gym_answer_only_inside_the_reasoning_block_scores_zero",
     ],
     "c": [
         "test_math_mathrm_e_is_eulers_number[2e-vs-2]",
@@ -264,25 +263,21 @@ def test_reasoning_gym_scores_agree_with_the_library(task):
     assert disagreements == []
 
 
+# defect (b): a response cut off inside <think>, and a tagged draft inside a closed <think> with none after it
+REASONING_BLOCK_ONLY = {
+    "cut_off": "<think>Let me solve this. <answer>{gold}</answer> Hmm, but wait",
+    "closed": "<think>Let me solve this. <answer>{gold}</answer></think>\nThat is my answer.",
+}
+
+
+@pytest.mark.parametrize("form", REASONING_BLOCK_ONLY)
 @pytest.mark.parametrize("task", RG_TASKS)
-def test_reasoning_gym_answer_in_a_cut_off_reasoning_block_scores_zero(task):
-    """Defect (b): a response cut off inside <think> scores 0, whatever its reasoning holds."""
+def test_reasoning_gym_answer_only_inside_the_reasoning_block_scores_zero(task, form):
+    """Defect (b): an answer that appears only inside <think> is never scored, as in every family."""
     scored = []
     for case in (c for c in RG if c["task"] == task):
         gold = case["answers"][0]["answer"]
-        result = score(case["item"], f"<think>Let me solve this. <answer>{gold}</answer> Hmm, but wait")
-        if result.score != 0 or result.correct:
-            scored.append((case["id"], result.score))
-    assert scored == []
-
-
-@pytest.mark.parametrize("task", RG_TASKS)
-def test_reasoning_gym_answer_only_inside_a_closed_reasoning_block_scores_zero(task):
-    """Defect (b): a tagged answer inside a closed <think> is a draft, not the answer."""
-    scored = []
-    for case in (c for c in RG if c["task"] == task):
-        gold = case["answers"][0]["answer"]
-        result = score(case["item"], f"<think>Let me solve this. <answer>{gold}</answer></think>\nThat is my answer.")
+        result = score(case["item"], REASONING_BLOCK_ONLY[form].format(gold=gold))
         if result.score != 0 or result.correct:
             scored.append((case["id"], result.score))
     assert scored == []
