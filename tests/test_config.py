@@ -307,8 +307,14 @@ BAD = [
         "duplicate",
     ),
     ("unknown-top-level", lambda c: _set(c, ["shedule"], 1), "'shedule'", "unknown key"),
-    ("unknown-nested", lambda c: _set(c, ["training", "kl", "beta"], 0.1), "'training.kl.beta'", "unknown key"),
-    ("unknown-arm-key", lambda c: _set(c, ["arms", 0, "N"], 16), "'arms[0].N'", "unknown key"),
+    ("unknown-nested", lambda c: _set(c, ["training", "kl", "beta"], 0.1), "'training.kl.beta'", "unknown key ("),
+    ("unknown-arm-key", lambda c: _set(c, ["arms", 0, "N"], 16), "'arms[0].N'", "unknown key: did you mean 'n'?"),
+    (
+        "misspelt-key",
+        lambda c: _set(c, ["evaluation", "n_sample"], 8),
+        "'evaluation.n_sample'",
+        "unknown key: did you mean 'n_samples'?",
+    ),
     (
         "wrong-type",
         lambda c: _set(c, ["evaluation", "n_samples"], "sixteen"),

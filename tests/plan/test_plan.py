@@ -143,6 +143,17 @@ def test_plan_command_prints_stages_totals_and_matches_the_dry_run(tmp_path, pre
     assert all(r["gpus"] == 64 for r in train) and 100 < sum(r["hours"] for r in train) < 400
 
 
+def test_an_evaluation_only_plan_prints_no_training_lines_and_says_what_it_is_doing(preset_plans):
+    proc, record = preset_plans["released"]
+    assert "building the DAG to count its jobs" in proc.stderr  # said before the inner dry run starts
+    for words in ("training per arm", "walltime of a training job", "disk for training", "export_checkpoint"):
+        assert words not in proc.stdout, words
+    assert "(no training: evaluation and throughput only)" in proc.stdout
+    assert not any(r["stage"] == "training" for r in record["rows"]) and record["training_disk_gb"] == {}
+    paper, _ = preset_plans["paper"]
+    assert "training per arm on 8 nodes" in paper.stdout and "disk for training per arm" in paper.stdout
+
+
 def plan_values(record: dict) -> SimpleNamespace:
     """The numbers of one plan record that the docs quote (the placeholders of tests/plan/doc_quotes.py)."""
     rows = {r["name"]: r for r in record["rows"]}

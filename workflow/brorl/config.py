@@ -10,6 +10,7 @@ as well.
 from __future__ import annotations
 
 import copy
+import difflib
 import string
 from collections import Counter
 from collections.abc import Iterable
@@ -130,6 +131,13 @@ def _where(path: Iterable[Any]) -> str:
     return f"config key '{key}'" if key else "the config"
 
 
+def _did_you_mean(key: str, allowed: list[str]) -> str:
+    """`: did you mean 'x'?` for the allowed key closest to a misspelt one (case ignored), or nothing."""
+    by_lower = {a.lower(): a for a in allowed}
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f": did you mean '{by_lower[close[0]]}'?" if close else ""
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     """Turn one jsonschema error into one plain-words line naming the config key."""
     path = list(error.absolute_path)
@@ -137,7 +145,10 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(value) - set(allowed))
-        return "; ".join(f"{_where(path + [k])}: unknown key (allowed here: {', '.join(allowed)})" for k in extra)
+        return "; ".join(
+            f"{_where(path + [k])}: unknown key{_did_you_mean(str(k), allowed)} (allowed here: {', '.join(allowed)})"
+            for k in extra
+        )
     if kind == "required":
         missing = [k for k in error.validator_value if k not in value]
         return "; ".join(f"{_where(path + [k])}: required but missing" for k in missing)

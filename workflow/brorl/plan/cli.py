@@ -150,14 +150,18 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
     lines.append("")
     train = rule_resources(profile, "train_ppo")
     per_arm = ", ".join(f"{r.name[10:-1]} {_fmt(r.hours)} h" for r in rows if r.name.startswith("train_ppo["))
+    if per_arm:
+        lines.append(
+            f"training per arm on {train.get('nodes', 1)} nodes: {per_arm} (paper: about 56-174 h per arm on 64 H100)"
+        )
+        parts = (
+            f"training {_fmt(wall['training'])} h with {int(wall['concurrent_arms'])} arm(s) at a time, "
+            f"then evaluation and throughput {_fmt(wall['other_gpu'])} h"
+        )
+    else:  # evaluation only: no training lines
+        parts = "no training: evaluation and throughput only"
     lines.append(
-        f"training per arm on {train.get('nodes', 1)} nodes: {per_arm or 'no enabled arms'} "
-        "(paper: about 56-174 h per arm on 64 H100)"
-    )
-    lines.append(
-        f"wall-clock on {gpu_nodes} GPU nodes: {_fmt(wall['total'])} h = {_fmt(wall['total'] / 24)} days "
-        f"(training {_fmt(wall['training'])} h with {int(wall['concurrent_arms'])} arm(s) at a time, "
-        f"then evaluation and throughput {_fmt(wall['other_gpu'])} h)"
+        f"wall-clock on {gpu_nodes} GPU nodes: {_fmt(wall['total'])} h = {_fmt(wall['total'] / 24)} days ({parts})"
     )
     missing = [r.name for r in rows if r.jobs > r.dag_jobs]
     if missing:
@@ -220,6 +224,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     unpinned = unpinned_of_run(config, registry)
     if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
+    print("building the DAG to count its jobs (snakemake -n, seconds to a minute) ...", file=sys.stderr, flush=True)
     dag = dag_job_counts(list(a.configfile))
     planned, arms = config_job_counts(config)
     run = read_measured(a.measured, config, problems, {arm: v[0] for arm, v in arms.items()}) if a.measured else None
@@ -251,7 +256,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     # a profile `gpu:` under generate_samples, else 0: the rule's per-benchmark sizes
     forced_gpus = resources["generate_samples"].gpus
     resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, profile)
-    rows = plan_rows(dag, planned, arms, resources, estimates, priced)
+    # a rule with no job in the DAG or the config (an evaluation-only run's exports) is no line of the plan
+    rows = [r for r in plan_rows(dag, planned, arms, resources, estimates, priced) if r.jobs or r.dag_jobs]
     gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
     print(render(rows, wall, gpu_nodes, profile, arms))
@@ -276,26 +282,27 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             sizes_from = folder
     limit = walltime_limit_hours(profile)
     late = overruns(longest_segments(config), resources["train_ppo"].nodes, estimates, limit["hours"], grid=5)
-    print(f"walltime of a training job's first attempt: {limit['hours']:.0f} h ({limit['source']})")
-    for overrun in late:
-        print(f"warning: {overrun.message()}")
     disk = disk_per_arm(config, estimates)
-    print(
-        f"one saved step: HF export {estimates.hf_export_gb:.2f} GB, full state {estimates.full_state_gb:.1f} GB "
-        + (
-            f"(from the safetensors of {sizes_from})"
-            if sizes_from
-            else "(estimates.yaml; the start checkpoint is not downloaded yet)"
+    if arms:  # training lines; an evaluation-only plan has none
+        print(f"walltime of a training job's first attempt: {limit['hours']:.0f} h ({limit['source']})")
+        for overrun in late:
+            print(f"warning: {overrun.message()}")
+        print(
+            f"one saved step: HF export {estimates.hf_export_gb:.2f} GB, full state {estimates.full_state_gb:.1f} GB "
+            + (
+                f"(from the safetensors of {sizes_from})"
+                if sizes_from
+                else "(estimates.yaml; the start checkpoint is not downloaded yet)"
+            )
         )
-    )
-    print(
-        "disk for training per arm (peak; results/train/<arm>/run): "
-        + ", ".join(
-            f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
-            f"{d['full_states_gb']:,.0f} GB)"
-            for arm, d in disk.items()
+        print(
+            "disk for training per arm (peak; results/train/<arm>/run): "
+            + ", ".join(
+                f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
+                f"{d['full_states_gb']:,.0f} GB)"
+                for arm, d in disk.items()
+            )
         )
-    )
     if a.json:
         record = {
             "rows": [
