@@ -11,7 +11,8 @@ import pytest
 import yaml
 from brorl.analysis.trajectories import benchmark_pass1
 from brorl.benchmarks.registry import load_registry
-from brorl.stats.agreement import ABOVE, AGREES, BELOW, NO_NOISE, agreement, combined_se, rerun_se
+from brorl.stats.agreement import ABOVE, AGREES, BELOW, NO_NOISE, agreement, rerun_se
+from brorl.stats.stderr import combined_se  # a family average of differences: the stderr module's rule
 from brorl.stats.units import instance_means
 from helpers import ROOT
 

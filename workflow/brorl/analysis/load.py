@@ -33,7 +33,7 @@ UNIT_COLUMNS = (
     "tests_passed",
     "tests_passed_var",
 )
-TESTS_PASSED = ("tests_passed",)  # the scores' code column (brorl.evaluation.score.TESTS_PASSED_COLUMN), optional
+TESTS_PASSED = "tests_passed"  # the scores' optional code column (brorl.evaluation.score.TESTS_PASSED_COLUMN)
 
 
 class AnalysisInputError(ValueError):
@@ -74,8 +74,8 @@ def load_units(
         if bench not in known:
             raise AnalysisInputError(f"{path}: no records file was given for benchmark {bench!r}")
         try:
-            columns = ["id", "sample_idx", "score"]
-            df = pd.read_parquet(path, columns=columns + [c for c in TESTS_PASSED if c in pq.read_schema(path).names])
+            optional = [TESTS_PASSED] if TESTS_PASSED in pq.read_schema(path).names else []
+            df = pd.read_parquet(path, columns=["id", "sample_idx", "score", *optional])
         except Exception as err:  # pyarrow raises several types for missing/corrupt files
             raise AnalysisInputError(f"{path}: cannot read the scores: {err}") from err
         df["id"] = df["id"].astype(str)
@@ -104,17 +104,20 @@ def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame, expected_samp
     """``units`` with each code instance's mean fraction of tests passed and its variance (``tests_passed``,
     ``tests_passed_var``; NaN for other families and for code scored before the fraction was recorded)."""
     keys = ["arm", "step", "benchmark", "id"]
-    column = TESTS_PASSED[0]
-    scored = samples[samples[column].notna()] if column in samples.columns else samples.iloc[:0]
+    scored = samples[samples[TESTS_PASSED].notna()] if TESTS_PASSED in samples.columns else samples.iloc[:0]
     if not len(scored):
         return units.assign(tests_passed=float("nan"), tests_passed_var=float("nan"))
     try:
         fractions = instance_means(
-            scored.astype({column: float}), keys=keys, score=column, expected_samples=expected_samples, carry=()
+            scored.astype({TESTS_PASSED: float}),
+            keys=keys,
+            score=TESTS_PASSED,
+            expected_samples=expected_samples,
+            carry=(),
         )
     except ValueError as err:
-        raise AnalysisInputError(f"scores ({column}): {err}") from err
-    fractions = fractions[[*keys, column, f"{column}_var"]]
+        raise AnalysisInputError(f"scores ({TESTS_PASSED}): {err}") from err
+    fractions = fractions[[*keys, TESTS_PASSED, f"{TESTS_PASSED}_var"]]
     return units.merge(fractions, on=keys, how="left", validate="one_to_one")
 
 

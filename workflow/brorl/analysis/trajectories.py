@@ -58,7 +58,7 @@ def _second_scores(g: pd.DataFrame) -> dict:
     out = dict.fromkeys(SECOND, nan)
     if "score_var" in g:
         out["rerun_se"] = rerun_se(g["score_var"].to_numpy(dtype=float), _samples(g))
-    if "tests_passed" in g and g["tests_passed"].notna().all() and len(g):
+    if "tests_passed" in g and g["tests_passed"].notna().all():
         err = mean_error(g["tests_passed"].to_numpy(dtype=float))
         out.update(tests_passed=err.mean, tests_passed_se=err.se)
         out["tests_passed_rerun_se"] = rerun_se(g["tests_passed_var"].to_numpy(dtype=float), _samples(g))

@@ -159,10 +159,9 @@ def scoring_price(families: list[str], checkpoints: int, est: Estimates) -> Pric
     `score_samples`; `families`: the evaluated benchmarks' families."""
     code = sum(f == "code" for f in families)
     per_checkpoint = code * est.hours_of(CODE_SCORING) + (len(families) - code) * est.hours_of("score_samples")
-    jobs = max(1, len(families)) * checkpoints
     return Priced(
         hours_per_job=per_checkpoint / max(1, len(families)),
         longest_job_hours=est.hours_of(CODE_SCORING) if code else est.hours_of("score_samples"),
         source="estimated (code and other benchmarks apart)",
-        total_hours=per_checkpoint * checkpoints if jobs else 0.0,
+        total_hours=per_checkpoint * checkpoints,
     )

@@ -35,12 +35,6 @@ def rerun_se(variances: np.ndarray | list[float], samples: int) -> float:
     return math.sqrt(2.0 * float(v.sum()) / samples) / v.size
 
 
-def combined_se(ses: list[float]) -> float:
-    """The error of an unweighted mean of k independent differences: sqrt(sum se^2) / k (a family average)."""
-    a = np.asarray(ses, dtype=np.float64)
-    return math.nan if a.size == 0 or np.isnan(a).any() else float(np.sqrt((a**2).sum()) / a.size)
-
-
 @dataclass(frozen=True)
 class Agreement:
     """reproduced - paper (fractions), its rerun standard error, the 2-se interval and the verdict."""
