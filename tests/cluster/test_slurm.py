@@ -152,6 +152,9 @@ def test_the_released_preset_dry_runs_evaluation_only_with_the_released_weights(
     counts, resources = paper_dry_run(tmp_path, ["all"], None, ("--configfile", "workflow/presets/released.yaml"))
     assert counts["generate_samples"] == 2 * 21 and counts["download_eval_model"] == counts["extend_eval_model"] == 1
     assert not {"train_ppo", "export_checkpoint", "bench_throughput", "simulate_token_level"} & set(counts), counts
+    # evaluation waits on the evaluation software's preflight only: no training stack to compile first
+    assert counts["preflight_eval_node"] == 1 and "preflight_train_node" not in counts, counts
+    assert resources["preflight_eval_node"]["gpu"] == "1"
     assert counts["extend_context"] == 1  # the evaluation length only: no 16K training folder without training
     assert resources["extend_eval_model"]["slurm_partition"] == "cpu"
     assert generation_gpus(resources) == PAPER_GENERATION_GPUS
@@ -179,6 +182,7 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
     assert resources["score_samples"]["slurm_partition"] == "cpu" and "gpu" not in resources["score_samples"]
     assert {"simulate_token_level", "simulate_sensitivity", "generate_samples", "score_samples"} <= set(counts)
     assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # all runs / one per variant
+    assert counts["preflight_eval_node"] == counts["preflight_train_node"] == 1  # each in its own software
     cross = resources["preflight_cross_node"]  # the all-reduce across two nodes before 8-node training
     assert (cross["nodes"], cross["tasks"], cross["gres"], cross["mpi"]) == ("2", "2", "gpu:h100:8", "srun"), cross
 

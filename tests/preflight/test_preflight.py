@@ -61,6 +61,44 @@ def test_preflight_on_a_cpu_machine_fails_exactly_the_gpu_checks(tmp_path):
     assert any(r["name"] == "code sandbox isolation" and r["ok"] and r["detail"] == "bwrap" for r in rows)
 
 
+# what envs/train.yaml has and envs/eval.yaml lacks: the evaluation preflight must run without any of it
+TRAINING_ONLY = ("deepspeed", "openrlhf", "flash_attn", "lighteval", "nltk", "scipy", "seaborn", "matplotlib")
+BLOCK_TRAINING_STACK = f"""
+import importlib.abc, runpy, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {TRAINING_ONLY!r}:
+            raise ImportError(f"{{name}} is not in envs/eval.yaml")
+sys.meta_path.insert(0, Block())
+sys.argv[0] = "brorl.preflight"
+runpy.run_module("brorl.preflight", run_name="__main__")
+"""
+
+
+@pytest.mark.engine
+def test_the_evaluation_preflight_runs_without_the_training_stack(tmp_path):
+    """Generation waits on `--scope eval`: only driver, GPUs, vLLM, disk and token, importing nothing of training."""
+    out = tmp_path / "eval.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    argv = ["--scope", "eval", "--configfile", str(ROOT / "workflow/presets/released.yaml"), "--no-slurm"]
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCK_TRAINING_STACK, *argv, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    rows = {r["name"]: r for r in json.loads(out.read_text())}
+    assert set(rows) == {"NVIDIA driver", "GPUs seen by torch", "vLLM platform", "vLLM engine generates"} | {
+        "free disk",
+        "hub token",
+    }
+    assert {name for name, r in rows.items() if not r["ok"]} == {name for name, r in rows.items() if r["gpu"]}
+    assert rows["vLLM engine generates"]["detail"].startswith("not run: torch is a CPU build")
+    assert "plan: 7 GB" in rows["free disk"]["detail"]  # the released weights, staged and extended (2 x 3.56 GB)
+
+
 def _fake_nvidia_smi(tmp_path, version: str, monkeypatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)

@@ -17,7 +17,7 @@ BASE_ARM = "base"  # the start checkpoint, evaluated as arm `base` at step base_
 GPU_CONTAINER = config["containers"][
     "gpu"
 ]  # image of the GPU rules under --sdm apptainer (None: none)
-# the GPU node preflight gates training and evaluation of a paper run on GPUs (never the embedded engine, never the
+# the GPU node preflights gate training and evaluation of a paper run on GPUs (never the embedded engine, never the
 # CPU rehearsal, which trains with OpenRLHF on CPUs)
 PREFLIGHT_REQUIRED = (
     config["engine"] == "cluster" and config["training"]["cluster"]["device"] == "gpu"
@@ -83,9 +83,10 @@ def unpinned_flag():
     return "--allow-unpinned" if config.get("allow_unpinned") else ""
 
 
-def preflight_input():
-    """The GPU node preflight's result for training and generation jobs of a paper run on GPUs, else nothing."""
-    return ["results/preflight/gpu_node.json"] if PREFLIGHT_REQUIRED else []
+def eval_preflight_input():
+    """The evaluation preflight's result for generation, probe and throughput jobs of a paper run on GPUs, else
+    nothing: those jobs never wait on the training stack (workflow/rules/preflight.smk)."""
+    return ["results/preflight/eval_node.json"] if PREFLIGHT_REQUIRED else []
 
 
 # training jobs of more than one node also wait for an all-reduce across two nodes (rule preflight_cross_node)
@@ -93,8 +94,9 @@ CROSS_NODE_REQUIRED = PREFLIGHT_REQUIRED and config["training"]["cluster"]["node
 
 
 def train_preflight_input():
-    """preflight_input() and, for multi-node training, the cross-node all-reduce's result."""
-    return preflight_input() + (
+    """The training preflight's result for training jobs of a paper run on GPUs and, for multi-node training, the
+    cross-node all-reduce's result."""
+    return (["results/preflight/train_node.json"] if PREFLIGHT_REQUIRED else []) + (
         ["results/preflight/cross_node.json"] if CROSS_NODE_REQUIRED else []
     )
 

@@ -13,7 +13,7 @@ rule generate_samples:
     input:
         model=evaluation_model,
         benchmark=generation_benchmarks(),
-        preflight=preflight_input(),
+        preflight=eval_preflight_input(),
     output:
         samples=[ensure(p, non_empty=True) for p in generation_files("samples.parquet")],
         sidecar=generation_files("samples.parquet.json"),

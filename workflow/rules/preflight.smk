@@ -1,17 +1,40 @@
-# Preflight of a paper run: one job on one GPU node, before any training or evaluation job is submitted, checks
-# what would otherwise fail hours into a 64-GPU job (brorl.preflight: driver vs CUDA build, GPUs seen by torch and
-# vLLM, flash-attn, DeepSpeed's FusedAdam, disk for the checkpoints, the code sandbox, Ray). A failed check fails
-# the job (its log holds the table with the fix for each failure), so nothing downstream is submitted.
-# Only in the DAG at paper scale on GPUs (preflight_input() is empty for the embedded engine and the CPU rehearsal).
-# Multi-node training also waits for preflight_cross_node: an all-reduce over two nodes' GPUs (train_preflight_input).
+# Preflights of a paper run: one job on one GPU node checks what would otherwise fail hours into a 64-GPU job
+# (brorl.preflight). Two of them, each in the software its jobs use: training jobs wait on preflight_train_node
+# (envs/train.yaml: driver vs CUDA build, GPUs, vLLM sleep mode, flash-attn, DeepSpeed's FusedAdam, NCCL, disk for
+# the checkpoints, the code sandbox, Ray); generation, probe and throughput jobs on preflight_eval_node
+# (envs/eval.yaml or the image: driver, GPUs, vLLM generating, disk, hub token), so evaluating a checkpoint never
+# waits on compiling the training stack. A failed check fails the job (its log holds the table with the fix for each
+# failure), so nothing downstream is submitted. Only in the DAG at paper scale on GPUs (the input functions in
+# common.smk are empty for the embedded engine and the CPU rehearsal). Multi-node training also waits for
+# preflight_cross_node: an all-reduce over two nodes' GPUs (train_preflight_input).
 
 
-rule preflight_gpu_node:
-    """Checks one GPU node before any paper-scale job: driver, GPUs, flash-attn, FusedAdam, disk, sandbox, Ray."""
+rule preflight_eval_node:
+    """Checks one GPU node before generation, probe and throughput jobs: driver, GPUs, vLLM generating, disk, token."""
     output:
-        "results/preflight/gpu_node.json",
+        "results/preflight/eval_node.json",
     log:
-        "results/logs/preflight/gpu_node.log",
+        "results/logs/preflight/eval_node.log",
+    conda:
+        "../../envs/eval.yaml"
+    container:
+        GPU_CONTAINER
+    threads: 1
+    resources:
+        mem_mb=16000,
+        runtime=30,
+    shell:
+        """
+        python -m brorl.preflight --scope eval --no-slurm --out {output:q} >{log:q} 2>&1
+        """
+
+
+rule preflight_train_node:
+    """Checks one GPU node before any training job: driver, GPUs, flash-attn, FusedAdam, NCCL, disk, sandbox, Ray."""
+    output:
+        "results/preflight/train_node.json",
+    log:
+        "results/logs/preflight/train_node.log",
     conda:
         "../../envs/train.yaml"
     container:

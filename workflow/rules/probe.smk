@@ -39,7 +39,7 @@ rule generate_probe:
     input:
         model=probe_model,
         probes=PROBE_SET,
-        preflight=preflight_input(),
+        preflight=eval_preflight_input(),
     output:
         samples=ensure("results/probe/{arm}/step{step}.samples.parquet", non_empty=True),
         sidecar="results/probe/{arm}/step{step}.samples.parquet.json",

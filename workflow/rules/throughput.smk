@@ -16,6 +16,7 @@ rule bench_throughput:
     input:
         model=base_model_dir(),
         prompts=TRAIN_MIX,
+        preflight=eval_preflight_input(),
     output:
         bench_files(),
     log:

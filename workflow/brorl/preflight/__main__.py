@@ -1,5 +1,8 @@
 """`python -m brorl.preflight`: the table of checks of this node (see checks.py); exit status 1 when any fails.
 
+  --scope train|eval    train (default): everything a training job needs (flash-attn, FusedAdam, vLLM sleep mode,
+                        NCCL, Ray, the sandbox); eval: only what generation needs (driver, GPUs, vLLM's GPU build
+                        generating, disk, hub token), importing nothing that envs/eval.yaml lacks
   --configfile FILE...  config files merged over config.yaml (the disk estimate and pending downloads come from it)
   --profile DIR         the SLURM profile whose partition and account are checked (default profiles/slurm)
   --out FILE            also write the checks as JSON (the preflight rule's output)
@@ -27,17 +30,21 @@ def run_checks(
     results: Path,
     config: dict | None = None,
     model_dir: Path | None = None,
+    scope: str = "train",
 ) -> list:
-    """Every check on this machine, in table order: what is installed, then the GPU paths run once, then the site."""
+    """Every check of `scope` on this machine, in table order: what is installed, then the GPU paths run once, then
+    the site."""
     from . import checks, gpu_paths
 
+    if scope == "eval":
+        return eval_checks(need_gb, download_pending, profile, results)
     allowed = bool(config and config["training"]["cluster"].get("allow_unsandboxed_code"))
     rows = [
         checks.driver_check(),
         checks.torch_gpus_check(),
         gpu_paths.compute_mode_check(),
         checks.vllm_check(),
-        gpu_paths.vllm_sleep_check(),
+        gpu_paths.vllm_engine_check(sleep=True),
         checks.flash_attn_check(),
         gpu_paths.flash_varlen_check(),
         checks.fused_adam_check(),
@@ -51,14 +58,50 @@ def run_checks(
         checks.hub_token_check(download_pending),
         gpu_paths.chat_template_check(model_dir),
     ]
-    if profile is not None:
-        from brorl.plan.profile import rule_resources
+    return rows + site_checks(profile, "train_ppo")
 
-        site = profile.get("__variables__", {})
-        partition = str(site.get("gpu_partition", "h100"))
-        rows.append(checks.slurm_check(partition, str(site.get("account", ""))))
-        rows.append(gpu_paths.partition_limits_check(partition, rule_resources(profile, "train_ppo")))
-    return rows
+
+def eval_checks(need_gb: float, download_pending: bool, profile: dict | None, results: Path) -> list:
+    """The evaluation preflight: what generation, the probe and the throughput benchmark use (envs/eval.yaml or the
+    image), nothing of the training stack, so evaluating a checkpoint never waits on compiling it."""
+    from . import checks, gpu_paths
+
+    rows = [
+        checks.driver_check(),
+        checks.torch_gpus_check(),
+        checks.vllm_check(),
+        gpu_paths.vllm_engine_check(sleep=False),
+        checks.disk_check(results, need_gb),
+        checks.hub_token_check(download_pending),
+    ]
+    return rows + site_checks(profile, "generate_samples")
+
+
+def site_checks(profile: dict | None, rule: str) -> list:
+    """The GPU partition and account of the profile, and its limits against `rule`'s request (none without Slurm)."""
+    if profile is None:
+        return []
+    from brorl.plan.profile import rule_resources
+
+    from . import checks, gpu_paths
+
+    site = profile.get("__variables__", {})
+    partition = str(site.get("gpu_partition", "h100"))
+    return [
+        checks.slurm_check(partition, str(site.get("account", ""))),
+        gpu_paths.partition_limits_check(partition, rule_resources(profile, rule)),
+    ]
+
+
+def eval_needs(config: dict) -> tuple[float, bool]:
+    """(GB of disk the evaluation preflight asks for: each checkpoint of evaluation.models staged and extended, as
+    exports of the 1.5B model; whether one of them comes from the hub)."""
+    from brorl.plan.profile import read_estimates
+
+    estimates = read_estimates(ROOT / "profiles" / "slurm" / "estimates.yaml")
+    models = config["evaluation"]["models"]
+    gb = estimates.hf_export_gb * 2 * max(1, len(models))  # staged + context-extended copy
+    return gb, any(not model.get("local_path") for model in models)
 
 
 def config_needs(config: dict) -> tuple[float, bool]:
@@ -96,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     from brorl.plan.profile import read_profile
 
     parser = argparse.ArgumentParser(prog="python -m brorl.preflight", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scope", choices=["train", "eval"], default="train")
     parser.add_argument("--configfile", nargs="*", type=Path, default=[])
     parser.add_argument("--profile", type=Path, default=ROOT / "profiles" / "slurm")
     parser.add_argument("--out", type=Path, default=None)
@@ -104,14 +148,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", default=str(ROOT / "results"), help="where checkpoints will be written")
     args = parser.parse_args(argv)
     config = load_yaml_config(ROOT / "config.yaml", *args.configfile)
-    need, pending = config_needs(config)
+    need, pending = eval_needs(config) if args.scope == "eval" else config_needs(config)
     if args.need_gb is not None:
         need = args.need_gb
     profile = None if args.no_slurm else read_profile(args.profile)
     from brorl.models.folders import staged_base_model
 
     staged = ROOT / staged_base_model(config)
-    rows = run_checks(need, pending, profile, Path(args.results), config, staged if staged.is_dir() else None)
+    rows = run_checks(
+        need, pending, profile, Path(args.results), config, staged if staged.is_dir() else None, args.scope
+    )
     print(render(rows))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

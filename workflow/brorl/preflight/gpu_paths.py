@@ -137,17 +137,20 @@ def chat_template_check(model_dir: Path | None) -> Check:
     return Check("chat template", True, f"{style}; EOS and other special tokens stripped: {text['special_tokens'][:4]}")
 
 
-VLLM_SLEEP = textwrap.dedent(
+# argv: the tiny model's folder, then "sleep" (training's colocated engines) or "plain" (evaluation's engines)
+VLLM_ENGINE = textwrap.dedent(
     """
     import sys
     from vllm import LLM, SamplingParams
     from brorl.models.tiny import build_tiny_model
     build_tiny_model(sys.argv[1], context_length=256)
-    llm = LLM(model=sys.argv[1], enable_sleep_mode=True, gpu_memory_utilization=0.2, max_model_len=256)
+    sleep = sys.argv[2] == "sleep"
+    llm = LLM(model=sys.argv[1], enable_sleep_mode=sleep, gpu_memory_utilization=0.2, max_model_len=256)
     params = SamplingParams(max_tokens=4, temperature=0)
     first = llm.generate(["hello"], params, use_tqdm=False)[0].outputs[0].token_ids
-    llm.sleep(level=1)
-    llm.wake_up()
+    if sleep:
+        llm.sleep(level=1)
+        llm.wake_up()
     again = llm.generate(["hello"], params, use_tqdm=False)[0].outputs[0].token_ids
     assert list(first) == list(again), (first, again)
     print("ok", len(first))
@@ -197,12 +200,13 @@ def _gpu_script_check(name: str, code: str, args: list[str], timeout: float, fix
     return Check(name, True, last, gpu=True)
 
 
-def vllm_sleep_check() -> Check:
+def vllm_engine_check(sleep: bool) -> Check:
+    """One small engine generating twice: with sleep and wake between (training) or without (evaluation)."""
     with tempfile.TemporaryDirectory() as folder:
         return _gpu_script_check(
-            "vLLM engine with sleep mode",
-            VLLM_SLEEP,
-            [str(Path(folder) / "tiny")],
+            "vLLM engine with sleep mode" if sleep else "vLLM engine generates",
+            VLLM_ENGINE,
+            [str(Path(folder) / "tiny"), "sleep" if sleep else "plain"],
             600,
             "check gcc and the Python headers on the node (torch.compile), the driver, and vllm==0.29.0",
         )

@@ -1,9 +1,9 @@
 # Input functions of the GPU node preflight (workflow/rules/preflight.smk). Which jobs wait for it:
-# preflight_input() in common.smk.
+# eval_preflight_input() and train_preflight_input() in common.smk.
 
 
 def preflight_need_gb():
-    """Disk the run's training checkpoints need (brorl.plan's estimate), for the preflight's disk check."""
+    """Disk the run's training checkpoints need (brorl.plan's estimate), for the training preflight's disk check."""
     from brorl.preflight.__main__ import config_needs
 
     return round(config_needs(config)[0], 1)
