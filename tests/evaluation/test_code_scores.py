@@ -92,3 +92,21 @@ def test_one_run_per_sample_gives_both_code_scores_through_the_summary_and_table
     assert row["tests passed"] - row["pass@1"] == pytest.approx(100 / 3 / 4)
     other = table[table["benchmark"] != "codeforces"]
     assert (other["tests passed"] == "not run").all()
+
+
+def test_scoring_code_refuses_weaker_isolation_than_bubblewrap_unless_the_config_accepts_it(item, tmp_path):
+    """score_samples stops before the first model-written program runs where bubblewrap cannot isolate it."""
+    import os
+    import subprocess
+    import sys
+
+    benchmark = tmp_path / "codeforces.jsonl"
+    write_records(benchmark, [item])
+    argv = [sys.executable, "-m", "brorl.evaluation", "score", "--benchmark", str(benchmark)]
+    argv += ["--samples", str(tmp_path / "absent.samples.parquet"), "--out", str(tmp_path / "s.parquet")]
+    env = {**os.environ, "BRORL_SANDBOX": "rlimits"}  # what a node without user namespaces gets
+    refused = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert refused.returncode == 2 and "evaluation.allow_unsandboxed_code: true" in refused.stderr, refused.stderr
+    assert "'rlimits'" in refused.stderr and "absent.samples.parquet" not in refused.stderr  # before reading samples
+    allowed = subprocess.run([*argv, "--allow-unsandboxed"], capture_output=True, text=True, env=env, timeout=120)
+    assert "allow_unsandboxed_code" not in allowed.stderr and "absent.samples.parquet" in allowed.stderr

@@ -309,9 +309,10 @@ def test_a_training_job_refuses_to_run_inside_a_container():
 
 
 def test_code_rewards_need_the_bubblewrap_sandbox_unless_the_config_allows_less():
-    from brorl.training.openrlhf.run import sandbox_isolation_problem
+    from brorl.scoring.sandbox import isolation_problem
 
-    assert sandbox_isolation_problem("bwrap", allowed=False) is None
-    problem = sandbox_isolation_problem("rlimits", allowed=False)
-    assert "'rlimits'" in problem and "training.cluster.allow_unsandboxed_code" in problem
-    assert sandbox_isolation_problem("rlimits+netns", allowed=True) is None
+    setting = "training.cluster.allow_unsandboxed_code"
+    assert isolation_problem("bwrap", allowed=False, setting=setting) is None
+    problem = isolation_problem("rlimits", allowed=False, setting=setting)
+    assert "'rlimits'" in problem and "training.cluster.allow_unsandboxed_code: true" in problem
+    assert isolation_problem("rlimits+netns", allowed=True, setting=setting) is None

@@ -84,13 +84,15 @@ rule score_samples:
         n=EVAL["n_samples"],
         max_items=max_items_flag(),
         verifier_sha256=code_sha256("scoring"),  # rerun trigger only: a verifier change rescores
+        # model-written code runs under bubblewrap, or not at all unless the config accepts weaker isolation
+        unsandboxed="--allow-unsandboxed" if EVAL["allow_unsandboxed_code"] else "",
     shell:
         """
         python -m brorl.evaluation score \
             --benchmark {input.benchmark:q} \
             --samples {input.samples:q} \
             --n {params.n} \
-            {params.max_items:q} \
+            {params.max_items:q} {params.unsandboxed} \
             --workers {threads} \
             --out {output:q} \
             >{log:q} 2>&1

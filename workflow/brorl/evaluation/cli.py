@@ -14,9 +14,23 @@ from ..cli import run_command
 
 
 def _cmd_score(a: argparse.Namespace) -> None:
-    from .score import SAMPLE_COLUMNS, load_items, read_table, score_samples, template_opened_reasoning, write_scores
+    from .score import (
+        SAMPLE_COLUMNS,
+        EvaluationError,
+        load_items,
+        read_table,
+        score_samples,
+        template_opened_reasoning,
+        write_scores,
+    )
 
     items = load_items(a.benchmark, a.max_items)
+    if any(item.get("scorer") == "code" for item in items):  # refuse before any model-written program runs
+        from ..scoring.sandbox import isolation_mode, isolation_problem
+
+        problem = isolation_problem(isolation_mode(), a.allow_unsandboxed, "evaluation.allow_unsandboxed_code")
+        if problem:
+            raise EvaluationError(problem)
     samples = read_table(a.samples, SAMPLE_COLUMNS, "samples")
     reasoning_opened = template_opened_reasoning(a.samples)
     print(
@@ -115,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=2, help="scoring worker processes")
     s.add_argument("--timeout-s", type=float, default=None, help="hard timeout per call (default: each scorer's)")
     s.add_argument("--out", required=True, type=Path, help="BENCH.scores.parquet")
+    s.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="score code where bubblewrap cannot isolate it (config evaluation.allow_unsandboxed_code)",
+    )
     s.set_defaults(func=_cmd_score)
 
     m = sub.add_parser("summarize", help="samples + scores -> pass@k, lengths, truncation, errors (JSON)")

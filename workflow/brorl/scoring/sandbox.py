@@ -251,6 +251,19 @@ def isolation_mode(limits: Limits | None = None) -> str:
         return _mode
 
 
+def isolation_problem(mode: str, allowed: bool, setting: str) -> str | None:
+    """Why model-written programs must not run here, or None: without bubblewrap's namespaces the verifier falls back
+    to resource limits and the programs run as the user, beside the checkpoints and results. `setting` is the config
+    key that accepts the risk (training's or evaluation's)."""
+    if mode == "bwrap" or allowed:
+        return None
+    return (
+        f"the code verifier's sandbox runs with {mode!r} only on this node (bubblewrap is missing or cannot create "
+        "user namespaces): model-written programs would run without filesystem isolation next to the checkpoints. "
+        f"Install bubblewrap with unprivileged user namespaces on the nodes, or accept the risk with {setting}: true"
+    )
+
+
 def run_sandboxed(
     code: str, stdin: bytes = b"", limits: Limits = Limits(), *, isolation: str | None = None
 ) -> SandboxResult:

@@ -121,19 +121,6 @@ def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> st
     return None
 
 
-def sandbox_isolation_problem(mode: str, allowed: bool) -> str | None:
-    """Why model-written programs must not run here, or None: without bubblewrap's namespaces the code verifier
-    falls back to resource limits, and the programs run as the user beside the days-old checkpoints."""
-    if mode == "bwrap" or allowed:
-        return None
-    return (
-        f"the code verifier's sandbox runs with {mode!r} only on this node (bubblewrap is missing or cannot create "
-        "user namespaces): model-written programs would run without filesystem isolation next to the checkpoints. "
-        "Install bubblewrap with unprivileged user namespaces on the compute nodes, or accept the risk with "
-        "training.cluster.allow_unsandboxed_code: true"
-    )
-
-
 def container_problem(env: Mapping[str, str]) -> str | None:
     """Why a training job cannot run in this process's container, or None: the launcher drives Slurm (squeue,
     scontrol, srun node steps), which `apptainer exec` hides, and its node steps would run outside the image."""
@@ -211,7 +198,7 @@ def run_segment(
     summary = json.loads(summary_path.read_text())
     _check_prompt_supply(summary, before, plan, segment.first_step)
     if "code" in summary.get("scorers", []):  # the compute nodes run code rewards with their system Python
-        from brorl.scoring.sandbox import Limits, isolation_mode
+        from brorl.scoring.sandbox import Limits, isolation_mode, isolation_problem
 
         problem = sandbox_python_problem(Limits().python)
         if problem:
@@ -219,7 +206,9 @@ def run_segment(
                 f"code rewards need a Python >= 3.8 inside the sandbox: {problem}; install one on "
                 "the compute nodes (Debian/Ubuntu: python3-minimal)"
             )
-        isolation = sandbox_isolation_problem(isolation_mode(), cluster["allow_unsandboxed_code"])
+        isolation = isolation_problem(
+            isolation_mode(), cluster["allow_unsandboxed_code"], "training.cluster.allow_unsandboxed_code"
+        )
         if isolation:
             raise ClusterRunError(isolation)
 
