@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup sandbox demo report test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
+.PHONY: help setup sandbox demo report evaluate test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
@@ -136,6 +136,22 @@ dry-run: setup slurm-env
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md).
 submit: setup slurm-env
 	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
+
+## Evaluate one checkpoint with the paper's protocol: MODEL=<folder> or MODEL=<owner/name>@<revision>; optional NAME=,
+## BENCHMARKS=a,b, BASE=1 (the start checkpoint too), PROFILE=local (this machine), CONFIG=<presets>. Prints its plan,
+## then dry-runs (SUBMIT_ARGS=-n) or submits once confirmed (CONFIRM=1 or a prompt): docs/cluster.md#evaluate-a-checkpoint.
+MODEL ?=
+NAME ?=
+BENCHMARKS ?=
+CONFIG ?=
+PROFILE ?= slurm
+EVAL_SNAKEMAKE = $(if $(filter slurm,$(PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake)
+evaluate: setup
+	@if [ "$(PROFILE)" = slurm ]; then $(MAKE) --no-print-directory slurm-env; fi
+	$(VENV)/bin/python -m brorl.evaluation.any_checkpoint --model '$(MODEL)' --name '$(NAME)' \
+	  --benchmarks '$(BENCHMARKS)' $(if $(BASE),--base) $(if $(CONFIRM),--confirm) --profile '$(PROFILE)' \
+	  --configfile $(CONFIG) \
+	  --snakemake $(EVAL_SNAKEMAKE) -- $(SUBMIT_ARGS)
 
 ## The GPU smoke run on ONE 8-GPU node (workflow/presets/gpu_smoke.yaml): the paper's path at a few prompts per step,
 ## two forced kills resumed, then results/smoke/verdict.json and a table of every GPU path (docs/cluster.md#the-gpu-smoke-run).

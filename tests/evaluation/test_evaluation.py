@@ -545,11 +545,39 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         changed = job_counts(snakemake("-n", *args, cwd=repo))
         assert changed.get("score_samples") == 2 * (1 + len(TINY_MODELS)), changed  # start + models
         assert "generate_samples" not in changed and "build_tiny_model" not in changed, changed
+
+        check_make_evaluate(tmp_path, override)
     finally:
         if env_data_root is None:
             os.environ.pop("BRORL_DATA_ROOT", None)
         else:
             os.environ["BRORL_DATA_ROOT"] = env_data_root
+
+
+def check_make_evaluate(work: Path, override: Path) -> None:
+    """`make evaluate MODEL=<folder>` on this fixture's run folder: a tiny Llama built offline (another architecture
+    vLLM serves) evaluated alone through the real rules with the fixture's settings (CONFIG=), without the start
+    checkpoint (no BASE=1): no model of the start is built or extended, and SUMMARY.md says why nothing is compared
+    with it."""
+    from brorl.models.tiny import build_tiny_model
+
+    llama = build_tiny_model(work / "ckpt" / "tiny-llama", architecture="llama")
+    argv = ["make", "evaluate", f"MODEL={llama}", "PROFILE=local", f"CONFIG={override}", "CONFIRM=1"]
+    proc = subprocess.run(
+        [*argv, f"SUBMIT_ARGS=--directory {work} --cores 2"], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    jobs = job_counts(proc)
+    assert jobs["generate_samples"] == 1 and jobs["score_samples"] == 2, jobs  # the model alone, two benchmarks
+    assert not {"build_tiny_model", "warm_start_tiny_model", "download_base_model", "extend_context"} & set(jobs)
+    staged = json.loads((work / "resources/models/eval/tiny_llama/brorl_manifest.json").read_text())
+    assert staged["architecture"] == "LlamaForCausalLM" and staged["source"]["path"] == str(llama)
+    summary = json.loads((work / "results/eval/tiny_llama/step0/synthetic_math.summary.json").read_text())
+    assert summary["n_items"] == 3 and summary["n_samples"] == 16
+    rows = pd.read_csv(work / "results/tables/table1.csv", keep_default_na=False).set_index("arm")
+    assert "tiny_llama" in rows.index and "bare" not in rows.index  # this run's checkpoint only
+    text = (work / "results/SUMMARY.md").read_text()
+    assert "`tiny_llama`: no change against the start checkpoint is shown" in text and "BASE=1" in text
 
 
 def check_model_rows(work: Path) -> None:

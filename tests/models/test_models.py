@@ -115,8 +115,11 @@ def test_check_other_architecture(tiny, tmp_path):
     (model / "config.json").write_text(json.dumps({**config, "architectures": ["LlamaForCausalLM"]}))
     (model / MANIFEST_NAME).unlink()
     with pytest.raises(ModelError, match=r"architecture \['LlamaForCausalLM'\] is not one of Qwen2ForCausalLM"):
+        check_model_dir(model, architectures=("Qwen2ForCausalLM",))
+    assert check_model_dir(model)["architectures"] == ["LlamaForCausalLM"]  # the default: any that vLLM serves
+    (model / "config.json").write_text(json.dumps({**config, "architectures": ["BertModel"]}))
+    with pytest.raises(ModelError, match=r"BertModel is not a text-generation model of vLLM 0\.29\.0"):
         check_model_dir(model)
-    assert check_model_dir(model, architectures=("LlamaForCausalLM",))["architectures"] == ["LlamaForCausalLM"]
 
 
 def test_cli_check(tiny, tmp_path):

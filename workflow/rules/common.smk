@@ -85,7 +85,8 @@ def unpinned_flag():
 
 def eval_preflight_input():
     """The evaluation preflight's result for generation, probe and throughput jobs of a paper run on GPUs, else
-    nothing: those jobs never wait on the training stack (workflow/rules/preflight.smk)."""
+    nothing: those jobs never wait on the training stack (workflow/rules/preflight.smk).
+    """
     return ["results/preflight/eval_node.json"] if PREFLIGHT_REQUIRED else []
 
 

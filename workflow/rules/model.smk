@@ -174,7 +174,8 @@ rule extend_context:
 rule download_eval_model:
     """A checkpoint of evaluation.models staged with its manifest: from the hub at its revision (the pin gate
     refuses a branch `make pin` did not lock) or from its local folder; the same contract as the start checkpoint.
-    """
+    A CPU job before any GPU job: an architecture the pinned vLLM does not serve is refused here (a local folder's
+    already when the DAG is built)."""
     input:
         source=eval_model_source,
     output:
@@ -204,7 +205,7 @@ rule download_eval_model:
             {params.source:q} {params.pins} \
             --cache-dir {params.cache_dir:q} \
             >{log:q} 2>&1
-        python -m brorl.models verify {output:q} >>{log:q} 2>&1
+        python -m brorl.models verify --served {output:q} >>{log:q} 2>&1
         """
 
 

@@ -36,6 +36,15 @@ def _cell(x: object, digits: int = 2, sign: str = "") -> str:
     return str(x) if v is None else f"{round(v, digits) + 0.0:{sign}.{digits}f}"
 
 
+# an evaluation-only run without the start checkpoint (`make evaluate` without BASE=1): nothing to compare with
+START_LEFT_OUT = (
+    "{names}: no change against the start checkpoint is shown, because this run does not evaluate it "
+    "(`evaluation.steps.include_start: false`, what `make evaluate` sets unless `BASE=1`). The pass@1 of each family "
+    "is in Table 1 and of each benchmark in Tables 3-5; `make evaluate ... BASE=1` adds the start checkpoint and this "
+    "paired test."
+)
+
+
 def scale_text(spec: Mapping) -> str:
     """One paragraph: the scale this run has against the paper's."""
     arms = ", ".join(
@@ -51,7 +60,7 @@ def scale_text(spec: Mapping) -> str:
     else:
         head = "**Scale: the paper's** (engine cluster: the ProRLv2 1.5B checkpoint, OpenRLHF on GPUs)."
     return (
-        f"{head} Arms: {arms}. Benchmarks evaluated: {', '.join(spec['evaluation']['benchmarks'])} "
+        f"{head} Arms: {arms or 'none (evaluation only)'}. Benchmarks evaluated: {', '.join(spec['evaluation']['benchmarks'])} "
         f"({spec['evaluation']['n_samples']} samples each; max items per benchmark: "
         f"{spec['evaluation']['max_items'] or 'all'}). Paper: ProRL N=16 x 512 prompts (+535 steps) vs BroRL N=512 x 128 "
         f"(+191 steps) on 64 H100; 21 benchmark columns (6 math, 4 code, 11 Reasoning Gym categories), "
@@ -165,7 +174,11 @@ def _learning(sig: Mapping, spec: Mapping) -> list[str]:
             "Each checkpoint of `evaluation.models` (e.g. a released model) against the start checkpoint on the same "
             f"problems, by the same paired one-tailed test (alpha {alpha}).",
             "",
-            *_versus_start(models, "higher than the start checkpoint"),
+            *(
+                _versus_start(models, "higher than the start checkpoint")
+                if spec["evaluation"].get("include_start", True)
+                else [START_LEFT_OUT.format(names=", ".join(f"`{m['arm']}`" for m in models))]
+            ),
         ]
     return lines + [""]
 

@@ -85,11 +85,12 @@ def _check_safetensors(folder: Path, name: str) -> None:
         raise ModelError(f"{folder}: {name} is truncated or padded: {size} bytes, header says {8 + n + end}")
 
 
-def check_model_dir(path: Path | str, architectures: tuple[str, ...] = ("Qwen2ForCausalLM",)) -> dict:
+def check_model_dir(path: Path | str, architectures: tuple[str, ...] | None = None) -> dict:
     """Check a model folder and return its parsed config.json; ModelError names the folder and the problem.
 
     With a manifest, every file it lists must exist and have the recorded sha256 (weights included), so a
-    tampered or half-copied checkpoint is refused before an engine starts. ``architectures=()`` accepts any.
+    tampered or half-copied checkpoint is refused before an engine starts. ``architectures``: those accepted;
+    None (the default): any text-generation architecture the pinned vLLM serves; ``()``: any.
     """
     folder = Path(path)
     if not folder.exists():
@@ -113,7 +114,13 @@ def check_model_dir(path: Path | str, architectures: tuple[str, ...] = ("Qwen2Fo
     if (folder / "tokenizer.json").is_file():
         _read_json(folder, "tokenizer.json")
     archs = config.get("architectures") or []
-    if architectures and not set(archs) & set(architectures):
+    if architectures is None:
+        from .architectures import architecture_problem
+
+        problem = architecture_problem(config, str(folder))
+        if problem:
+            raise ModelError(problem)
+    elif architectures and not set(archs) & set(architectures):
         raise ModelError(f"{folder}: architecture {archs or 'unknown'} is not one of {', '.join(architectures)}")
     if (folder / MANIFEST_NAME).is_file():
         _verify_manifest(folder, _read_json(folder, MANIFEST_NAME))

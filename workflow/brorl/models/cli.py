@@ -26,16 +26,17 @@ def _cmd_build_tiny(a: argparse.Namespace) -> None:
         tie_word_embeddings=a.tie,
         seed=a.seed,
         context_length=a.context_length,
+        architecture=a.architecture,
     )
     manifest = json.loads((out / "brorl_manifest.json").read_text())
     print(
-        f"tiny Qwen2 ({manifest['n_parameters']:,} parameters, seed {a.seed}) -> {out} "
+        f"tiny {manifest['architecture']} ({manifest['n_parameters']:,} parameters, seed {a.seed}) -> {out} "
         f"[manifest {manifest_hash(out)[:12]}]"
     )
 
 
 def _cmd_check(a: argparse.Namespace) -> None:
-    config = check_model_dir(a.model, tuple(a.architecture))
+    config = check_model_dir(a.model, None if a.architecture is None else tuple(a.architecture))
     print(
         f"{a.model}: OK ({(config.get('architectures') or ['?'])[0]}, {config.get('num_hidden_layers')} layers, "
         f"hidden {config.get('hidden_size')}, manifest {manifest_hash(a.model)[:12]})"
@@ -78,7 +79,7 @@ def _cmd_extend(a: argparse.Namespace) -> None:
 
 def _cmd_verify(a: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    manifest = verify_model_dir(a.model, tuple(a.architecture))
+    manifest = verify_model_dir(a.model, None if a.served else tuple(a.architecture))
     size = sum(f["bytes"] for f in manifest["files"].values())
     print(
         f"{a.model}: OK, {len(manifest['files'])} files ({size / 2**20:.1f} MiB) match {MANIFEST_NAME} "
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-kv-heads", type=int, default=2)
     p.add_argument("--max-position-embeddings", type=int, default=1024)
     p.add_argument("--tie", action="store_true", help="tie lm_head to the embeddings (not recommended on CPU)")
+    p.add_argument("--architecture", choices=("qwen2", "llama"), default="qwen2", help="the model family")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--context-length",
@@ -141,10 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="verify a staged model folder against its manifest (sha256 of every file)")
     p.add_argument("model", type=Path)
     p.add_argument("--architecture", nargs="*", default=[], help="accepted architectures (none: any)")
+    p.add_argument("--served", action="store_true", help="accept the architectures the pinned vLLM generates with")
     p.set_defaults(func=_cmd_verify)
     p = sub.add_parser("check", help="check a model folder (files, JSON, manifest hashes, architecture)")
     p.add_argument("model", type=Path)
-    p.add_argument("--architecture", nargs="*", default=["Qwen2ForCausalLM"], help="accepted architectures (none: any)")
+    p.add_argument(
+        "--architecture", nargs="*", default=None, help="accepted architectures (default: those vLLM serves; none: any)"
+    )
     p.set_defaults(func=_cmd_check)
     return parser
 

@@ -82,11 +82,23 @@ def _patch_json(path: Path, updates: dict) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _write_model(folder: Path, sizes: dict, tie: bool, seed: int, context_length: int) -> int:
-    import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+def _model_classes(architecture: str) -> tuple[type, type]:
+    """(config class, model class) of a tiny architecture: qwen2 (the paper's family) or llama (another family that
+    vLLM serves, for the tests of evaluating any checkpoint)."""
+    import transformers
 
-    config = Qwen2Config(
+    names = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM")}
+    if architecture not in names:
+        raise ValueError(f"tiny model architecture {architecture!r}: one of {', '.join(names)}")
+    return tuple(getattr(transformers, name) for name in names[architecture])
+
+
+def _write_model(folder: Path, sizes: dict, tie: bool, seed: int, context_length: int, architecture: str) -> int:
+    import torch
+    from transformers import GenerationConfig
+
+    config_class, model_class = _model_classes(architecture)
+    config = config_class(
         vocab_size=VOCAB_SIZE,
         hidden_size=sizes["hidden_size"],
         intermediate_size=sizes["intermediate_size"],
@@ -103,7 +115,7 @@ def _write_model(folder: Path, sizes: dict, tie: bool, seed: int, context_length
     )
     torch.manual_seed(seed)
     with torch.device("cpu"):
-        model = Qwen2ForCausalLM(config).to(torch.float32).eval()
+        model = model_class(config).to(torch.float32).eval()
     model.generation_config = GenerationConfig(eos_token_id=EOS_ID, pad_token_id=PAD_ID, bos_token_id=None)
     model.save_pretrained(folder)
     build_tokenizer(context_length).save_pretrained(folder)
@@ -126,8 +138,10 @@ def build_tiny_model(
     tie_word_embeddings: bool = False,
     seed: int = 0,
     context_length: int | None = None,
+    architecture: str = "qwen2",
 ) -> Path:
-    """Build the tiny Qwen2 folder at ``out_dir`` (replacing it) and return its path.
+    """Build the tiny Qwen2 folder (or, with ``architecture="llama"``, a Llama one) at ``out_dir`` (replacing it)
+    and return its path.
 
     ``context_length`` is the context the model is declared to have been trained with (the tokenizer's
     ``model_max_length``; default: all positions), like the 8K of the paper's start checkpoint that declares 128K
@@ -159,7 +173,7 @@ def build_tiny_model(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        n_params = _write_model(tmp, sizes, tie_word_embeddings, seed, context_length)
+        n_params = _write_model(tmp, sizes, tie_word_embeddings, seed, context_length, architecture)
         write_manifest(
             tmp,
             {
@@ -170,6 +184,7 @@ def build_tiny_model(
                     "seed": seed,
                     "vocab_size": VOCAB_SIZE,
                     "context_length": context_length,
+                    "architecture": architecture,
                 },
                 "n_parameters": n_params,
             },

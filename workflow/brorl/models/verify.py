@@ -19,10 +19,10 @@ from .check import MANIFEST_NAME, ModelError, check_model_dir
 FOREIGN_MARKERS = frozenset({".snakemake_timestamp"})
 
 
-def verify_model_dir(path: Path | str, architectures: tuple[str, ...] = ()) -> dict:
+def verify_model_dir(path: Path | str, architectures: tuple[str, ...] | None = ()) -> dict:
     """Check ``path`` against its manifest (sha256 of every file) and return the manifest; ModelError otherwise.
 
-    ``architectures``: accepted ``config.json`` architectures (empty: any).
+    ``architectures``: accepted ``config.json`` architectures (empty: any; None: those the pinned vLLM serves).
     """
     folder = Path(path)
     if folder.is_dir() and not (folder / MANIFEST_NAME).is_file():

@@ -66,7 +66,8 @@ def analysis_spec():
                 for model in EVAL["models"]
             ],
             "evaluation": {
-                k: EVAL[k] for k in ("benchmarks", "n_samples", "max_items")
+                **{k: EVAL[k] for k in ("benchmarks", "n_samples", "max_items")},
+                "include_start": EVAL["steps"].get("include_start", True),
             },
             "benchmark_families": {n: b.family for n, b in BENCHMARKS.items()},
         },

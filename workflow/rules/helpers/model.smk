@@ -9,15 +9,14 @@ HUB_CACHE = "resources/models/.hub-cache"  # resumes an interrupted hub download
 
 def model_targets():
     """Both derived folders of the start checkpoint (the same folder once when the two lengths agree); the training
-    one only when an arm trains (an evaluation-only run, e.g. workflow/presets/released.yaml, needs no 16K folder).
+    one only when an arm trains (an evaluation-only run, e.g. workflow/presets/released.yaml, needs no 16K folder),
+    neither when nothing trains and the start checkpoint is not evaluated (`make evaluate` without BASE=1).
     """
     from brorl.training.recipe import enabled_arms
 
-    return sorted(
-        {train_start_model(), eval_start_model()}
-        if enabled_arms(config)
-        else {eval_start_model()}
-    )
+    if enabled_arms(config):
+        return sorted({train_start_model(), eval_start_model()})
+    return [eval_start_model()] if EVAL["steps"].get("include_start", True) else []
 
 
 STAGE_TARGETS.append(model_targets)
@@ -85,3 +84,18 @@ def eval_model_flags(wildcards):
     flags += ["--revision", model["revision"] or "local"]
     flags += ["--config-key", f"evaluation.models[{index}].revision"]
     return flags + (["--local", model["path"]] if model["path"] else [])
+
+
+def check_local_eval_models():
+    """Refuse, while the DAG is built, a local checkpoint of evaluation.models that the pinned vLLM cannot generate
+    with (a hub checkpoint is checked by download_eval_model, a CPU job before any GPU job).
+    """
+    from brorl.models.architectures import folder_architecture_problem
+
+    for model in EVAL_MODELS.values():
+        problem = model["path"] and folder_architecture_problem(model["path"])
+        if problem:
+            raise WorkflowError(f"evaluation.models {model['name']!r}: {problem}")
+
+
+check_local_eval_models()
