@@ -362,3 +362,24 @@ def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
     assert row.job_gpu_hours == pytest.approx(per_checkpoint + prior.job_overhead_hours * row.gpus)
     assert price.gpu_hours == pytest.approx(row.job_gpu_hours * (1 + saved))
     assert f"{1 + saved} checkpoints (the start and every saved step)" in probe_line(row, config["probe"])
+
+
+@pytest.mark.workflow
+def test_the_plans_dry_run_finds_a_checkpoint_folder_given_relative_to_where_it_runs(tmp_path):
+    """A relative evaluation.models path (as `make plan` runs from the repository root) reaches the plan's dry run,
+    which runs in an empty directory elsewhere: without absolute_folders it stops on the missing folder."""
+    from brorl.plan.cli import DagError, absolute_folders, dag_job_counts
+
+    (tmp_path / "ckpts" / "mine").mkdir(parents=True)
+    (tmp_path / "ckpts" / "mine" / "config.json").write_text('{"architectures": ["Qwen2ForCausalLM"]}')
+    entry = {"name": "mine", "label": "mine", "path": "ckpts/mine", "step": 0}
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(json.dumps({"evaluation": {"models": [entry]}}))
+    tiny = Path(CONFIG).parent / "workflow/presets/tiny.yaml"
+    config = load_yaml_config(CONFIG, tiny, extra)
+    overlay = absolute_folders(config, tmp_path)
+    assert overlay["evaluation"]["models"][0]["path"] == str(tmp_path / "ckpts/mine")
+    assert absolute_folders(load_yaml_config(CONFIG, tiny), tmp_path) == {}  # nothing relative, nothing added
+    assert dag_job_counts([tiny, extra], overlay=overlay)["download_eval_model"] == 1
+    with pytest.raises(DagError, match="ckpts/mine"):
+        dag_job_counts([tiny, extra])

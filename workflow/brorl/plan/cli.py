@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
@@ -39,9 +41,31 @@ class DagError(RuntimeError):
     """The dry run failed (its output tail is in the message)."""
 
 
-def dag_job_counts(configfiles: list[Path], snakefile: Path = ROOT / "Snakefile") -> dict[str, int]:
-    """Jobs per rule of the default target, from a dry run in an empty directory (every job, as on day one)."""
+def absolute_folders(config: dict, cwd: Path) -> dict:
+    """A config overlay giving the local checkpoint folders of `config` (base_model.local_path, evaluation.models[].path)
+    as absolute paths from `cwd`, so that the plan's dry run in an empty directory finds them as the run would."""
+    overlay: dict = {}
+    local = config["base_model"].get("local_path")
+    if local and not Path(local).is_absolute():
+        overlay["base_model"] = {"local_path": str((cwd / local).resolve())}
+    models = config["evaluation"]["models"]
+    if any(m.get("path") and not Path(m["path"]).is_absolute() for m in models):
+        overlay["evaluation"] = {
+            "models": [{**m, "path": str((cwd / m["path"]).resolve())} if m.get("path") else m for m in models]
+        }
+    return overlay
+
+
+def dag_job_counts(
+    configfiles: list[Path], snakefile: Path = ROOT / "Snakefile", overlay: dict | None = None
+) -> dict[str, int]:
+    """Jobs per rule of the default target, from a dry run in an empty directory (every job, as on day one);
+    `overlay` (absolute_folders) is merged last."""
     with tempfile.TemporaryDirectory(prefix="brorl-plan-") as workdir:
+        if overlay:
+            extra = Path(workdir) / "absolute_folders.yaml"
+            extra.write_text(yaml.safe_dump(overlay, sort_keys=False))
+            configfiles = [*configfiles, extra]
         cmd = [
             sys.executable,
             "-m",
@@ -225,7 +249,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
     print("building the DAG to count its jobs (snakemake -n, seconds to a minute) ...", file=sys.stderr, flush=True)
-    dag = dag_job_counts(list(a.configfile))
+    dag = dag_job_counts(list(a.configfile), overlay=absolute_folders(config, Path.cwd()))
     planned, arms = config_job_counts(config)
     run = read_measured(a.measured, config, problems, {arm: v[0] for arm, v in arms.items()}) if a.measured else None
     rules = {*dag, *planned, "train_ppo", "generate_samples"}
