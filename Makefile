@@ -39,10 +39,14 @@ $(STAMP): pyproject.toml envs/openrlhf-cpu.txt envs/ifeval.txt
 	$(VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec triton
 	touch $(STAMP)
 
-## The demo's browsable report (results/report.html: every table and figure with its caption), after make demo.
+## A run's browsable report (results/report.html: every table and figure with its caption): the demo's by default;
+## another run's with the PROFILE= and CONFIG= it ran with (make evaluate's: CONFIG=results/evaluate/<name>.yaml).
+REPORT_PROFILE = $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),local)
 report: setup
-	@test -f results/SUMMARY.md || { echo "make report: no finished demo under results/ (run make demo first)"; exit 1; }
-	snakemake --profile profiles/local --report results/report.html
+	@if [ "$(REPORT_PROFILE)" = slurm ]; then $(MAKE) --no-print-directory slurm-env; fi
+	$(VENV)/bin/python -m brorl.run_profile report --profile '$(REPORT_PROFILE)' --configfile $(CONFIG) \
+	  --snakemake $(if $(filter slurm,$(REPORT_PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake) \
+	  -- $(SUBMIT_ARGS)
 
 ## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
 demo: setup

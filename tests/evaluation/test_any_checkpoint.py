@@ -14,16 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from brorl.config import load_yaml_config
-from brorl.evaluation.any_checkpoint import (
-    Checkpoint,
-    EvaluateError,
-    absolute_directory,
-    overlay,
-    parse_model,
-    profile_configfiles,
-    workdir_of,
-)
+from brorl.evaluation.any_checkpoint import Checkpoint, EvaluateError, overlay, parse_model
 from brorl.models.architectures import registry_architectures, served_architectures
+from brorl.run_profile import absolute_directory, profile_configfiles, workdir_of
 from helpers import ROOT
 
 START = load_yaml_config(ROOT / "config.yaml")["base_model"]
@@ -137,3 +130,8 @@ def test_make_evaluate_at_paper_scale_dry_runs_without_training_or_its_preflight
     assert counts["preflight_eval_node"] == 1 and not {"train_ppo", "preflight_train_node"} & set(counts), counts
     assert not {"download_base_model", "extend_context"} & set(counts)  # the start checkpoint is left out
     assert "This was a dry-run" in out and "not submitted" not in out
+
+
+def test_make_report_names_the_run_it_did_not_find(tmp_path):
+    proc = make("report", f"SUBMIT_ARGS=--directory {tmp_path}")
+    assert proc.returncode != 0 and f"no finished run under {tmp_path / 'results'}" in proc.stderr, proc.stderr

@@ -9,6 +9,7 @@ import importlib.util
 import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -578,6 +579,11 @@ def check_make_evaluate(work: Path, override: Path) -> None:
     assert "tiny_llama" in rows.index and "bare" not in rows.index  # this run's checkpoint only
     text = (work / "results/SUMMARY.md").read_text()
     assert "`tiny_llama`: no change against the start checkpoint is shown" in text and "BASE=1" in text
+    # `make report` of this run, with the profile and config files it ran with, as make evaluate prints it
+    command = proc.stdout.rsplit("the run's report: ", 1)[1].splitlines()[0]
+    assert "PROFILE=local" in command and "results/evaluate/tiny_llama.yaml" in command, command
+    report = subprocess.run(shlex.split(command), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert report.returncode == 0 and (work / "results/report.html").stat().st_size > 0, report.stderr[-3000:]
 
 
 def check_model_rows(work: Path) -> None:

@@ -23,7 +23,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 HUB_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-PROFILES = {"slurm": "slurm", "local": "profiles/local"}  # make's PROFILE= names; anything else is a folder
 
 
 class EvaluateError(ValueError):
@@ -110,34 +109,6 @@ def _benchmark_names() -> list[str]:
     return list(load_registry())
 
 
-def profile_configfiles(profile: Path) -> list[Path]:
-    """The config files a Snakemake profile names (`configfile:`), which a --configfile on the command line replaces."""
-    settings = yaml.safe_load((profile / "config.yaml").read_text(encoding="utf-8")) or {}
-    files = settings.get("configfile") or []
-    return [Path(f) for f in ([files] if isinstance(files, str) else files)]
-
-
-def absolute_directory(snakemake_args: list[str], cwd: Path) -> list[str]:
-    """Snakemake's arguments with its --directory/-d made absolute (Snakemake runs from the repository root)."""
-    out, args = [], iter(snakemake_args)
-    for arg in args:
-        if arg in ("--directory", "-d"):
-            out += ["--directory", str((cwd / next(args, ".")).resolve())]
-        elif arg.startswith("--directory="):
-            out += ["--directory", str((cwd / arg.split("=", 1)[1]).resolve())]
-        else:
-            out.append(arg)
-    return out
-
-
-def workdir_of(snakemake_args: list[str], cwd: Path) -> Path:
-    """The run's working directory: Snakemake's --directory among its (absolute_directory) arguments, else cwd."""
-    for flag, value in zip(snakemake_args, snakemake_args[1:]):
-        if flag == "--directory":
-            return Path(value)
-    return cwd
-
-
 def is_dry_run(snakemake_args: list[str]) -> bool:
     return any(arg in ("-n", "--dry-run", "--dryrun") for arg in snakemake_args)
 
@@ -153,6 +124,7 @@ def _confirmed(confirm: bool) -> bool:
 def main(argv: list[str] | None = None) -> int:
     from ..config import ConfigError, load_yaml_config
     from ..models.architectures import folder_architecture_problem
+    from ..run_profile import PROFILES, absolute_directory, run_configfiles, workdir_of
 
     parser = argparse.ArgumentParser(prog="python -m brorl.evaluation.any_checkpoint", description=__doc__)
     parser.add_argument("--model", required=True, help="a checkpoint folder, or owner/name@revision on the hub")
@@ -171,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = absolute_directory([a for a in args.snakemake_args if a != "--"], cwd)
     profile = PROFILES.get(args.profile, args.profile)
     try:
-        presets = [ROOT / f for f in profile_configfiles(ROOT / profile)]
-        presets += [(cwd / f).resolve() for f in args.configfile if f]
+        presets = run_configfiles(profile, args.configfile, cwd)
         model = parse_model(args.model, cwd, args.name)
         problem = model.path and folder_architecture_problem(model.path)
         if problem:
@@ -198,7 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not submitted: add CONFIRM=1 (or SUBMIT_ARGS=-n for a dry run) to run\n  {shlex.join(cmd)}")
         return 0
     print(f"running: {shlex.join(cmd)}", flush=True)
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    status = subprocess.run(cmd, cwd=ROOT).returncode
+    if status == 0 and not is_dry_run(extra):
+        where = workdir_of(extra, cwd)
+        report = ["make", "report", f"PROFILE={args.profile}", f"CONFIG={' '.join([*args.configfile, str(out)])}"]
+        report += [f"SUBMIT_ARGS=--directory {where}"] if where != cwd else []
+        print(f"the run's report: {shlex.join(report)}")
+    return status
 
 
 if __name__ == "__main__":
