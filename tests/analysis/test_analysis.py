@@ -23,6 +23,7 @@ import scipy.stats as sps
 from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
 from brorl.analysis.paper import (
+    BY_GAIN,
     NOT_APPLICABLE,
     NOT_GIVEN,
     NOT_RUN,
@@ -505,7 +506,8 @@ def test_evaluated_models_are_rows_beside_the_paper_row_they_name():
         ("other", "other", 0, None, False),
     ]
     t1 = table1(PAPER, rows, fam, hours, 3000).set_index("arm")
-    assert t1.loc["released", "Math, paper"] == 63.03 and t1.loc["released", "Math diff"] == pytest.approx(0.0)
+    # steps not known (continued_steps null): beside the paper row, but no level difference (compared by gain)
+    assert t1.loc["released", "Math, paper"] == 63.03 and t1.loc["released", "Math diff"] == BY_GAIN
     assert (
         t1.loc["released", "time (h)"] == NOT_APPLICABLE and t1.loc["released", OURS] == "evaluated, not trained here"
     )
@@ -513,7 +515,10 @@ def test_evaluated_models_are_rows_beside_the_paper_row_they_name():
     assert t1.loc["other", "Math"] == NOT_RUN and t1.loc["other", "Math, paper"] == NOT_GIVEN
     t3 = benchmark_table(PAPER, "math", rows, bench)
     cell = t3[(t3.benchmark == "aime24") & (t3.arm == "released")].iloc[0]
-    assert cell["pass@1, paper"] == 57.50 and cell["diff"] == pytest.approx(0.0)
+    assert cell["pass@1, paper"] == 57.50 and cell["diff"] == BY_GAIN
+    known = [{**models[0], "continued_steps": 191}]  # a card that states the row's step: levels compare
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated, models=known)
+    assert table1(PAPER, rows, fam, hours, 3000).set_index("arm").loc["released", "Math diff"] == pytest.approx(0.0)
 
 
 def test_tables_show_plus_minus_and_n_beside_every_reproduced_score():
@@ -1111,3 +1116,27 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
             os.environ.pop("BRORL_DATA_ROOT", None)
         else:
             os.environ["BRORL_DATA_ROOT"] = env_data_root
+
+
+def test_an_evaluated_model_is_compared_with_its_paper_row_by_gain_and_says_what_its_card_states():
+    """SUMMARY.md's model lines: the steps note from `make pin`'s record, and the gain over the start beside the paper
+    row's gain over its Baseline (BroRL +191: Math +1.34, Code +2.20, printed Reasoning Gym +1.80)."""
+    from brorl.analysis.model_summary import START_LEFT_OUT, model_lines
+
+    table = pd.DataFrame(
+        [
+            {"arm": "base", "Math": 60.0, "Code": 50.0, RG_TASK: 61.0},
+            {"arm": "released", "Math": 61.5, "Code": 49.0, RG_TASK: NOT_RUN},
+        ]
+    )
+    model = {"name": "released", "paper_row": "treatment@191", "steps_note": "steps: not known (the card states none)"}
+    spec = {"models": [model], "evaluation": {"include_start": True}}
+    lines = model_lines(spec, table, ["- `released` step 0 vs start: ..."])
+    assert lines[0] == "- `released` step 0 vs start: ..."
+    assert lines[1].startswith("- `released`: steps: not known (the card states none). Its gain over the start here:")
+    assert (
+        "Math +1.50, Code -1.00;" in lines[1]
+        and "BroRL N=512 +191 over its Baseline: Math +1.34, Code +2.20" in lines[1]
+    )
+    left_out = model_lines({**spec, "evaluation": {"include_start": False}}, table, [])
+    assert left_out[0] == START_LEFT_OUT.format(names="`released`") and "steps: not known" in left_out[1]

@@ -38,6 +38,16 @@ def read_lock(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in pins.items()}
 
 
+def read_lock_data(path: Path) -> dict[str, Any]:
+    """The whole lock file ({"pins": ..., "identity": ...}); {} without one."""
+    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+
+
+def read_identity(path: Path) -> dict[str, dict]:
+    """The lock's `identity:` records (brorl.checkpoint_identity) per model commit; {} without a lock."""
+    return dict(read_lock_data(path).get("identity") or {})
+
+
 def apply_lock(config: dict[str, Any], lock: Mapping[str, str]) -> list[str]:
     """Set each unpinned config revision that the lock resolves (in place); returns the config keys it pinned."""
     applied = []

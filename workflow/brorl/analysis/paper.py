@@ -16,6 +16,9 @@ NOT_GIVEN = "not given"  # the paper has no value for this cell
 NOT_RUN = "not run"  # this configuration did not evaluate this checkpoint or benchmark
 NOT_APPLICABLE = "n/a"  # the cell has no meaning for this row (e.g. the start checkpoint's training time)
 TINY_SCALE = "n/a (tiny scale)"  # a difference to the paper that would compare a tiny CPU run with the paper's
+# a model whose training steps are not known (continued_steps null, e.g. released weights) against a paper row: its
+# level is not that row's step, so only its gain over the start is compared (SUMMARY.md, brorl.analysis.model_summary)
+BY_GAIN = "n/a (steps not known: compared by gain, SUMMARY.md)"
 ROLES = ("base", "control", "treatment")
 FAMILIES = ("math", "code", "reasoning_gym")
 FAMILY_LABELS = {"math": "Math", "code": "Code", "reasoning_gym": "Reasoning Gym"}

@@ -22,6 +22,7 @@ import pandas as pd
 from ..stats.agreement import NO_NOISE, agreement
 from ..tables import plus_minus
 from .paper import (
+    BY_GAIN,
     FAMILY_LABELS,
     NOT_APPLICABLE,
     NOT_GIVEN,
@@ -270,7 +271,9 @@ def table1(
                 _triple(row, label, repro, p.get(key), TINY_SCALE if tiny else None)
 
         def withheld(fam: str, cp: Checkpoint = cp) -> str | None:
-            return TINY_SCALE if tiny else _partial(family, cp.arm, cp.step, fam, paper)
+            if tiny:
+                return TINY_SCALE
+            return BY_GAIN if cp.model and not cp.continued else _partial(family, cp.arm, cp.step, fam, paper)
 
         for fam in ("math", "code"):
             repro = _percent(_value(family, cp.arm, cp.step, "pass1", family=fam))
@@ -326,7 +329,9 @@ def benchmark_table(
             }
             _with_error(row, "pass@1", bench, cp.arm, cp.step, "se", benchmark=name)
             row["pass@1, paper"] = given if given is not None else NOT_GIVEN
-            row["diff"] = _diff(repro, given, TINY_SCALE if tiny else None)
+            row["diff"] = _diff(
+                repro, given, TINY_SCALE if tiny else BY_GAIN if cp.model and not cp.continued else None
+            )
             noise = (
                 _percent(_value(bench, cp.arm, cp.step, "rerun_se", benchmark=name)) if "rerun_se" in bench else None
             )

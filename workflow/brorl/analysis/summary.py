@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ..stats.agreement import ABOVE, AGREES, BELOW, NOT_IN_INTERVAL
+from .model_summary import model_lines
 from .paper import FAMILY_LABELS, NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK
 
@@ -34,15 +35,6 @@ def _cell(x: object, digits: int = 2, sign: str = "") -> str:
     """A table cell: numbers rounded (signed for differences), markers as they are."""
     v = _num(x)
     return str(x) if v is None else f"{round(v, digits) + 0.0:{sign}.{digits}f}"
-
-
-# an evaluation-only run without the start checkpoint (`make evaluate` without BASE=1): nothing to compare with
-START_LEFT_OUT = (
-    "{names}: no change against the start checkpoint is shown, because this run does not evaluate it "
-    "(`evaluation.steps.include_start: false`, what `make evaluate` sets unless `BASE=1`). The pass@1 of each family "
-    "is in Table 1 and of each benchmark in Tables 3-5; `make evaluate ... BASE=1` adds the start checkpoint and this "
-    "paired test."
-)
 
 
 def scale_text(spec: Mapping) -> str:
@@ -149,7 +141,7 @@ TINY_START_NOTE = (
 )
 
 
-def _learning(sig: Mapping, spec: Mapping) -> list[str]:
+def _learning(sig: Mapping, spec: Mapping, table1: pd.DataFrame) -> list[str]:
     """Whether RL training improved the start model, per arm, by the paired one-tailed test (final vs start); then
     the checkpoints of evaluation.models against the start checkpoint, by the same test."""
     alpha = sig.get("alpha", spec["analysis"].get("alpha"))
@@ -174,11 +166,7 @@ def _learning(sig: Mapping, spec: Mapping) -> list[str]:
             "Each checkpoint of `evaluation.models` (e.g. a released model) against the start checkpoint on the same "
             f"problems, by the same paired one-tailed test (alpha {alpha}).",
             "",
-            *(
-                _versus_start(models, "higher than the start checkpoint")
-                if spec["evaluation"].get("include_start", True)
-                else [START_LEFT_OUT.format(names=", ".join(f"`{m['arm']}`" for m in models))]
-            ),
+            *model_lines(spec, table1, _versus_start(models, "higher than the start checkpoint")),
         ]
     return lines + [""]
 
@@ -543,7 +531,7 @@ def render_summary(
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
-    lines += _learning(sig, spec)
+    lines += _learning(sig, spec, table1)
     lines += _main_claim(table1, spec, sig)
     lines += _simulation(claims)
     lines += _probe(probe, spec)

@@ -1,6 +1,8 @@
 # Input functions of the analysis stage (workflow/rules/analysis.smk).
 import json
 
+from brorl.checkpoint_identity import steps_note
+
 ANALYSIS = config["analysis"]
 ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
 # rerun trigger of every analysis rule: an edit of the analysis code reruns the stage
@@ -43,6 +45,10 @@ def n_sweep_arms():
     return [name for name in ANALYSIS["n_sweep"]["arms"] if name in enabled]
 
 
+# what `make pin` recorded of each hub model commit (brorl.checkpoint_identity): the card's training-step sentence
+MODEL_IDENTITY = read_lock_data(Path(workflow.basedir) / LOCK_NAME).get("identity") or {}
+
+
 def analysis_spec():
     """--spec of the analysis CLI (JSON): engine, start checkpoint, enabled arms, evaluation.models, analysis and
     evaluation sections."""
@@ -60,8 +66,11 @@ def analysis_spec():
             "analysis": ANALYSIS,
             "models": [
                 {
-                    k: model[k]
-                    for k in ("name", "label", "step", "continued_steps", "paper_row")
+                    **{
+                        k: model[k]
+                        for k in ("name", "label", "step", "continued_steps", "paper_row")
+                    },
+                    "steps_note": steps_note(model, MODEL_IDENTITY),
                 }
                 for model in EVAL["models"]
             ],

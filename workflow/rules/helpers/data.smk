@@ -2,7 +2,9 @@
 import json
 
 from brorl.benchmarks.prepare import source_kind
+from brorl.checkpoint_identity import start_identity_problem
 from brorl.pin_gate import unpinned_of_run
+from brorl.pin_lock import LOCK_NAME, read_lock_data
 
 # benchmarks prepared from a file (rule prepare_benchmark); the Reasoning Gym sets are generated (generate_reasoning_gym)
 PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
@@ -24,10 +26,17 @@ def benchmark_source(wildcards):
 UNPINNED = unpinned_of_run(config, BENCHMARKS)
 if UNPINNED:
     print(f"warning: {UNPINNED}", file=sys.stderr)
+# and whether the start pin is the model the paper starts from, where `make pin` recorded both weights
+START_IDENTITY = start_identity_problem(
+    config, read_lock_data(Path(workflow.basedir) / LOCK_NAME)
+)
+if START_IDENTITY:
+    print(f"warning: {START_IDENTITY}", file=sys.stderr)
 
 
 def pin_gate_problem(workflow):
-    """The unpinned hub sources that jobs of this run would download (empty: none, or allow_unpinned)."""
+    """The unpinned hub sources that jobs of this run would download (empty: none, or allow_unpinned), and a start
+    pin whose recorded weights are not the paper's v2 start model (brorl.checkpoint_identity) when jobs use it."""
     jobs = list(workflow.dag.needrun_jobs())
     rules = {job.rule.name for job in jobs}
     prepared = {
@@ -35,13 +44,15 @@ def pin_gate_problem(workflow):
         for job in jobs
         if job.rule.name == "prepare_benchmark"
     }
-    return unpinned_of_run(
+    unpinned = unpinned_of_run(
         config,
         BENCHMARKS,
         benchmarks=prepared,
         training="prepare_train_data" in rules,
         base_model="download_base_model" in rules,
     )
+    uses_start = {"download_base_model", "extend_context", "train_ppo"} & rules
+    return "\n".join(filter(None, [unpinned, START_IDENTITY if uses_start else ""]))
 
 
 def train_data_spec():
