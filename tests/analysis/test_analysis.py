@@ -519,6 +519,9 @@ def test_evaluated_models_are_rows_beside_the_paper_row_they_name():
     known = [{**models[0], "continued_steps": 191}]  # a card that states the row's step: levels compare
     rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated, models=known)
     assert table1(PAPER, rows, fam, hours, 3000).set_index("arm").loc["released", "Math diff"] == pytest.approx(0.0)
+    start = [{**models[0], "paper_row": "base@0"}]  # the start model evaluated as a model: 0 steps, levels compare
+    rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated, models=start)
+    assert _is_number(table1(PAPER, rows, fam, hours, 3000).set_index("arm").loc["released", "Math diff"])
 
 
 def test_tables_show_plus_minus_and_n_beside_every_reproduced_score():
@@ -1140,3 +1143,7 @@ def test_an_evaluated_model_is_compared_with_its_paper_row_by_gain_and_says_what
     )
     left_out = model_lines({**spec, "evaluation": {"include_start": False}}, table, [])
     assert left_out[0] == START_LEFT_OUT.format(names="`released`") and "steps: not known" in left_out[1]
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and x == x

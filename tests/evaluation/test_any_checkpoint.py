@@ -58,6 +58,16 @@ def test_the_overlay_evaluates_the_checkpoint_alone_and_trains_nothing():
     assert "benchmarks" not in overlay(config, model, [], base=True)["evaluation"]  # the paper's 21
     with pytest.raises(EvaluateError, match="aime2024 unknown"):
         overlay(config, model, ["aime2024"], base=False)
+    rows = {
+        rev: overlay(config, Checkpoint("x", repo_id=START["repo_id"], revision=rev), [], False)["evaluation"]["models"]
+        for rev in ("brorl", "v2", START["revision"], "main")
+    }
+    assert {rev: m[0]["paper_row"] for rev, m in rows.items()} == {
+        "brorl": "treatment@191",  # the released weights beside BroRL +191 (compared by gain)
+        "v2": "base@0",
+        START["revision"]: "base@0",
+        "main": None,
+    }
 
 
 def test_snakemake_arguments_keep_their_directory_absolute(tmp_path):

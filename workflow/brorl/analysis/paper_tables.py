@@ -164,6 +164,12 @@ def _diff(repro: object, paper: object, withheld: str | None = None) -> object:
     return withheld or repro - paper
 
 
+def _by_gain(cp: Checkpoint) -> bool:
+    """A model whose training steps are not known, beside a trained paper row: only its gain is comparable (the
+    Baseline row is the start model at 0 steps, where levels compare)."""
+    return cp.model and not cp.continued and not (cp.paper_key or "").startswith("base@")
+
+
 def _steps_text(cp: Checkpoint, start_step: int, paper: Mapping) -> str:
     if cp.model:
         return f"+{cp.continued} (model)" if cp.continued else "model"
@@ -273,7 +279,7 @@ def table1(
         def withheld(fam: str, cp: Checkpoint = cp) -> str | None:
             if tiny:
                 return TINY_SCALE
-            return BY_GAIN if cp.model and not cp.continued else _partial(family, cp.arm, cp.step, fam, paper)
+            return BY_GAIN if _by_gain(cp) else _partial(family, cp.arm, cp.step, fam, paper)
 
         for fam in ("math", "code"):
             repro = _percent(_value(family, cp.arm, cp.step, "pass1", family=fam))
@@ -329,9 +335,7 @@ def benchmark_table(
             }
             _with_error(row, "pass@1", bench, cp.arm, cp.step, "se", benchmark=name)
             row["pass@1, paper"] = given if given is not None else NOT_GIVEN
-            row["diff"] = _diff(
-                repro, given, TINY_SCALE if tiny else BY_GAIN if cp.model and not cp.continued else None
-            )
+            row["diff"] = _diff(repro, given, TINY_SCALE if tiny else BY_GAIN if _by_gain(cp) else None)
             noise = (
                 _percent(_value(bench, cp.arm, cp.step, "rerun_se", benchmark=name)) if "rerun_se" in bench else None
             )

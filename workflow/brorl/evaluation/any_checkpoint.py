@@ -68,6 +68,21 @@ def parse_model(spec: str, cwd: Path, name: str | None = None) -> Checkpoint:
     return Checkpoint(slug(name or repo.split("/", 1)[1]), repo_id=repo, revision=revision)
 
 
+def paper_row(config: dict, model: Checkpoint) -> str | None:
+    """The paper's Table 1 row a checkpoint is shown beside: the start repository's released weights (`brorl`) beside
+    BroRL +191 (compared by gain: their step is not known), its start model (v2, or the config's start pin) beside
+    the Baseline; None for any other checkpoint."""
+    from ..checkpoint_identity import PAPER_START_BRANCH, PAPER_START_REPO
+
+    if model.repo_id != PAPER_START_REPO:
+        return None
+    if model.revision == "brorl":
+        return "treatment@191"
+    if model.revision in (PAPER_START_BRANCH, config["base_model"]["revision"]):
+        return "base@0"
+    return None
+
+
 def overlay(config: dict, model: Checkpoint, benchmarks: list[str] | None, base: bool) -> dict:
     """The config overlay (merged over config.yaml and the profile's presets) that evaluates `model` alone."""
     evaluation: dict = {
@@ -81,7 +96,7 @@ def overlay(config: dict, model: Checkpoint, benchmarks: list[str] | None, base:
                 "path": model.path,
                 "step": 0,
                 "continued_steps": None,
-                "paper_row": None,
+                "paper_row": paper_row(config, model),
             }
         ],
         "steps": {"include_start": base},  # the start checkpoint only when asked (BASE=1)
