@@ -23,9 +23,15 @@ GPU_CHECKS = {
     "flash-attn varlen kernel",
     "DeepSpeed FusedAdam",
     "NCCL all-reduce (this node's GPUs)",
+    "CUDA-IPC weight sync",
 }
 # the checks that run a GPU path say on a CPU machine that they did not run, and why
-NOT_RUN = {"vLLM engine with sleep mode", "flash-attn varlen kernel", "NCCL all-reduce (this node's GPUs)"}
+NOT_RUN = {
+    "vLLM engine with sleep mode",
+    "flash-attn varlen kernel",
+    "NCCL all-reduce (this node's GPUs)",
+    "CUDA-IPC weight sync",
+}
 
 
 @pytest.mark.engine

@@ -271,12 +271,15 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     assert gpu["TQDM_NCOLS"] == "0"  # progress bars never cut their status (the smoke verdict reads the KL from it)
     assert gpu["TORCH_EXTENSIONS_DIR"] == "/tmp/brorl-torch-extensions-77"
     assert gpu["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True" and "RAY_SLURM_IFACE" not in gpu
+    # ... switched off around the CUDA-IPC weight sync by the job hook (ipc_hook), which logs each sync
+    assert gpu["BRORL_IPC_LEGACY_SEGMENTS"] == "1" and gpu["BRORL_IPC_LOG_DIR"].endswith("openrlhf/ipc")
     config["training"]["cluster"]["network_interface"] = "ib0"
     assert (
         launch_env(config, layout, _paths(tmp_path / "ib"), base, special_tokens=["<eos>"])["RAY_SLURM_IFACE"] == "ib0"
     )
     config["training"]["cluster"]["device"] = "cpu"
     cpu = launch_env(config, layout, _paths(tmp_path / "cpu"), {}, special_tokens=["<eos>"])
+    assert "BRORL_IPC_LEGACY_SEGMENTS" not in cpu and "PYTORCH_CUDA_ALLOC_CONF" not in cpu
     assert cpu["PYTHONPATH"].split(os.pathsep)[:2] == [str(DEVICE_LAYER), str(JOB_HOOK)]
     assert "TORCH_EXTENSIONS_DIR" not in cpu
     assert cpu["BRORL_CPU_REHEARSAL"] == "1" and cpu["DS_ACCELERATOR"] == "cpu" and "RAY_SLURM_EMULATED" not in cpu

@@ -49,6 +49,7 @@ def run_checks(
         gpu_paths.flash_varlen_check(),
         checks.fused_adam_check(),
         gpu_paths.nccl_check(),
+        gpu_paths.weight_sync_check(),
         checks.disk_check(results, need_gb),
         checks.sandbox_check(),
         checks.bubblewrap_check(),

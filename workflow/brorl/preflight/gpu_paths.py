@@ -226,3 +226,37 @@ def nccl_check() -> Check:
         300,
         "check NCCL_* settings and the GPUs' peer access (NCCL_DEBUG=INFO shows the transport)",
     )
+
+
+IPC_FIX = (
+    "training switches expandable segments off around the sync (brorl.training.openrlhf.ipc_hook); should that fail "
+    "too, set kernel.yama.ptrace_scope=0 on the nodes or drop PYTORCH_CUDA_ALLOC_CONF from training; "
+    "details: python -m brorl.preflight.ipc_probe --matrix"
+)
+
+
+def ptrace_scope() -> str:
+    """The kernel's Yama ptrace scope (1 refuses pidfd_getfd between sibling processes), or "absent"."""
+    try:
+        return Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
+    except OSError:
+        return "absent"
+
+
+def weight_sync_check() -> Check:
+    """OpenRLHF's CUDA-IPC weight sync as training runs it: a clone exported by one process and rebuilt by a sibling
+    (brorl.preflight.ipc_probe), expandable segments on but switched off around the clone (the job hook's ipc_hook);
+    the same without the switch is reported beside it."""
+    from .checks import torch_cuda
+
+    name = "CUDA-IPC weight sync"
+    if torch_cuda() is None:
+        return Check(name, False, "not run: torch is a CPU build (no CUDA device to run it on)", IPC_FIX, gpu=True)
+    probe = [sys.executable, "-m", "brorl.preflight.ipc_probe", "--alloc-conf", "expandable_segments:True"]
+    rc, out = _run([*probe, "--toggle"], 240)
+    rc_kept, out_kept = _run(probe, 240)
+    kept = "ok" if rc_kept == 0 else f"refused ({(out_kept.splitlines() or ['?'])[-1][:100]})"
+    detail = f"ptrace_scope {ptrace_scope()}; expandable segments kept through the sync: {kept}"
+    if rc != 0:
+        return Check(name, False, f"{(out.splitlines() or ['?'])[-1][:160]}; {detail}", IPC_FIX, gpu=True)
+    return Check(name, True, f"with legacy segments around the sync: ok; {detail}", gpu=True)

@@ -43,7 +43,7 @@ GPU_PATHS = (
         "weight sync to vLLM by CUDA IPC / NCCL",
         ("--train.colocate_all",),
         ("--vllm.sync_backend",),
-        "NCCL all-reduce (this node's GPUs)",
+        "CUDA-IPC weight sync",  # the path colocated engines take (ipc_probe), not NCCL
     ),
     GpuPath(
         "packed micro-batches (flash-attention varlen)",

@@ -12,6 +12,8 @@ imports it everywhere. It edits no installed file and changes no training algori
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
     is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/design.md#brorls-step-partition);
   * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU);
+  * switches expandable segments off around the CUDA-IPC weight sync, so the engines can open the clones without
+    ptrace permission (brorl.training.openrlhf.ipc_hook; nothing on a CPU);
   * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook);
   * while a `kill_in_save` drill is pending (training.cluster.drills), holds that step's save open so the segment
     runner's kill lands inside it (brorl.training.openrlhf.drill_hook).
@@ -107,6 +109,16 @@ if os.environ.get("BRORL_PARTITION"):
     after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)
 if os.environ.get("BRORL_GPU_MEMORY_LOG_DIR"):
     after_import("openrlhf.trainer.ray.ppo_actor", _memory)
+
+
+def _ipc(ppo_actor) -> None:
+    from brorl.training.openrlhf.ipc_hook import install
+
+    install(ppo_actor, os.environ.get("BRORL_IPC_LOG_DIR"))
+
+
+if os.environ.get("BRORL_IPC_LEGACY_SEGMENTS") == "1":
+    after_import("openrlhf.trainer.ray.ppo_actor", _ipc)
 
 
 def _hold_save(torch) -> None:

@@ -96,6 +96,14 @@ class ClusterPaths:
     def gpu_memory_log_dir(self) -> Path:  # one jsonl per training rank: its peak GPU memory per step
         return self.openrlhf_dir / "gpu_memory"
 
+    @property
+    def ipc_log_dir(self) -> Path:  # one jsonl per training rank: each weight sync run with legacy segments
+        return self.openrlhf_dir / "ipc"
+
+    @property
+    def scheduler_log_dir(self) -> Path:  # one jsonl per vLLM engine: the scheduler limits it runs with
+        return self.openrlhf_dir / "scheduler"
+
     def ckpt_dir(self, run_index: int) -> Path:
         return self.openrlhf_dir / f"ckpt{run_index}"
 

@@ -96,6 +96,10 @@ def launch_env(
     if cluster["device"] == "gpu":
         # packed micro-batches of varying size fragment the caching allocator; vLLM turns this off around its own pool
         env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+        # ... but not around the CUDA-IPC weight sync, whose importers may not take expandable segments' file
+        # descriptors (Yama ptrace scope): the job hook switches them off there (ipc_hook)
+        env["BRORL_IPC_LEGACY_SEGMENTS"] = "1"
+        env["BRORL_IPC_LOG_DIR"] = str(paths.ipc_log_dir)
         # a JIT-compiled op (a FusedAdam that was not prebuilt) goes to a folder of this job on the node's /tmp: the
         # shared default (~/.cache/torch_extensions) keeps the lock of a job killed mid-compile, and every later job
         # waits on it forever

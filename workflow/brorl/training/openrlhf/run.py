@@ -340,6 +340,8 @@ def run_segment(
     extra = {
         "engine": "cluster",
         "device": cluster["device"],
+        # weight syncs of this segment that ran with expandable segments switched off (ipc_hook; none on a CPU)
+        "weight_syncs_legacy_segments": len(read_hook_log(paths.ipc_log_dir, "toggled", since=segment_start)),
         "openrlhf_command": argv,
         "layout": dataclasses.asdict(layout),
         "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},

@@ -1,0 +1,65 @@
+"""Expandable segments off around the CUDA-IPC weight sync, installed by the job hook
+(workflow/scripts/openrlhf_site/sitecustomize.py) right after `openrlhf.trainer.ray.ppo_actor` is imported.
+
+Training processes run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (packed micro-batches fragment the
+caching allocator). With colocated engines OpenRLHF 0.11.2 syncs weights by CUDA IPC: `broadcast_to_vllm` clones each
+parameter and exports it with torch's `reduce_tensor`, and the vLLM engine, a Ray actor beside the trainer (not its
+child), rebuilds it. torch shares memory of expandable segments as file descriptors that the importer takes with
+`pidfd_getfd`, which Yama's ptrace_scope 1 refuses between such processes (pytorch/pytorch#165685); legacy segments
+use cudaIpcGetMemHandle, which needs no ptrace permission. So, as vLLM's own allocator does around its pool, the
+wrapper switches expandable segments off for the sync (the clones land in legacy segments) and back on after it.
+`python -m brorl.preflight.ipc_probe` checks both on a node. Each sync that was toggled appends {t, toggled} to
+$BRORL_IPC_LOG_DIR/<pid>.jsonl. Nothing changes on a CPU or when the setting is off.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+import warnings
+from collections.abc import Mapping
+from types import ModuleType
+
+from .logs import append_hook_entry
+
+MODULE = "openrlhf.trainer.ray.ppo_actor"
+
+
+def expandable_on(env: Mapping[str, str]) -> bool:
+    """Whether the allocator settings of `env` turn expandable segments on (torch reads both variable names)."""
+    conf = ",".join(env.get(name, "") for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"))
+    options = dict(item.split(":", 1) for item in conf.replace(" ", "").split(",") if ":" in item)
+    return options.get("expandable_segments", "False").lower() == "true"
+
+
+def _set_expandable(torch, on: bool) -> None:
+    with warnings.catch_warnings():  # deprecated in newer torch for an accelerator-wide call of the same effect
+        warnings.simplefilter("ignore")
+        torch.cuda.memory._set_allocator_settings(f"expandable_segments:{on}")
+
+
+def install(module: ModuleType, log_dir: str | None = None) -> None:
+    """Wrap broadcast_to_vllm of the class behind module.PolicyModelActor (a Ray actor class)."""
+    actor = getattr(module.PolicyModelActor, "__ray_actor_class__", module.PolicyModelActor)
+    sync = actor.broadcast_to_vllm
+    if getattr(sync, "brorl_ipc_hook", False):
+        return
+
+    @functools.wraps(sync)
+    def legacy_segments_sync(self, *args, **kwargs):
+        import torch
+
+        if not (torch.cuda.is_available() and expandable_on(os.environ)):
+            return sync(self, *args, **kwargs)
+        torch.cuda.empty_cache()  # cached expandable blocks would otherwise be reused for the clones
+        _set_expandable(torch, False)
+        try:
+            return sync(self, *args, **kwargs)
+        finally:
+            _set_expandable(torch, True)
+            if log_dir:
+                append_hook_entry(log_dir, {"t": time.time(), "toggled": True})
+
+    legacy_segments_sync.brorl_ipc_hook = True
+    actor.broadcast_to_vllm = legacy_segments_sync
