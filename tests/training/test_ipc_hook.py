@@ -47,7 +47,8 @@ def test_the_sync_runs_with_legacy_segments_and_restores_them(fake_cuda, tmp_pat
     _installed(tmp_path, actor_class)
     actor = actor_class(fake_cuda)
     assert actor.broadcast_to_vllm() == "synced"
-    assert fake_cuda == ["empty_cache", "expandable_segments:False", "sync", "expandable_segments:True"]
+    on, off = "expandable_segments:True", "expandable_segments:False"
+    assert fake_cuda == ["empty_cache", off, "sync", "empty_cache", on]
     fake_cuda.clear()
     with pytest.raises(RuntimeError, match="engine gone"):
         actor.broadcast_to_vllm(fail=True)
@@ -71,3 +72,50 @@ def test_nothing_changes_with_the_setting_off_or_without_cuda(fake_cuda, tmp_pat
     fake_cuda.clear()
     actor_class(fake_cuda).broadcast_to_vllm()
     assert fake_cuda == ["sync"] and not (tmp_path / "ipc").exists()
+
+
+GPU_SYNC = """
+import json, sys, types, torch
+from brorl.preflight.ipc_probe import in_expandable_segment
+from brorl.training.openrlhf import ipc_hook
+
+def segment_of(tensor):
+    torch.cuda.synchronize()
+    return in_expandable_segment(torch.cuda.memory_snapshot(), tensor.data_ptr())
+
+seen = {}
+class Actor:
+    def broadcast_to_vllm(self):
+        weight = torch.ones(1 << 20, device="cuda")
+        seen["clone"] = segment_of(weight.clone())  # what OpenRLHF exports with reduce_tensor
+
+seen["before"] = segment_of(torch.ones(1 << 20, device="cuda"))
+module = types.ModuleType("ppo_actor")
+module.PolicyModelActor = Actor
+ipc_hook.install(module, sys.argv[1])
+Actor().broadcast_to_vllm()
+seen["after"] = segment_of(torch.empty(1 << 22, device="cuda"))  # larger than anything cached during the sync
+print(json.dumps(seen))
+"""
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU (run on a GPU node)")
+def test_on_a_gpu_the_synced_clones_leave_expandable_segments_and_the_setting_returns(tmp_path):
+    """The real allocator: under expandable segments a training tensor lies in one, the sync's clone does not (so
+    its export needs no ptrace permission), and allocations after the sync are expandable again."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    proc = subprocess.run(
+        [sys.executable, "-c", GPU_SYNC, str(tmp_path / "ipc")], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"before": True, "clone": False, "after": True}

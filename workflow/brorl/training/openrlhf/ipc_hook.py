@@ -7,7 +7,8 @@ parameter and exports it with torch's `reduce_tensor`, and the vLLM engine, a Ra
 child), rebuilds it. torch shares memory of expandable segments as file descriptors that the importer takes with
 `pidfd_getfd`, which Yama's ptrace_scope 1 refuses between such processes (pytorch/pytorch#165685); legacy segments
 use cudaIpcGetMemHandle, which needs no ptrace permission. So, as vLLM's own allocator does around its pool, the
-wrapper switches expandable segments off for the sync (the clones land in legacy segments) and back on after it.
+wrapper switches expandable segments off for the sync (the clones land in legacy segments) and back on after it,
+releasing the cached legacy blocks first so that training's later allocations are expandable again.
 `python -m brorl.preflight.ipc_probe` checks both on a node. Each sync that was toggled appends {t, toggled} to
 $BRORL_IPC_LOG_DIR/<pid>.jsonl. Nothing changes on a CPU or when the setting is off.
 """
@@ -57,6 +58,7 @@ def install(module: ModuleType, log_dir: str | None = None) -> None:
         try:
             return sync(self, *args, **kwargs)
         finally:
+            torch.cuda.empty_cache()  # the clones' legacy blocks go back: training allocates expandable segments again
             _set_expandable(torch, True)
             if log_dir:
                 append_hook_entry(log_dir, {"t": time.time(), "toggled": True})
