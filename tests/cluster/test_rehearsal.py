@@ -181,6 +181,11 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert all(r["partition_s"] is None and r["gpu_mem_peak_gib"] is None for r in records)
     # each launch recorded its engines' KV-cache size (Ray may fold identical lines of its two engines into one)
     assert all(sizes and min(sizes) > 0 for s in segments for sizes in s["vllm_kv_cache_tokens"].values())
+    # every rollout engine started with the config's vllm_scheduler, as it reported back through the job hook
+    limits = {"max_num_seqs": 128, "max_num_batched_tokens": 2048}  # workflow/presets/rehearsal.yaml
+    assert all(s["vllm_scheduler"] and all(e == limits for e in s["vllm_scheduler"]) for s in segments), [
+        s["vllm_scheduler"] for s in segments
+    ]
     assert records[-1]["wall_s"] >= sum(run["end"] - run["start"] for s in segments for run in s["launches"][:1])
     # the exports carry manifests, and evaluation read them
     for step in (1, 2, 3, 4):

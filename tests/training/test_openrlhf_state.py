@@ -273,6 +273,9 @@ def test_launch_environment_loads_the_device_layer_only_on_cpu(tmp_path):
     assert gpu["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True" and "RAY_SLURM_IFACE" not in gpu
     # ... switched off around the CUDA-IPC weight sync by the job hook (ipc_hook), which logs each sync
     assert gpu["BRORL_IPC_LEGACY_SEGMENTS"] == "1" and gpu["BRORL_IPC_LOG_DIR"].endswith("openrlhf/ipc")
+    # the rollout engines' scheduler limits (vllm_scheduler) for the job hook, and where it records what they run with
+    assert json.loads(gpu["BRORL_VLLM_SCHEDULER"]) == {"max_num_batched_tokens": 16384, "max_num_seqs": 1024}
+    assert gpu["BRORL_SCHEDULER_LOG_DIR"].endswith("openrlhf/scheduler")
     config["training"]["cluster"]["network_interface"] = "ib0"
     assert (
         launch_env(config, layout, _paths(tmp_path / "ib"), base, special_tokens=["<eos>"])["RAY_SLURM_IFACE"] == "ib0"

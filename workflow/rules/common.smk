@@ -6,6 +6,7 @@ import re
 
 from brorl.benchmarks.registry import load_registry
 from brorl.models.folders import staged_base_model
+from brorl.vllm_scheduler import scheduler_json
 
 SIM = config["simulation"]
 SENSITIVITY = SIM["sensitivity"]
@@ -26,6 +27,8 @@ ARM_NAMES = [arm["name"] for arm in config["arms"]]
 # checkpoints evaluated beside the arms (evaluation.models): filed like arms, results/eval/<name>/step<step>/
 EVAL_MODELS = {model["name"]: model for model in EVAL["models"]}
 TRAIN_MIX = f"resources/train/{config['train_data']['name']}.jsonl"  # the RL prompts (rule prepare_train_data)
+# vLLM's scheduler limits of every GPU engine ($BRORL_VLLM_SCHEDULER of the generation rules; brorl.vllm_scheduler)
+VLLM_SCHEDULER = scheduler_json(config)
 
 
 wildcard_constraints:

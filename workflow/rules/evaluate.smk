@@ -31,6 +31,7 @@ rule generate_samples:
         runtime=240,
         gpu=generation_gpus,
     params:
+        scheduler=VLLM_SCHEDULER,  # vLLM's limits, as training's engines get them (brorl.vllm_scheduler)
         engine=config["engine"],
         n=EVAL["n_samples"],
         temperature=EVAL["temperature"],
@@ -43,7 +44,7 @@ rule generate_samples:
         data_parallel=data_parallel_size,
     shell:
         """
-        python -m brorl.generation generate \
+        BRORL_VLLM_SCHEDULER={params.scheduler:q} python -m brorl.generation generate \
             --model {input.model:q} \
             --benchmark {input.benchmark:q} \
             --n {params.n} \

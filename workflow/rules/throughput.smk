@@ -46,10 +46,10 @@ rule bench_throughput:
         repeats=THROUGHPUT["repeats"],
         seed=THROUGHPUT["seed"],
         max_cv=THROUGHPUT["max_cv"],
-        max_num_seqs=throughput_max_num_seqs_flag(),
+        scheduler=VLLM_SCHEDULER,
     shell:
         """
-        python -m brorl.throughput bench \
+        BRORL_VLLM_SCHEDULER={params.scheduler:q} python -m brorl.throughput bench \
             --model {input.model:q} \
             --prompts-file {input.prompts:q} \
             --prefix-caching {wildcards.pc:q} \
@@ -62,7 +62,6 @@ rule bench_throughput:
             --seed {params.seed} \
             --max-cv {params.max_cv} \
             --engine {params.engine:q} \
-            {params.max_num_seqs:q} \
             --out {output:q} \
             >{log:q} 2>&1
         """

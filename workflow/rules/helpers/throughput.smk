@@ -103,9 +103,3 @@ def throughput_temperature():
         return config["training"]["rollout_temperature"]
     return THROUGHPUT["temperature"]
 
-
-def throughput_max_num_seqs_flag():
-    """--max-num-seqs when throughput.max_num_seqs is set, else nothing (vLLM's default)."""
-    if THROUGHPUT["max_num_seqs"] is None:
-        return []
-    return ["--max-num-seqs", str(THROUGHPUT["max_num_seqs"])]

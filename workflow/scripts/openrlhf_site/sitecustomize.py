@@ -12,6 +12,8 @@ imports it everywhere. It edits no installed file and changes no training algori
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
     is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/design.md#brorls-step-partition);
   * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU);
+  * gives the rollout engines vLLM's scheduler limits of the config's vllm_scheduler and records what they run with
+    (brorl.training.openrlhf.scheduler_hook);
   * switches expandable segments off around the CUDA-IPC weight sync, so the engines can open the clones without
     ptrace permission (brorl.training.openrlhf.ipc_hook; nothing on a CPU);
   * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook);
@@ -119,6 +121,17 @@ def _ipc(ppo_actor) -> None:
 
 if os.environ.get("BRORL_IPC_LEGACY_SEGMENTS") == "1":
     after_import("openrlhf.trainer.ray.ppo_actor", _ipc)
+
+
+def _scheduler(vllm_engine) -> None:
+    from brorl.training.openrlhf.scheduler_hook import install
+    from brorl.vllm_scheduler import scheduler_settings
+
+    install(vllm_engine, scheduler_settings(os.environ), os.environ.get("BRORL_SCHEDULER_LOG_DIR"))
+
+
+if os.environ.get("BRORL_VLLM_SCHEDULER"):
+    after_import("openrlhf.trainer.ray.vllm_engine", _scheduler)
 
 
 def _hold_save(torch) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...vllm_scheduler import scheduler_json
 from ..run_folder import atomic_json
 from ..tracking import Tracking
 from .checkpoint import latest_global_step
@@ -91,6 +92,9 @@ def launch_env(
             "TQDM_NCOLS": "0",
         }
     )
+    # the rollout engines' scheduler limits (vllm_scheduler), the same as evaluation's and the benchmark's
+    env["BRORL_VLLM_SCHEDULER"] = scheduler_json(config)
+    env["BRORL_SCHEDULER_LOG_DIR"] = str(paths.scheduler_log_dir)
     if cluster["network_interface"]:  # Ray binds there on every node (the launcher's RAY_SLURM_IFACE)
         env["RAY_SLURM_IFACE"] = cluster["network_interface"]
     if cluster["device"] == "gpu":

@@ -129,6 +129,11 @@ def read_hook_log(log_dir: Path, key: str, since: float = 0.0) -> list[tuple[flo
     return sorted(_read_process_logs(log_dir, since, lambda e: (float(e["t"]), float(e[key])), "job hook log"))
 
 
+def read_hook_entries(log_dir: Path, since: float = 0.0) -> list[dict]:
+    """Every whole entry the job hook logged at or after `since`, in time order (e.g. scheduler_hook's limits)."""
+    return sorted(_read_process_logs(log_dir, since, dict, "job hook log"), key=lambda entry: float(entry["t"]))
+
+
 @dataclass(frozen=True)
 class Launch:
     """One start of the launcher for a segment: when it began and ended (unix seconds) and how."""

@@ -47,7 +47,14 @@ from .launch import (
     read_launches,
     record_launch,
 )
-from .logs import kv_cache_tokens, read_hook_log, read_reward_log, read_tensorboard, to_records
+from .logs import (
+    kv_cache_tokens,
+    read_hook_entries,
+    read_hook_log,
+    read_reward_log,
+    read_tensorboard,
+    to_records,
+)
 from .parse import OpenRLHFArgError, parse_argv
 from .validate import ClusterConfigError, validate_cluster_config
 
@@ -342,6 +349,11 @@ def run_segment(
         "device": cluster["device"],
         # weight syncs of this segment that ran with expandable segments switched off (ipc_hook; none on a CPU)
         "weight_syncs_legacy_segments": len(read_hook_log(paths.ipc_log_dir, "toggled", since=segment_start)),
+        # the scheduler limits each rollout engine reported once started (scheduler_hook): vllm_scheduler's values
+        "vllm_scheduler": [
+            {k: v for k, v in entry.items() if k != "t"}
+            for entry in read_hook_entries(paths.scheduler_log_dir, since=segment_start)
+        ],
         "openrlhf_command": argv,
         "layout": dataclasses.asdict(layout),
         "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
