@@ -6,7 +6,7 @@ import re
 
 from brorl.benchmarks.registry import load_registry
 from brorl.models.folders import staged_base_model
-from brorl.vllm_scheduler import scheduler_json
+from brorl.vllm_scheduler import ENV as SCHEDULER_ENV, scheduler_json
 
 SIM = config["simulation"]
 SENSITIVITY = SIM["sensitivity"]
@@ -27,8 +27,13 @@ ARM_NAMES = [arm["name"] for arm in config["arms"]]
 # checkpoints evaluated beside the arms (evaluation.models): filed like arms, results/eval/<name>/step<step>/
 EVAL_MODELS = {model["name"]: model for model in EVAL["models"]}
 TRAIN_MIX = f"resources/train/{config['train_data']['name']}.jsonl"  # the RL prompts (rule prepare_train_data)
-# vLLM's scheduler limits of every GPU engine ($BRORL_VLLM_SCHEDULER of the generation rules; brorl.vllm_scheduler)
-VLLM_SCHEDULER = scheduler_json(config)
+# vLLM's scheduler limits of every GPU engine (brorl.vllm_scheduler) reach the generation, benchmark and training jobs
+# in their environment (declared with envvars: below), not in params: a systems setting, so changing it reruns nothing
+os.environ[SCHEDULER_ENV] = scheduler_json(config)
+
+
+envvars:
+    SCHEDULER_ENV,
 
 
 wildcard_constraints:

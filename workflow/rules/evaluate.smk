@@ -31,7 +31,6 @@ rule generate_samples:
         runtime=240,
         gpu=generation_gpus,
     params:
-        scheduler=VLLM_SCHEDULER,  # vLLM's limits, as training's engines get them (brorl.vllm_scheduler)
         engine=config["engine"],
         n=EVAL["n_samples"],
         temperature=EVAL["temperature"],
@@ -44,7 +43,7 @@ rule generate_samples:
         data_parallel=data_parallel_size,
     shell:
         """
-        BRORL_VLLM_SCHEDULER={params.scheduler:q} python -m brorl.generation generate \
+        python -m brorl.generation generate \
             --model {input.model:q} \
             --benchmark {input.benchmark:q} \
             --n {params.n} \

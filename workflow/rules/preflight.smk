@@ -65,9 +65,12 @@ rule preflight_cross_node:
         runtime=20,
     params:
         ranks_per_node=config["training"]["cluster"]["gpus_per_node"],
+        # named: the batch step's inherited SLURM_NTASKS (the job's 2 tasks) would otherwise cap srun at 2 ranks
+        ranks=2 * config["training"]["cluster"]["gpus_per_node"],
     shell:
         # the profile's mpi: srun runs this in the batch step, so this srun spans both nodes (as train_ppo's Ray)
         """
-        srun --overlap --nodes=2 --ntasks-per-node={params.ranks_per_node} --cpus-per-task=1 --cpu-bind=none \
+        srun --overlap --nodes=2 --ntasks={params.ranks} --ntasks-per-node={params.ranks_per_node} --cpus-per-task=1 \
+            --cpu-bind=none \
             python -m brorl.preflight.cross_node --backend nccl --out {output:q} >{log:q} 2>&1
         """

@@ -57,7 +57,6 @@ rule generate_probe:
         runtime=240,
         gpu=PROBE_GPUS,
     params:
-        scheduler=VLLM_SCHEDULER,  # vLLM's limits, as training's engines get them (brorl.vllm_scheduler)
         engine=config["engine"],
         n=PROBE["samples"],
         temperature=config["training"]["rollout_temperature"],
@@ -69,7 +68,7 @@ rule generate_probe:
         data_parallel=PROBE_GPUS,
     shell:
         """
-        BRORL_VLLM_SCHEDULER={params.scheduler:q} python -m brorl.generation generate \
+        python -m brorl.generation generate \
             --model {input.model:q} \
             --benchmark {input.probes:q} \
             --n {params.n} \

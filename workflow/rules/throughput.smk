@@ -46,10 +46,9 @@ rule bench_throughput:
         repeats=THROUGHPUT["repeats"],
         seed=THROUGHPUT["seed"],
         max_cv=THROUGHPUT["max_cv"],
-        scheduler=VLLM_SCHEDULER,
     shell:
         """
-        BRORL_VLLM_SCHEDULER={params.scheduler:q} python -m brorl.throughput bench \
+        python -m brorl.throughput bench \
             --model {input.model:q} \
             --prompts-file {input.prompts:q} \
             --prefix-caching {wildcards.pc:q} \

@@ -138,11 +138,13 @@ fi
 node_field() {  # field $2 (e.g. NodeAddr, CPUTot) of Slurm node $1
   scontrol show node "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }
-node_addr() {  # the address Ray should bind on node $1 (NodeAddr resolved to an IP)
+node_addr() {  # the address Ray should bind on node $1 (NodeAddr resolved to an IPv4 address)
   local addr
   addr=$(node_field "$1" NodeAddr)
   addr=${addr:-$1}
-  getent hosts "$addr" 2>/dev/null | awk '{print $1; exit}' || true
+  # ahostsv4, not hosts: glibc's `getent hosts` answers with an IPv6 record first where a node has one, and Ray's
+  # --node-ip-address / --address=<ip>:<port> need the IPv4 form
+  getent ahostsv4 "$addr" 2>/dev/null | awk '{print $1; exit}' || true
 }
 
 emulated=${RAY_SLURM_EMULATED:-auto}

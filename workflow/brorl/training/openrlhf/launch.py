@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...vllm_scheduler import scheduler_json
+from ...vllm_scheduler import ENV as SCHEDULER_ENV
+from ...vllm_scheduler import scheduler_json, scheduler_settings
 from ..run_folder import atomic_json
 from ..tracking import Tracking
 from .checkpoint import latest_global_step
@@ -92,9 +93,15 @@ def launch_env(
             "TQDM_NCOLS": "0",
         }
     )
-    # the rollout engines' scheduler limits (vllm_scheduler), the same as evaluation's and the benchmark's
-    env["BRORL_VLLM_SCHEDULER"] = scheduler_json(config)
-    env["BRORL_SCHEDULER_LOG_DIR"] = str(paths.scheduler_log_dir)
+    # the rollout engines' scheduler limits (config vllm_scheduler, handed to the job in its environment like
+    # evaluation's and the benchmark's), applied and recorded by the job hook (scheduler_hook)
+    scheduler = base.get(SCHEDULER_ENV) or (scheduler_json(config) if "vllm_scheduler" in config else "")
+    if not scheduler and cluster["device"] == "gpu":
+        raise ClusterRunError(f"${SCHEDULER_ENV} is not set: run the job through Snakemake (config vllm_scheduler)")
+    if scheduler:
+        scheduler_settings({SCHEDULER_ENV: scheduler})  # a malformed value stops here, naming it, before any launch
+        env[SCHEDULER_ENV] = scheduler
+        env["BRORL_SCHEDULER_LOG_DIR"] = str(paths.scheduler_log_dir)
     if cluster["network_interface"]:  # Ray binds there on every node (the launcher's RAY_SLURM_IFACE)
         env["RAY_SLURM_IFACE"] = cluster["network_interface"]
     if cluster["device"] == "gpu":
