@@ -195,11 +195,15 @@ def test_an_analysis_code_edit_reruns_only_analysis(faked, module):
 
 @pytest.mark.workflow
 def test_operational_training_keys_and_a_started_arms_segment_length_rerun_nothing(faked):
-    """Tuning a running arm's job (threads and micro-batch size here; the cluster's watchdog, polling, prompt-file
-    size, checkpoints kept and partition the same way, tests/training/test_layout.py) or the segment length of an
+    """Tuning a running arm's job (threads and micro-batch size here, and vLLM's scheduler limits; the cluster's
+    watchdog, polling, prompt-file size, checkpoints kept and partition the same way, tests/training/test_layout.py)
+    or the segment length of an
     arm that has trained changes no weight: nothing reruns, nothing is renumbered."""
     _, work, _ = faked
-    operational = {"training": {"embedded": {"threads": 1, "micro_batch_size": 7}}}
+    operational = {
+        "training": {"embedded": {"threads": 1, "micro_batch_size": 7}},
+        "vllm_scheduler": {"max_num_seqs": 256, "max_num_batched_tokens": 8192},  # in the jobs' environment
+    }
     assert planned(faked, write_override(faked, "operational", operational)) == {}
 
     arms = [a["name"] for a in yaml.safe_load(TINY.read_text())["arms"] if a.get("enabled", True)]
