@@ -209,3 +209,25 @@ def test_the_embedded_engine_applies_the_truncation_rule_from_vllms_finish_reaso
         assert all(list(r) == [1.0, 1.0, 0.0, 0.0] for r in out.rewards)
     else:
         assert out.groups == [] and out.reward_sum == out.generated_samples
+
+
+def test_the_reward_knows_every_stop_id_vllm_uses_and_refuses_one_it_cannot_see(tmp_path):
+    """vLLM stops on the tokenizer's EOS and on every eos_token_id of generation_config.json, and keeps the id at
+    the end of the response: each one's text joins the tokens the reward strips and reads as "stopped"; a stop id
+    whose text is empty or a reasoning tag is refused before any launch."""
+    from brorl.models.tiny import build_tiny_model
+    from brorl.training.openrlhf.dataset import reward_text
+    from transformers import AutoTokenizer
+
+    model = build_tiny_model(tmp_path / "tiny")
+    tok = AutoTokenizer.from_pretrained(model)
+    bang = tok("!", add_special_tokens=False)["input_ids"][0]  # a stop id that is no special token
+    config = json.loads((model / "generation_config.json").read_text())
+    (model / "generation_config.json").write_text(json.dumps({**config, "eos_token_id": [tok.eos_token_id, bang]}))
+    text = reward_text(model)
+    assert text["stop_tokens"] == sorted(["<|im_end|>", "!"]) and "!" in text["special_tokens"]
+    assert "!" not in tok.all_special_tokens  # only the generation config names it
+    space = tok(" ", add_special_tokens=False)["input_ids"][0]  # whitespace: not told apart from the text's own
+    (model / "generation_config.json").write_text(json.dumps({**config, "eos_token_id": [tok.eos_token_id, space]}))
+    with pytest.raises(ValueError, match=rf"stops on token id\(s\) \[{space}\]"):
+        reward_text(model)

@@ -122,16 +122,40 @@ def chat_prompt_tokens(model_dir: Path) -> Callable[[str], int]:
     return count
 
 
+def stop_ids(model_dir: Path, tokenizer) -> list[int]:
+    """The token ids vLLM stops on and keeps at the end of a response: the tokenizer's EOS and every `eos_token_id`
+    of the model's generation_config.json (vLLM 0.29 adds those to each request's stop ids)."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    config = Path(model_dir) / "generation_config.json"
+    if config.is_file():
+        eos = json.loads(config.read_text()).get("eos_token_id")
+        ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    return sorted(int(i) for i in ids)
+
+
 def reward_text(model_dir: Path) -> dict:
     """What the reward needs to know of the model's tokenizer (brorl.scoring.reasoning): the special tokens
-    (EOS, padding, ...) that OpenRLHF's decode can leave at the end of a response, never the reasoning tags, which
-    the verifiers read; and whether the chat template opens <think> in the generation prompt."""
+    (EOS, padding, ...) and the text of every stop id vLLM uses, which OpenRLHF's decode can leave at the end of a
+    response (a response without one at its end counts as cut at the budget), never the reasoning tags, which the
+    verifiers read; and whether the chat template opens <think> in the generation prompt. ValueError when a stop id's
+    text cannot be told apart (empty or whitespace, or a reasoning tag): the truncation rule would misjudge
+    responses."""
     from transformers import AutoTokenizer
 
     from brorl.scoring.reasoning import CLOSE, OPEN, template_opens_reasoning
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    stops = {i: tokenizer.decode([i], skip_special_tokens=False) for i in stop_ids(model_dir, tokenizer)}
+    unusable = {i: t for i, t in stops.items() if not t.strip() or t in (OPEN, CLOSE)}
+    if unusable:
+        raise ValueError(
+            f"{model_dir}: vLLM stops on token id(s) {sorted(unusable)} whose text {list(unusable.values())} the "
+            "reward cannot find at the end of a response (generation_config.json eos_token_id): a response that "
+            "stopped on one would count as cut at the budget"
+        )
+    tokens = set(tokenizer.all_special_tokens) | set(stops.values())
     return {
-        "special_tokens": sorted(t for t in set(tokenizer.all_special_tokens) if t not in (OPEN, CLOSE)),
+        "special_tokens": sorted(t for t in tokens if t not in (OPEN, CLOSE)),
+        "stop_tokens": sorted(set(stops.values())),
         "template_opens_reasoning": template_opens_reasoning(tokenizer),
     }

@@ -219,7 +219,10 @@ def run_segment(
         if isolation:
             raise ClusterRunError(isolation)
 
-    text = reward_text(reference)  # what the reward strips and whether the template opened <think>
+    try:  # what the reward strips (special tokens, vLLM's stop ids) and whether the template opened <think>
+        text = reward_text(reference)
+    except ValueError as error:  # a stop id the truncation rule cannot see: refused before any launch
+        raise ClusterRunError(str(error)) from error
     style = "opens <think> in the generation prompt (responses are scored with that tag)"
     if not text["template_opens_reasoning"]:
         style = "leaves <think> to the response"
