@@ -176,22 +176,56 @@ def _arm(device: str, complete: bool = True, argv: list[str] | None = None) -> d
         "name": "a",
         "complete": complete,
         "commands": [command],
-        "records": [{"gen_s": 10.0, "partition_s": 0.5}],
+        "records": [{"step": 1, "gen_s": 10.0, "partition_s": 0.5}],
+        "segments": [{"weight_syncs_legacy_segments": 2, "vllm_scheduler": [LIMITS, LIMITS]}],
         "peak_gib": [50.0, 51.5],
     }
 
 
+LIMITS = {"max_num_seqs": 1024, "max_num_batched_tokens": 16384}
+
+
 def test_cpu_verdict_marks_every_gpu_path_substituted():
     rows = v.gpu_rows([_arm("cpu")], "cpu", "logs")
-    assert [r.status for r in rows] == [v.CPU_SUBSTITUTION] * len(v.GPU_PATHS)
+    assert [r.status for r in rows] == [v.CPU_SUBSTITUTION] * (len(v.GPU_PATHS) + 1) + [v.NOT_CONFIGURED]
     assert v.verdict(rows, "cpu")["passed"]  # substitutions are not failures, and never a pass either
     assert all(r.status != v.PASS for r in rows)
 
 
+def _evidence_removed(change) -> dict[str, str]:
+    """Status per row of a completed GPU run whose folder lacks one piece of evidence (change edits the arm)."""
+    arm = _arm("gpu")
+    change(arm)
+    return {r.path: r.status for r in v.gpu_rows([arm], "gpu", "logs", LIMITS)}
+
+
+@pytest.mark.parametrize(
+    "row, change",
+    [
+        ("weight sync to vLLM by CUDA IPC / NCCL", lambda arm: arm["segments"][0].pop("weight_syncs_legacy_segments")),
+        ("dynamic batching and the step's partition", lambda arm: arm["records"][0].update(partition_s=None)),
+        ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(peak_gib=None)),
+        ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(peak_gib=[50.0, 76.2])),
+        ("vLLM scheduler limits of the rollout engines", lambda arm: arm["segments"][0].update(vllm_scheduler=[])),
+        (
+            "vLLM scheduler limits of the rollout engines",
+            lambda arm: arm["segments"][0]["vllm_scheduler"].append({**LIMITS, "max_num_seqs": 128}),
+        ),
+    ],
+)
+def test_a_gpu_row_passes_only_on_what_the_run_recorded(row, change):
+    """A hand-made run folder missing one row's evidence fails exactly that row; with all of it, every row passes."""
+    assert set(_evidence_removed(lambda arm: None).values()) == {v.PASS}
+    statuses = _evidence_removed(change)
+    assert statuses[row] == v.FAIL and {s for p, s in statuses.items() if p != row} == {v.PASS}, statuses
+
+
 def test_gpu_verdict_passes_fails_and_points_at_the_preflight():
-    assert {r.status for r in v.gpu_rows([_arm("gpu")], "gpu", "logs")} == {v.PASS}
-    rows = v.gpu_rows([_arm("gpu", complete=False)], "gpu", "/r/logs")
+    assert {r.status for r in v.gpu_rows([_arm("gpu")], "gpu", "logs", LIMITS)} == {v.PASS}
+    rows = v.gpu_rows([_arm("gpu", complete=False)], "gpu", "/r/logs")[: len(v.GPU_PATHS)]
     assert {r.status for r in rows} == {v.NOT_REACHED} and "brorl.preflight" in rows[0].fix
+    sync = next(r for r in rows if r.path.startswith("weight sync"))
+    assert "check 'CUDA-IPC weight sync'" in sync.fix  # the IPC probe, not the NCCL all-reduce
     argv = _arm("gpu")["commands"][0][1:]  # no sleep mode
     rows = v.gpu_rows([_arm("gpu", argv=argv)], "gpu", "logs")
     assert rows[0].status == v.FAIL and "--vllm.enable_sleep missing" in rows[0].detail

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from brorl.config import load_yaml_config
-from brorl.smoke.verdict import drill_rows, evaluation_rows, gpu_rows, table, throughput_rows, verdict
+from brorl.smoke.verdict import (
+    PEAK_CEILING_GIB,
+    drill_rows,
+    evaluation_rows,
+    gpu_rows,
+    table,
+    throughput_rows,
+    verdict,
+)
 from brorl.training.openrlhf.logs import first_micro_batch_kl
 from brorl.training.recipe import enabled_arms, find_arm
 
@@ -54,7 +62,7 @@ def _launch_order(folder: Path) -> tuple[int, int]:
     return int(segment), int(launch)
 
 
-def build(config: dict[str, Any], results: Path) -> tuple[list, dict[str, Any]]:
+def build(config: dict[str, Any], results: Path, ceiling_gib: float = PEAK_CEILING_GIB) -> tuple[list, dict[str, Any]]:
     cluster = config["training"]["cluster"]
     names = enabled_arms(config)
     arms = [collect_arm(results, name) for name in names]
@@ -73,7 +81,7 @@ def build(config: dict[str, Any], results: Path) -> tuple[list, dict[str, Any]]:
     ]
     measured = [f for f in layouts if (results / f).is_file()]
     rows = [
-        *gpu_rows(arms, cluster["device"], logs),
+        *gpu_rows(arms, cluster["device"], logs, config["vllm_scheduler"], ceiling_gib),
         *drill_rows(arms, cluster["drills"], logs),
         *evaluation_rows(config["evaluation"]["max_tokens"], expected, found, cluster["device"]),
         *throughput_rows(throughput["enabled"], layouts, measured),
@@ -86,9 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configfile", nargs="*", type=Path, default=[], help="presets merged over config.yaml")
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--out", type=Path, default=None, help="default: <results>/smoke")
+    parser.add_argument(
+        "--peak-ceiling-gib", type=float, default=PEAK_CEILING_GIB, help="highest peak GPU memory a rank may reach"
+    )
     a = parser.parse_args(argv)
     config = load_yaml_config(ROOT / "config.yaml", *a.configfile)  # validated, defaults filled
-    rows, result = build(config, a.results)
+    rows, result = build(config, a.results, a.peak_ceiling_gib)
     out = a.out or a.results / "smoke"
     out.mkdir(parents=True, exist_ok=True)
     (out / "verdict.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -20,6 +20,7 @@ PASS, FAIL, NOT_REACHED = "pass", "fail", "not reached"
 CPU_SUBSTITUTION = "not run (CPU substitution)"
 NOT_CONFIGURED = "not run (off in this config)"
 FULL_BUDGET = 32768  # the paper's evaluation budget (response tokens)
+PEAK_CEILING_GIB = 74.0  # per rank: below an H100's 80 GB (74.5 GiB), leaving room for allocator fragmentation
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,59 @@ def _median(values: Sequence[float]) -> float | None:
     return values[len(values) // 2] if values else None
 
 
-def gpu_rows(arms: Sequence[Mapping[str, Any]], device: str, logs: str) -> list[Row]:
-    """Rows of GPU_PATHS. Each arm: {"name", "complete": bool, "commands": [argv per segment run], "records":
-    [metrics.jsonl records], "peak_gib": [per rank]}."""
+def missing_evidence(path: str, arms: Sequence[Mapping[str, Any]]) -> str | None:
+    """What a completed run lacks to show that `path` ran (None: shown). A row passes only on what the run recorded:
+    the weight sync by the job hook's count of syncs in every segment, the partition by its time at every step."""
+    segments = [s for arm in arms for s in arm.get("segments", [])]
+    records = [r for arm in arms for r in arm["records"]]
+    if path.startswith("weight sync"):
+        unsynced = sum(1 for s in segments if not s.get("weight_syncs_legacy_segments"))
+        if unsynced or not segments:
+            return f"no weight sync recorded in {unsynced} of {len(segments)} segment(s) (weight_syncs_legacy_segments)"
+    if path.startswith("dynamic batching"):
+        steps = [r.get("step") for r in records if r.get("partition_s") is None]
+        if steps or not records:
+            return f"no partition time (partition_s) recorded at step(s) {steps[:5]} of {len(records)}"
+    return None
+
+
+def memory_row(arms: Sequence[Mapping[str, Any]], device: str, ceiling_gib: float) -> Row:
+    """Each training rank's peak GPU memory over the run against a ceiling below the GPU's memory."""
+    name = f"peak GPU memory per rank below {ceiling_gib:g} GiB"
+    if device == "cpu":
+        return Row(name, CPU_SUBSTITUTION, None, None, "no GPU memory on the CPU rehearsal", "")
+    peaks = [p for arm in arms for p in arm.get("peak_gib") or []]
+    if not peaks:
+        return Row(name, FAIL, None, None, "no rank recorded its peak (gpu_memory logs)", "see the memory hook's logs")
+    top = max(peaks)
+    ok = top <= ceiling_gib
+    fix = "" if ok else "lower training.cluster.max_tokens_per_gpu (docs/design.md)"
+    return Row(name, PASS if ok else FAIL, None, peaks, f"highest {top:.1f} GiB over {len(peaks)} rank(s)", fix)
+
+
+def scheduler_row(arms: Sequence[Mapping[str, Any]], expected: Mapping[str, int] | None) -> Row:
+    """The vLLM scheduler limits every rollout engine reported (segment<s>.json vllm_scheduler) against the config."""
+    name = "vLLM scheduler limits of the rollout engines"
+    if not expected:
+        return Row(name, NOT_CONFIGURED, None, None, "no vllm_scheduler given to the verdict", "")
+    reported = [e for arm in arms for s in arm.get("segments", []) for e in s.get("vllm_scheduler") or []]
+    wrong = [e for e in reported if dict(e) != dict(expected)]
+    if not reported or wrong:
+        detail = f"{len(reported)} engine report(s); differing: {wrong[:2]}" if reported else "no engine reported"
+        return Row(name, FAIL, None, None, f"{detail}; expected {dict(expected)}", "see the scheduler hook's logs")
+    return Row(name, PASS, None, None, f"{len(reported)} engine start(s) at {dict(expected)}", "")
+
+
+def gpu_rows(
+    arms: Sequence[Mapping[str, Any]],
+    device: str,
+    logs: str,
+    scheduler: Mapping[str, int] | None = None,
+    ceiling_gib: float = PEAK_CEILING_GIB,
+) -> list[Row]:
+    """Rows of GPU_PATHS, then the peak memory and the scheduler limits. Each arm: {"name", "complete": bool,
+    "commands": [argv per segment run], "records": [metrics.jsonl records], "segments": [segment json], "peak_gib":
+    [per rank]}."""
     rows = []
     complete = bool(arms) and all(arm["complete"] for arm in arms)
     records = [r for arm in arms for r in arm["records"]]
@@ -98,12 +149,15 @@ def gpu_rows(arms: Sequence[Mapping[str, Any]], device: str, logs: str) -> list[
         if missing:
             detail = "the command differs from the paper's: " + "; ".join(sorted(set(missing)))
             rows.append(Row(path.name, FAIL, seconds, peaks, detail, "use the preset's training.cluster settings"))
+        elif complete and (lacking := missing_evidence(path.name, arms)):
+            fix = f"run `python -m brorl.preflight` on a GPU node (check '{path.preflight}'); logs: {logs}"
+            rows.append(Row(path.name, FAIL, seconds, peaks, f"trained, but {lacking}", fix))
         elif complete:
             rows.append(Row(path.name, PASS, seconds, peaks, "every segment of every arm trained with it", ""))
         else:
             fix = f"run `python -m brorl.preflight` on a GPU node (check '{path.preflight}'); logs: {logs}"
             rows.append(Row(path.name, NOT_REACHED, seconds, peaks, "training did not complete", fix))
-    return rows
+    return [*rows, memory_row(arms, device, ceiling_gib), scheduler_row(arms, scheduler)]
 
 
 def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], logs: str) -> list[Row]:
