@@ -177,7 +177,7 @@ def _arm(device: str, complete: bool = True, argv: list[str] | None = None) -> d
         "complete": complete,
         "commands": [command],
         "records": [{"step": 1, "gen_s": 10.0, "partition_s": 0.5}],
-        "segments": [{"weight_syncs_legacy_segments": 2, "vllm_scheduler": [LIMITS, LIMITS]}],
+        "segments": [{"weight_syncs": 2, "vllm_scheduler": [LIMITS, LIMITS]}],
         "peak_gib": [50.0, 51.5],
     }
 
@@ -202,7 +202,7 @@ def _evidence_removed(change) -> dict[str, str]:
 @pytest.mark.parametrize(
     "row, change",
     [
-        ("weight sync to vLLM by CUDA IPC / NCCL", lambda arm: arm["segments"][0].pop("weight_syncs_legacy_segments")),
+        ("weight sync to vLLM by CUDA IPC / NCCL", lambda arm: arm["segments"][0].pop("weight_syncs")),
         ("dynamic batching and the step's partition", lambda arm: arm["records"][0].update(partition_s=None)),
         ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(peak_gib=None)),
         ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(peak_gib=[50.0, 76.2])),

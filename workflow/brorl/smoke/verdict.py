@@ -79,9 +79,9 @@ def missing_evidence(path: str, arms: Sequence[Mapping[str, Any]]) -> str | None
     segments = [s for arm in arms for s in arm.get("segments", [])]
     records = [r for arm in arms for r in arm["records"]]
     if path.startswith("weight sync"):
-        unsynced = sum(1 for s in segments if not s.get("weight_syncs_legacy_segments"))
+        unsynced = sum(1 for s in segments if not s.get("weight_syncs"))
         if unsynced or not segments:
-            return f"no weight sync recorded in {unsynced} of {len(segments)} segment(s) (weight_syncs_legacy_segments)"
+            return f"no weight sync recorded in {unsynced} of {len(segments)} segment(s) (weight_syncs)"
     if path.startswith("dynamic batching"):
         steps = [r.get("step") for r in records if r.get("partition_s") is None]
         if steps or not records:

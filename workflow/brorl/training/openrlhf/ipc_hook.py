@@ -9,8 +9,8 @@ child), rebuilds it. torch shares memory of expandable segments as file descript
 use cudaIpcGetMemHandle, which needs no ptrace permission. So, as vLLM's own allocator does around its pool, the
 wrapper switches expandable segments off for the sync (the clones land in legacy segments) and back on after it,
 releasing the cached legacy blocks first so that training's later allocations are expandable again.
-`python -m brorl.preflight.ipc_probe` checks both on a node. Each sync that was toggled appends {t, toggled} to
-$BRORL_IPC_LOG_DIR/<pid>.jsonl. Nothing changes on a CPU or when the setting is off.
+`python -m brorl.preflight.ipc_probe` checks both on a node. Each sync on a GPU appends {t, legacy_segments} to
+$BRORL_IPC_LOG_DIR/<pid>.jsonl (whether it was switched). Nothing changes on a CPU or when the setting is off.
 """
 
 from __future__ import annotations
@@ -51,17 +51,20 @@ def install(module: ModuleType, log_dir: str | None = None) -> None:
     def legacy_segments_sync(self, *args, **kwargs):
         import torch
 
-        if not (torch.cuda.is_available() and expandable_on(os.environ)):
+        if not torch.cuda.is_available():
             return sync(self, *args, **kwargs)
-        torch.cuda.empty_cache()  # cached expandable blocks would otherwise be reused for the clones
-        _set_expandable(torch, False)
+        toggle = expandable_on(os.environ)
+        if toggle:
+            torch.cuda.empty_cache()  # cached expandable blocks would otherwise be reused for the clones
+            _set_expandable(torch, False)
         try:
             return sync(self, *args, **kwargs)
         finally:
-            torch.cuda.empty_cache()  # the clones' legacy blocks go back: training allocates expandable segments again
-            _set_expandable(torch, True)
-            if log_dir:
-                append_hook_entry(log_dir, {"t": time.time(), "toggled": True})
+            if toggle:
+                torch.cuda.empty_cache()  # the clones' legacy blocks go back: training allocates expandable again
+                _set_expandable(torch, True)
+            if log_dir:  # every sync on a GPU, the smoke verdict's evidence that the path ran
+                append_hook_entry(log_dir, {"t": time.time(), "legacy_segments": toggle})
 
     legacy_segments_sync.brorl_ipc_hook = True
     actor.broadcast_to_vllm = legacy_segments_sync

@@ -347,11 +347,13 @@ def run_segment(
         if entry["segment"] == segment_index
         for log in [paths.logs_dir / entry["logs"] / "launcher.log"]
     }
+    syncs = read_hook_entries(paths.ipc_log_dir, since=segment_start)
     extra = {
         "engine": "cluster",
         "device": cluster["device"],
-        # weight syncs of this segment that ran with expandable segments switched off (ipc_hook; none on a CPU)
-        "weight_syncs_legacy_segments": len(read_hook_log(paths.ipc_log_dir, "toggled", since=segment_start)),
+        # the weight syncs of this segment, and those run with expandable segments switched off (ipc_hook; GPU only)
+        "weight_syncs": len(syncs),
+        "weight_syncs_legacy_segments": sum(bool(e.get("legacy_segments")) for e in syncs),
         # the scheduler limits each rollout engine reported once started (scheduler_hook): vllm_scheduler's values
         "vllm_scheduler": [
             {k: v for k, v in entry.items() if k != "t"}
