@@ -152,12 +152,58 @@ def test_the_job_hook_wraps_openrlhfs_own_actor_class(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(JOB_HOOK), str(WORKFLOW), str(STUBS)]),
         "BRORL_GPU_MEMORY_LOG_DIR": str(tmp_path),
     }
-    code = (
-        "from openrlhf.trainer.ray import ppo_actor\n"
-        "print(getattr(ppo_actor.PolicyModelActor.__ray_actor_class__.fit, 'brorl_memory_hook', False))"
+    env |= {
+        "BRORL_IPC_LEGACY_SEGMENTS": "1",
+        "BRORL_VLLM_SCHEDULER": '{"max_num_seqs": 8, "max_num_batched_tokens": 64}',
+    }
+    # Ray runs an actor's methods through the subclass @ray.remote built (and traced) at decoration: the patch must
+    # be there, not only on the original class (actor_patch)
+    code = textwrap.dedent(
+        """
+        from openrlhf.trainer.ray import ppo_actor, vllm_engine
+        flags = []
+        for ray_class, name, marker in (
+            (ppo_actor.PolicyModelActor, "fit", "brorl_memory_hook"),
+            (ppo_actor.PolicyModelActor, "broadcast_to_vllm", "brorl_ipc_hook"),
+            (vllm_engine.RolloutRayActor, "__init__", "brorl_scheduler_hook"),
+        ):
+            for cls in (ray_class.__ray_actor_class__, ray_class.__ray_metadata__.modified_class):
+                flags.append(getattr(getattr(cls, name), marker, False))
+        print(flags)
+        """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "True", proc.stderr[-2000:]
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == str([True] * 6), proc.stderr[-2000:]
+
+
+RAY_PATCH = textwrap.dedent(
+    """
+    import ray
+    from brorl.training.openrlhf.actor_patch import patch_actor_method
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+
+    @ray.remote
+    class Actor:  # stands for OpenRLHF's PolicyModelActor
+        def fit(self):
+            return "fit"
+
+    def wrap(fit):
+        def counted(self):
+            return "wrapped " + fit(self)
+        return counted
+
+    patch_actor_method(Actor, "fit", wrap, "marker")  # after decoration, as the job hook does after the import
+    print(ray.get(Actor.remote().fit.remote()))
+    """
+)
+
+
+@pytest.mark.engine  # starts Ray
+def test_a_patched_actor_method_is_what_ray_runs():
+    """The job hook's patches run inside a real Ray actor (the class shipped to the worker from the driver)."""
+    proc = subprocess.run([sys.executable, "-c", RAY_PATCH], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "wrapped fit", proc.stderr[-3000:]
 
 
 TOKENIZER_ONCE = textwrap.dedent(

@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Mapping
 from types import ModuleType
 
+from .actor_patch import patch_actor_method
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ray.ppo_actor"
@@ -41,30 +42,28 @@ def _set_expandable(torch, on: bool) -> None:
 
 
 def install(module: ModuleType, log_dir: str | None = None) -> None:
-    """Wrap broadcast_to_vllm of the class behind module.PolicyModelActor (a Ray actor class)."""
-    actor = getattr(module.PolicyModelActor, "__ray_actor_class__", module.PolicyModelActor)
-    sync = actor.broadcast_to_vllm
-    if getattr(sync, "brorl_ipc_hook", False):
-        return
+    """Wrap broadcast_to_vllm of module.PolicyModelActor (a Ray actor class) where Ray runs it (actor_patch)."""
 
-    @functools.wraps(sync)
-    def legacy_segments_sync(self, *args, **kwargs):
-        import torch
+    def wrap(sync):
+        @functools.wraps(sync)
+        def legacy_segments_sync(self, *args, **kwargs):
+            import torch
 
-        if not torch.cuda.is_available():
-            return sync(self, *args, **kwargs)
-        toggle = expandable_on(os.environ)
-        if toggle:
-            torch.cuda.empty_cache()  # cached expandable blocks would otherwise be reused for the clones
-            _set_expandable(torch, False)
-        try:
-            return sync(self, *args, **kwargs)
-        finally:
+            if not torch.cuda.is_available():
+                return sync(self, *args, **kwargs)
+            toggle = expandable_on(os.environ)
             if toggle:
-                torch.cuda.empty_cache()  # the clones' legacy blocks go back: training allocates expandable again
-                _set_expandable(torch, True)
-            if log_dir:  # every sync on a GPU, the smoke verdict's evidence that the path ran
-                append_hook_entry(log_dir, {"t": time.time(), "legacy_segments": toggle})
+                torch.cuda.empty_cache()  # cached expandable blocks would otherwise be reused for the clones
+                _set_expandable(torch, False)
+            try:
+                return sync(self, *args, **kwargs)
+            finally:
+                if toggle:
+                    torch.cuda.empty_cache()  # the clones' legacy blocks go back: training allocates expandable again
+                    _set_expandable(torch, True)
+                if log_dir:  # every sync on a GPU, the smoke verdict's evidence that the path ran
+                    append_hook_entry(log_dir, {"t": time.time(), "legacy_segments": toggle})
 
-    legacy_segments_sync.brorl_ipc_hook = True
-    actor.broadcast_to_vllm = legacy_segments_sync
+        return legacy_segments_sync
+
+    patch_actor_method(module.PolicyModelActor, "broadcast_to_vllm", wrap, "brorl_ipc_hook")

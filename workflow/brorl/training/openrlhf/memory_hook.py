@@ -14,32 +14,31 @@ import os
 import time
 from types import ModuleType
 
+from .actor_patch import patch_actor_method
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ray.ppo_actor"
 
 
 def install(module: ModuleType, log_dir: str) -> None:
-    """Wrap the fit method of the class behind module.PolicyModelActor (a Ray actor class)."""
-    actor = getattr(module.PolicyModelActor, "__ray_actor_class__", module.PolicyModelActor)
-    fit = actor.fit
-    if getattr(fit, "brorl_memory_hook", False):
-        return
+    """Wrap fit of module.PolicyModelActor (a Ray actor class) where Ray runs it (actor_patch)."""
 
-    def timed_fit(self, *args, **kwargs):
-        import torch
+    def wrap(fit):
+        def timed_fit(self, *args, **kwargs):
+            import torch
 
-        cuda = torch.cuda.is_available()
-        if cuda:
-            torch.cuda.reset_peak_memory_stats()
-        status = fit(self, *args, **kwargs)
-        if cuda:
-            append_hook_entry(log_dir, {"t": time.time(), "peak_gib": torch.cuda.max_memory_allocated() / 2**30})
-        return status
+            cuda = torch.cuda.is_available()
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+            status = fit(self, *args, **kwargs)
+            if cuda:
+                append_hook_entry(log_dir, {"t": time.time(), "peak_gib": torch.cuda.max_memory_allocated() / 2**30})
+            return status
 
-    timed_fit.brorl_memory_hook = True
-    timed_fit.__wrapped__ = fit
-    actor.fit = timed_fit
+        timed_fit.__wrapped__ = fit
+        return timed_fit
+
+    patch_actor_method(module.PolicyModelActor, "fit", wrap, "brorl_memory_hook")
 
 
 def install_from_env(module: ModuleType) -> None:

@@ -16,25 +16,24 @@ from collections.abc import Mapping
 from types import ModuleType
 
 from ...vllm_scheduler import read_back
+from .actor_patch import patch_actor_method
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ray.vllm_engine"
 
 
 def install(module: ModuleType, settings: Mapping[str, int], log_dir: str | None = None) -> None:
-    """Wrap __init__ of the class behind module.RolloutRayActor (a Ray actor class)."""
-    actor = getattr(module.RolloutRayActor, "__ray_actor_class__", module.RolloutRayActor)
-    init = actor.__init__
-    if getattr(init, "brorl_scheduler_hook", False):
-        return
+    """Wrap __init__ of module.RolloutRayActor (a Ray actor class) where Ray runs it (actor_patch)."""
 
-    @functools.wraps(init)
-    async def init_with_limits(self, *args, **kwargs):
-        for key, value in settings.items():
-            kwargs.setdefault(key, value)
-        await init(self, *args, **kwargs)
-        if log_dir:
-            append_hook_entry(log_dir, {"t": time.time(), **read_back(self.llm.vllm_config)})
+    def wrap(init):
+        @functools.wraps(init)
+        async def init_with_limits(self, *args, **kwargs):
+            for key, value in settings.items():
+                kwargs.setdefault(key, value)
+            await init(self, *args, **kwargs)
+            if log_dir:
+                append_hook_entry(log_dir, {"t": time.time(), **read_back(self.llm.vllm_config)})
 
-    init_with_limits.brorl_scheduler_hook = True
-    actor.__init__ = init_with_limits
+        return init_with_limits
+
+    patch_actor_method(module.RolloutRayActor, "__init__", wrap, "brorl_scheduler_hook")
