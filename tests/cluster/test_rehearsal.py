@@ -182,7 +182,7 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     # each launch recorded its engines' KV-cache size (Ray may fold identical lines of its two engines into one)
     assert all(sizes and min(sizes) > 0 for s in segments for sizes in s["vllm_kv_cache_tokens"].values())
     # every rollout engine started with the config's vllm_scheduler, as it reported back through the job hook
-    limits = {"max_num_seqs": 128, "max_num_batched_tokens": 2048}  # workflow/presets/rehearsal.yaml
+    limits = {"max_num_seqs": 64, "max_num_batched_tokens": 2048}  # workflow/presets/rehearsal.yaml (vLLM's: 128)
     assert all(s["vllm_scheduler"] and all(e == limits for e in s["vllm_scheduler"]) for s in segments), [
         s["vllm_scheduler"] for s in segments
     ]
