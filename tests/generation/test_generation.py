@@ -156,7 +156,9 @@ def test_bad_model_is_refused_before_generation(tiny, bench_file, tmp_path, dama
         (model / "model.safetensors").write_bytes(bytes(data))
     elif damage == "architecture":
         config = json.loads((model / "config.json").read_text())
-        (model / "config.json").write_text(json.dumps({**config, "architectures": ["GPT2LMHeadModel"]}))
+        (model / "config.json").write_text(
+            json.dumps({**config, "architectures": ["BertModel"]})
+        )  # vLLM generates no text with it
         (model / MANIFEST_NAME).unlink()
     out = tmp_path / "x.samples.parquet"
 

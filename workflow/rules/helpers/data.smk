@@ -36,7 +36,8 @@ if START_IDENTITY:
 
 def pin_gate_problem(workflow):
     """The unpinned hub sources that jobs of this run would download (empty: none, or allow_unpinned), and a start
-    pin whose recorded weights are not the paper's v2 start model (brorl.checkpoint_identity) when jobs use it."""
+    pin whose recorded weights are not the paper's v2 start model (brorl.checkpoint_identity) when jobs use it.
+    """
     jobs = list(workflow.dag.needrun_jobs())
     rules = {job.rule.name for job in jobs}
     prepared = {

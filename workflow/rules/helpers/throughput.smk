@@ -102,4 +102,3 @@ def throughput_temperature():
     if THROUGHPUT["temperature"] is None:
         return config["training"]["rollout_temperature"]
     return THROUGHPUT["temperature"]
-
