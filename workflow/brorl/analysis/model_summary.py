@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from .paper import NOT_RUN, checkpoint_key, load_paper
-from .paper_tables import RG_TASK
+from .paper_tables import RG_TASK, gains_over_start
 
 # an evaluation-only run without the start checkpoint (`make evaluate` without BASE=1): nothing to compare with
 START_LEFT_OUT = (
@@ -21,27 +21,6 @@ START_LEFT_OUT = (
 )
 # Table 1 column -> the paper's Table 1 field it is compared with (Reasoning Gym: the paper's printed average)
 GAIN_COLUMNS = {"Math": "math", "Code": "code", RG_TASK: "reasoning_gym"}
-
-
-def _num(x: object) -> float | None:
-    try:
-        value = float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if value != value else value
-
-
-def our_gain(table1: pd.DataFrame, arm: str) -> dict[str, float]:
-    """Points gained by `arm`'s last row over the start row (Table 1's first), per GAIN_COLUMNS column measured."""
-    rows = table1[table1["arm"] == arm]
-    if rows.empty:
-        return {}
-    last, base = rows.iloc[-1], table1.iloc[0]
-    return {
-        c: _num(last[c]) - _num(base[c])
-        for c in GAIN_COLUMNS
-        if c in table1 and _num(last[c]) is not None and _num(base[c]) is not None
-    }
 
 
 def paper_gain(paper_row: str) -> tuple[str, dict[str, float]]:
@@ -69,7 +48,7 @@ def model_lines(spec: Mapping, table1: pd.DataFrame, compared: list[str]) -> lis
         line = f"- `{m['name']}`: {m.get('steps_note') or 'steps: not known'}."
         if m.get("paper_row"):
             name, theirs = paper_gain(m["paper_row"])
-            ours = our_gain(table1, m["name"])
+            ours = gains_over_start(table1, m["name"], GAIN_COLUMNS)[1]
             line += (
                 f" Its gain over the start here: {_points(ours) if ours else NOT_RUN}; the paper's {name} over its "
                 f"Baseline: {_points(theirs)} (gains compared, not levels: the released weights are not known to be "

@@ -62,6 +62,33 @@ def _is_num(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(float(x))
 
 
+def as_number(x: object) -> float | None:
+    """A table cell as a number, None for a marker (not run, n/a, ...) or NaN."""
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def gains_over_start(
+    table1: pd.DataFrame, arm: str, columns: Sequence[str], measured: str | None = None
+) -> tuple[pd.Series | None, dict[str, float]]:
+    """The arm's last row of Table 1 (the last with a reproduced `measured` cell, when given) and its change from
+    the start row (the table's first) in each of `columns` that both rows reproduce (points)."""
+    rows = table1[table1["arm"] == arm]
+    if measured is not None:
+        rows = rows[rows[measured].map(lambda x: as_number(x) is not None)]
+    if rows.empty:
+        return None, {}
+    last, base = rows.iloc[-1], table1.iloc[0]
+    return last, {
+        c: as_number(last[c]) - as_number(base[c])
+        for c in columns
+        if c in table1 and as_number(last[c]) is not None and as_number(base[c]) is not None
+    }
+
+
 def checkpoint_rows(
     paper: Mapping,
     arms: Sequence[Mapping],

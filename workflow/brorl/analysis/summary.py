@@ -4,7 +4,6 @@ JSON, simulation claims). Verdicts that depend on which Reasoning Gym average is
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import pandas as pd
@@ -12,18 +11,11 @@ import pandas as pd
 from ..stats.agreement import ABOVE, AGREES, BELOW, NOT_IN_INTERVAL
 from .model_summary import model_lines
 from .paper import FAMILY_LABELS, NOT_RUN, is_tiny_scale
-from .paper_tables import RG_CATEGORY, RG_TASK
+from .paper_tables import RG_CATEGORY, RG_TASK, gains_over_start
+from .paper_tables import as_number as _num
 
 # Table 1 columns whose gains decide the main claim; the two Reasoning Gym averages are read separately
 CLAIM_COLUMNS = ("Math", "Code", RG_CATEGORY, RG_TASK)
-
-
-def _num(x: object) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
 
 
 def _f(x: object, digits: int = 2) -> str:
@@ -61,17 +53,8 @@ def scale_text(spec: Mapping) -> str:
 
 
 def _gains(table1: pd.DataFrame, arm: str) -> tuple[pd.Series | None, dict[str, float]]:
-    """The arm's last evaluated row and its change from the start row per claim column (points)."""
-    base = table1.iloc[0]
-    rows = table1[(table1["arm"] == arm) & table1["Math"].map(lambda x: _num(x) is not None)]
-    if rows.empty:
-        return None, {}
-    last = rows.iloc[-1]
-    return last, {
-        c: _num(last[c]) - _num(base[c])
-        for c in CLAIM_COLUMNS
-        if c in table1 and _num(last[c]) is not None and _num(base[c]) is not None
-    }
+    """The arm's last evaluated row (Math reproduced) and its change from the start row per claim column (points)."""
+    return gains_over_start(table1, arm, CLAIM_COLUMNS, measured="Math")
 
 
 def _verdict(gains: dict[str, dict[str, float]], rg_column: str) -> tuple[str, int, int]:
