@@ -56,10 +56,15 @@ def is_ancestor(chain: list[int], pid: int) -> bool:
     return pid in chain[1:]
 
 
+def expandable_in(alloc_conf: str) -> bool:
+    """Whether torch allocator settings ("key:value,...", PYTORCH_CUDA_ALLOC_CONF's form) turn expandable segments on."""
+    options = dict(item.split(":", 1) for item in alloc_conf.replace(" ", "").split(",") if ":" in item)
+    return options.get("expandable_segments", "False").lower() == "true"
+
+
 def expandable_at_export(alloc_conf: str, toggle: bool) -> bool:
     """Whether the clone is made in an expandable segment: the setting is on and not switched off around the clone."""
-    options = dict(item.split(":", 1) for item in alloc_conf.replace(" ", "").split(",") if ":" in item)
-    return options.get("expandable_segments", "False").lower() == "true" and not toggle
+    return expandable_in(alloc_conf) and not toggle
 
 
 def in_expandable_segment(segments: list[dict], ptr: int) -> bool | None:
@@ -128,7 +133,7 @@ def _error(exc: BaseException) -> dict:
     return {"error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}", "detail": text[:2000]}
 
 
-def _set_expandable(on: bool) -> None:
+def set_expandable(on: bool) -> None:
     with warnings.catch_warnings():  # deprecated in newer torch in favour of an accelerator-wide call; same effect
         warnings.simplefilter("ignore")
         torch.cuda.memory._set_allocator_settings(f"expandable_segments:{on}")
@@ -155,7 +160,7 @@ def exporter(device: str, toggle: bool) -> None:
             torch.multiprocessing.set_sharing_strategy("file_system")  # a named shm file: unrelated processes open it
         weight = torch.arange(NUMEL, dtype=torch.float32, device=device)
         if toggle and device == "cuda":
-            _set_expandable(False)  # new allocations (the clone) go to a legacy cudaMalloc segment
+            set_expandable(False)  # new allocations (the clone) go to a legacy cudaMalloc segment
         clone = weight.clone()  # OpenRLHF sends a clone of each parameter
         if device == "cuda":
             torch.cuda.synchronize()  # the clone is written before another process can read it
@@ -173,7 +178,7 @@ def exporter(device: str, toggle: bool) -> None:
             torch.cuda.synchronize()
             torch.cuda.ipc_collect()
             if toggle:
-                _set_expandable(was_on)
+                set_expandable(was_on)
                 msg["restored"] = True
     except Exception as exc:
         msg.update(_error(exc))

@@ -18,10 +18,10 @@ from __future__ import annotations
 import functools
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from types import ModuleType
 
+from ...preflight.ipc_probe import expandable_in, set_expandable
 from .actor_patch import patch_actor_method
 from .logs import append_hook_entry
 
@@ -30,15 +30,7 @@ MODULE = "openrlhf.trainer.ray.ppo_actor"
 
 def expandable_on(env: Mapping[str, str]) -> bool:
     """Whether the allocator settings of `env` turn expandable segments on (torch reads both variable names)."""
-    conf = ",".join(env.get(name, "") for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"))
-    options = dict(item.split(":", 1) for item in conf.replace(" ", "").split(",") if ":" in item)
-    return options.get("expandable_segments", "False").lower() == "true"
-
-
-def _set_expandable(torch, on: bool) -> None:
-    with warnings.catch_warnings():  # deprecated in newer torch for an accelerator-wide call of the same effect
-        warnings.simplefilter("ignore")
-        torch.cuda.memory._set_allocator_settings(f"expandable_segments:{on}")
+    return expandable_in(",".join(env.get(name, "") for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")))
 
 
 def install(module: ModuleType, log_dir: str | None = None) -> None:
@@ -54,13 +46,13 @@ def install(module: ModuleType, log_dir: str | None = None) -> None:
             toggle = expandable_on(os.environ)
             if toggle:
                 torch.cuda.empty_cache()  # cached expandable blocks would otherwise be reused for the clones
-                _set_expandable(torch, False)
+                set_expandable(False)
             try:
                 return sync(self, *args, **kwargs)
             finally:
                 if toggle:
                     torch.cuda.empty_cache()  # the clones' legacy blocks go back: training allocates expandable again
-                    _set_expandable(torch, True)
+                    set_expandable(True)
                 if log_dir:  # every sync on a GPU, the smoke verdict's evidence that the path ran
                     append_hook_entry(log_dir, {"t": time.time(), "legacy_segments": toggle})
 
