@@ -46,9 +46,7 @@ def n_sweep_arms():
 
 
 # what `make pin` recorded of each hub model commit (brorl.checkpoint_identity): the card's training-step sentence
-MODEL_IDENTITY = (
-    read_lock_data(Path(workflow.basedir) / LOCK_NAME).get("identity") or {}
-)
+MODEL_IDENTITY = PIN_LOCK.get("identity") or {}  # read by helpers/data.smk
 
 
 def analysis_spec():
