@@ -39,6 +39,7 @@ from brorl.analysis.paper_tables import (
     RG_ITEM,
     RG_TASK,
     SAMPLES,
+    as_number,
     benchmark_table,
     checkpoint_rows,
     display,
@@ -521,7 +522,7 @@ def test_evaluated_models_are_rows_beside_the_paper_row_they_name():
     assert table1(PAPER, rows, fam, hours, 3000).set_index("arm").loc["released", "Math diff"] == pytest.approx(0.0)
     start = [{**models[0], "paper_row": "base@0"}]  # the start model evaluated as a model: 0 steps, levels compare
     rows = checkpoint_rows(PAPER, PAPER_ARMS, PAPER_ROLES, 3000, evaluated, models=start)
-    assert _is_number(table1(PAPER, rows, fam, hours, 3000).set_index("arm").loc["released", "Math diff"])
+    assert as_number(table1(PAPER, rows, fam, hours, 3000).set_index("arm").loc["released", "Math diff"]) is not None
 
 
 def test_tables_show_plus_minus_and_n_beside_every_reproduced_score():
@@ -1143,7 +1144,3 @@ def test_an_evaluated_model_is_compared_with_its_paper_row_by_gain_and_says_what
     )
     left_out = model_lines({**spec, "evaluation": {"include_start": False}}, table, [])
     assert left_out[0] == START_LEFT_OUT.format(names="`released`") and "steps: not known" in left_out[1]
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and x == x

@@ -36,7 +36,7 @@ def _tried(sources: list[HubSource]) -> str:
     return "\n".join(lines) or "  (nothing)"
 
 
-def model_commits(sources: list[HubSource], pins: dict[str, str]) -> dict[str, str]:
+def model_commits(sources: list[HubSource], pins: dict[str, str]) -> dict[str, tuple[str, str]]:
     """{identity key: (repo, commit)} of every model source once pinned, and of the start repository's v2 branch."""
     commits = {}
     for s in sources:

@@ -102,11 +102,10 @@ def overlay(config: dict, model: Checkpoint, benchmarks: list[str] | None, base:
         "steps": {"include_start": base},  # the start checkpoint only when asked (BASE=1)
     }
     if benchmarks:
-        unknown = sorted(set(benchmarks) - set(_benchmark_names()))
+        known = _benchmark_names()
+        unknown = sorted(set(benchmarks) - set(known))
         if unknown:
-            raise EvaluateError(
-                f"BENCHMARKS: {', '.join(unknown)} unknown (known: {', '.join(sorted(_benchmark_names()))})"
-            )
+            raise EvaluateError(f"BENCHMARKS: {', '.join(unknown)} unknown (known: {', '.join(sorted(known))})")
         evaluation["benchmarks"] = list(benchmarks)
     return {
         "evaluation": evaluation,
