@@ -231,6 +231,9 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert len(gpu) == len(GPU_PATHS) and {r["status"] for r in gpu} == {CPU_SUBSTITUTION}, gpu
     drills = [r for name, r in rows.items() if name.startswith(("kill inside", "reference reset"))]
     assert len(drills) == 3 and {r["status"] for r in drills} == {"pass"}, drills
+    # the truncation rule against vLLM's length stops, judged on both devices: the same reward, OpenRLHF and vLLM
+    assert all(r["trained_truncated_frac"] is not None for r in records), records
+    assert rows["truncation rule = vLLM's length stops (every step)"]["status"] == "pass", rows
     # the engines' scheduler limits are judged on both devices: the CPU engines report them through the same hook
     assert rows["vLLM scheduler limits of the rollout engines"]["status"] == "pass", rows
     print(f"\nrehearsal with two kills (after the start model was built): {elapsed:.0f} s\n{report.stdout}")

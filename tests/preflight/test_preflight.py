@@ -146,6 +146,51 @@ def test_a_cpu_build_of_fusedadam_is_not_prebuilt():
     assert "without fused_adam" in checks.fused_adam_build_problem("cuda", {"fused_adam": False})
 
 
+def _stand_in_deepspeed(folder: Path, accelerator: str, fused_adam: bool) -> Path:
+    """A package tree with DeepSpeed's build record (deepspeed/git_version_info.py, as its setup.py writes it) and
+    an importable op builder, plus flash_attn: what the post-deploy's check and the preflight import."""
+    ds = folder / "deepspeed"
+    (ds / "ops").mkdir(parents=True)
+    (ds / "__init__.py").write_text("")
+    (ds / "ops" / "__init__.py").write_text("")
+    (ds / "ops" / "op_builder.py").write_text("class FusedAdamBuilder:\n    pass\n")
+    ops = {"fused_adam": fused_adam, "cpu_adam": accelerator == "cpu"}
+    (ds / "git_version_info.py").write_text(f"accelerator_name = {accelerator!r}\ninstalled_ops = {ops!r}\n")
+    (folder / "flash_attn.py").write_text("")
+    info = folder / "flash_attn-2.8.3.post1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flash-attn\nVersion: 2.8.3.post1\n")
+    return folder
+
+
+@pytest.mark.parametrize("accelerator, fused_adam", [("cuda", True), ("cuda", False), ("cpu", True)])
+def test_preflight_and_post_deploy_judge_fusedadam_by_one_rule(tmp_path, monkeypatch, accelerator, fused_adam):
+    """The post-deploy's own check (the heredoc of envs/train.post-deploy.sh, run as it stands) and the preflight
+    agree on every build state: only a CUDA build with fused_adam passes; a JIT-buildable op fails both (the
+    preflight once passed it, whatever the post-deploy said)."""
+    script = (ROOT / "envs" / "train.post-deploy.sh").read_text()
+    check = script.split("python - <<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+    site = _stand_in_deepspeed(tmp_path / f"{accelerator}-{fused_adam}", accelerator, fused_adam)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    post_deploy = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=60)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    # where a JIT build would work: torch's CUDA and an nvcc of the same version on PATH
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir(exist_ok=True)
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.48'\n")
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{nvcc.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.setattr(checks, "torch_cuda", lambda: "13.0")
+    preflight = checks.fused_adam_check()
+    expected = checks.fused_adam_build_problem(accelerator, {"fused_adam": fused_adam}) is None
+    assert (post_deploy.returncode == 0) == preflight.ok == expected, (post_deploy.stderr, preflight)
+    if not expected:
+        assert "post-deploy" in preflight.fix and preflight.detail == checks.fused_adam_build_problem(
+            accelerator, {"fused_adam": fused_adam}
+        )
+
+
 def test_partition_limits_against_the_training_jobs_request():
     from brorl.preflight.gpu_paths import partition_limit_problems
 

@@ -176,13 +176,17 @@ def _arm(device: str, complete: bool = True, argv: list[str] | None = None) -> d
         "name": "a",
         "complete": complete,
         "commands": [command],
-        "records": [{"step": 1, "gen_s": 10.0, "partition_s": 0.5}],
+        "records": [
+            {"step": 1, "gen_s": 10.0, "partition_s": 0.5, "trained_truncated_frac": 0.75, "trained_zeroed_frac": 0.75},
+            {"step": 2, "gen_s": 9.0, "partition_s": 0.4, "trained_truncated_frac": 0.5, "trained_zeroed_frac": 0.5},
+        ],
         "segments": [{"weight_syncs": 2, "vllm_scheduler": [LIMITS, LIMITS]}],
         "peak_gib": [50.0, 51.5],
     }
 
 
 LIMITS = {"max_num_seqs": 1024, "max_num_batched_tokens": 16384}
+TRUNCATION = "truncation rule = vLLM's length stops (every step)"
 
 
 def test_cpu_verdict_marks_every_gpu_path_substituted():
@@ -196,7 +200,8 @@ def _evidence_removed(change) -> dict[str, str]:
     """Status per row of a completed GPU run whose folder lacks one piece of evidence (change edits the arm)."""
     arm = _arm("gpu")
     change(arm)
-    return {r.path: r.status for r in v.gpu_rows([arm], "gpu", "logs", LIMITS)}
+    rows = [*v.gpu_rows([arm], "gpu", "logs", LIMITS), v.truncation_row([arm], "zero")]
+    return {r.path: r.status for r in rows}
 
 
 @pytest.mark.parametrize(
@@ -211,6 +216,9 @@ def _evidence_removed(change) -> dict[str, str]:
             "vLLM scheduler limits of the rollout engines",
             lambda arm: arm["segments"][0]["vllm_scheduler"].append({**LIMITS, "max_num_seqs": 128}),
         ),
+        (TRUNCATION, lambda arm: arm["records"][1].update(trained_zeroed_frac=None)),
+        # a response that stopped on a token the reward does not strip: zeroed, though vLLM stopped it properly
+        (TRUNCATION, lambda arm: arm["records"][1].update(trained_zeroed_frac=0.5 + 1 / 8192)),
     ],
 )
 def test_a_gpu_row_passes_only_on_what_the_run_recorded(row, change):
@@ -218,6 +226,16 @@ def test_a_gpu_row_passes_only_on_what_the_run_recorded(row, change):
     assert set(_evidence_removed(lambda arm: None).values()) == {v.PASS}
     statuses = _evidence_removed(change)
     assert statuses[row] == v.FAIL and {s for p, s in statuses.items() if p != row} == {v.PASS}, statuses
+
+
+def test_the_truncation_row_is_judged_on_both_devices_when_the_rule_is_on():
+    """The CPU rehearsal runs the same reward, OpenRLHF and vLLM: the row is observed there too, never substituted;
+    float32 rounding (well below 1e-6) passes; with the rule off there is nothing to compare."""
+    arm = _arm("cpu")
+    arm["records"][0]["trained_zeroed_frac"] += 3e-8
+    assert v.truncation_row([arm], "zero").status == v.PASS
+    assert v.truncation_row([], "zero").status == v.FAIL
+    assert v.truncation_row([arm], "verifier").status == v.NOT_CONFIGURED
 
 
 def test_gpu_verdict_passes_fails_and_points_at_the_preflight():

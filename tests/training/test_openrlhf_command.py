@@ -232,7 +232,8 @@ def _calls(t, rewards, scores, errors=None):
 
 def test_metrics_converter_on_a_hand_made_log(tmp_path):
     # step 2 logged twice: by a job killed afterwards (t=200) and again by the rerun (t=400): the rerun wins
-    events = _step(1, 100.0) + _step(2, 200.0, kl=9.0) + _step(2, 400.0) + _step(3, 560.0)
+    cut = {"rollout/truncated_rate": 0.625, "truncated_zeroed": 0.6250001}  # both over the trained samples
+    events = _step(1, 100.0) + _step(2, 200.0, kl=9.0) + _step(2, 400.0, **cut) + _step(3, 560.0)
     logs = steps_from_events(events)
     assert logs[2].scalars["kl"] == 0.01 and logs[2].wall_time == 400.0
     calls = [_calls(150.0, [1.0], [1.0]), _calls(350.0, [0.25] * 8191 + [0.0], [0.0] * 8192)]  # 150: the killed job's
@@ -262,6 +263,9 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
     assert first["reward_mean"] is None  # 8,192 logged rewards but 20,000 generated samples: incomplete, not guessed
     assert first["reward_errors"] is None and first["reward_timeouts"] is None  # the same incomplete window
     assert first["response_len_mean"] is None and first["truncated_frac"] is None  # OpenRLHF logs accepted only
+    # ... over which OpenRLHF's length stops and the reward's zeroed share are both logged (the verdict's truncation row)
+    assert (first["trained_truncated_frac"], first["trained_zeroed_frac"]) == (0.625, 0.6250001)
+    assert records[1]["trained_truncated_frac"] is None  # not logged: null, never guessed
     # wall time: the killed launch counts whole (300 s), then 100 s into the rerun; the rest is start-up/saves
     assert (first["wall_s"], records[1]["wall_s"]) == (400.0, 560.0)
     assert (first["overhead_s"], records[1]["overhead_s"]) == (400.0 - 250.0 - 131.0, 560.0 - 400.0 - 131.0)

@@ -2,7 +2,7 @@
 
 GPU checks read the machine: nvidia-smi's driver version against the driver the installed torch's CUDA build needs,
 torch's and vLLM's view of the GPUs, the real flash-attn (not the CPU stand-in in workflow/stubs), DeepSpeed's
-FusedAdam (prebuilt, or buildable: CUDA_HOME with an nvcc of torch's CUDA version). The rest: disk for the
+FusedAdam (prebuilt for CUDA: the post-deploy's rule). The rest: disk for the
 checkpoints the plan estimates, the sandbox Python and bubblewrap of the code verifier, the IFEval checkers of the
 instruction-following reward, the Ray version OpenRLHF
 0.11.2 pins, the hub token when a download is pending, and the partition/account of profiles/slurm.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -146,13 +145,6 @@ def flash_attn_check() -> Check:
     return Check("flash-attn", True, out.splitlines()[-1], gpu=True)
 
 
-def nvcc_version(cuda_home: str | None) -> str | None:
-    nvcc = shutil.which("nvcc") if not cuda_home else str(Path(cuda_home) / "bin" / "nvcc")
-    rc, out = _run([nvcc or "nvcc", "--version"])
-    match = re.search(r"release (\d+\.\d+)", out) if rc == 0 else None
-    return match[1] if match else None
-
-
 def fused_adam_build_problem(accelerator: str, installed_ops: Mapping[str, Any]) -> str | None:
     """DeepSpeed's build record -> why FusedAdam is not a CUDA op that was built in advance, or None."""
     if accelerator != "cuda":
@@ -166,16 +158,18 @@ def fused_adam_build_problem(accelerator: str, installed_ops: Mapping[str, Any])
 
 
 def fused_adam_check() -> Check:
-    rc, out = _run(
-        [
-            sys.executable,
-            "-c",
-            "from deepspeed.ops.op_builder import FusedAdamBuilder as B; print(B().is_compatible(verbose=False))",
-        ],
-        300,
-    )
-    cuda, home = torch_cuda(), os.environ.get("CUDA_HOME")
-    nvcc = nvcc_version(home)
+    """FusedAdam under the one rule the post-deploy applies too (envs/train.post-deploy.sh's last check): DeepSpeed
+    imports and its build record names the CUDA accelerator with fused_adam built. A JIT-buildable op fails here as
+    there: each of a run's 64 ranks would compile it at start-up, with nvcc on every node."""
+    rc, out = _run([sys.executable, "-c", "import deepspeed.ops.op_builder"], 300)
+    if rc != 0:
+        return Check(
+            "DeepSpeed FusedAdam",
+            False,
+            f"deepspeed does not import: {out.splitlines()[-1][:160] if out else rc}",
+            "install deepspeed==0.19.6",
+            gpu=True,
+        )
     # DeepSpeed's build record, not an import: a FusedAdam built for the CPU accelerator (the default on a build
     # host without a GPU) imports under the same name and is JIT-compiled again on every GPU rank
     record = _run(
@@ -188,30 +182,15 @@ def fused_adam_check() -> Check:
     built = (
         fused_adam_build_problem(record[-2].strip(), {"fused_adam": record[-1].strip() == "True"})
         if len(record) >= 2
-        else "no build record"
+        else "DeepSpeed has no build record (deepspeed/git_version_info.py)"
     )
-    prebuilt = rc == 0 and built is None
-    if rc != 0:
-        return Check(
-            "DeepSpeed FusedAdam",
-            False,
-            f"deepspeed does not import: {out.splitlines()[-1][:160] if out else rc}",
-            "install deepspeed==0.19.6",
-            gpu=True,
+    if built:
+        fix = (
+            "rebuild it with the post-deploy's DeepSpeed line (envs/train.post-deploy.sh: DS_ACCELERATOR=cuda "
+            "DS_BUILD_FUSED_ADAM=1, no pip cache) in the training environment"
         )
-    if prebuilt:
-        return Check("DeepSpeed FusedAdam", True, "prebuilt", gpu=True)
-    if cuda is None or nvcc is None or nvcc != cuda:
-        return Check(
-            "DeepSpeed FusedAdam",
-            False,
-            f"not prebuilt for CUDA ({built}), and a JIT build needs nvcc of CUDA {cuda or '(torch is a CPU build)'}: "
-            f"CUDA_HOME={home or 'unset'}, nvcc {nvcc or 'not found'}",
-            "prebuild it (DS_BUILD_FUSED_ADAM=1 in envs/train.post-deploy.sh) or load CUDA "
-            f"{cuda or '13.0'} and set CUDA_HOME",
-            gpu=True,
-        )
-    return Check("DeepSpeed FusedAdam", True, f"JIT-buildable (nvcc {nvcc} = torch's CUDA {cuda})", gpu=True)
+        return Check("DeepSpeed FusedAdam", False, built, fix, gpu=True)
+    return Check("DeepSpeed FusedAdam", True, "prebuilt for CUDA", gpu=True)
 
 
 def disk_check(folder: Path, need_gb: float) -> Check:

@@ -19,6 +19,7 @@ from brorl.smoke.verdict import (
     gpu_rows,
     table,
     throughput_rows,
+    truncation_row,
     verdict,
 )
 from brorl.training.openrlhf.logs import first_micro_batch_kl
@@ -82,6 +83,7 @@ def build(config: dict[str, Any], results: Path, ceiling_gib: float = PEAK_CEILI
     measured = [f for f in layouts if (results / f).is_file()]
     rows = [
         *gpu_rows(arms, cluster["device"], logs, config["vllm_scheduler"], ceiling_gib),
+        truncation_row(arms, config["training"]["reward"]["truncated"]),
         *drill_rows(arms, cluster["drills"], logs),
         *evaluation_rows(config["evaluation"]["max_tokens"], expected, found, cluster["device"]),
         *throughput_rows(throughput["enabled"], layouts, measured),

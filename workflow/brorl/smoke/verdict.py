@@ -20,6 +20,7 @@ PASS, FAIL, NOT_REACHED = "pass", "fail", "not reached"
 CPU_SUBSTITUTION = "not run (CPU substitution)"
 NOT_CONFIGURED = "not run (off in this config)"
 FULL_BUDGET = 32768  # the paper's evaluation budget (response tokens)
+TRUNCATION_TOLERANCE = 1e-6  # both fractions are means over the same samples: only float32 rounding may differ
 PEAK_CEILING_GIB = 74.0  # per rank: below an H100's 80 GB (74.5 GiB), leaving room for allocator fragmentation
 
 
@@ -114,6 +115,35 @@ def scheduler_row(arms: Sequence[Mapping[str, Any]], expected: Mapping[str, int]
         detail = f"{len(reported)} engine report(s); differing: {wrong[:2]}" if reported else "no engine reported"
         return Row(name, FAIL, None, None, f"{detail}; expected {dict(expected)}", "see the scheduler hook's logs")
     return Row(name, PASS, None, None, f"{len(reported)} engine start(s) at {dict(expected)}", "")
+
+
+def truncation_row(arms: Sequence[Mapping[str, Any]], rule: str) -> Row:
+    """The reward's truncation rule against vLLM at every step: the share of the update's samples the rule scored 0
+    (no stop token at the end) equals the share vLLM stopped at the budget (finish reason length), both over the
+    same trained samples. Observed on both devices: the CPU rehearsal runs the same reward, OpenRLHF and vLLM."""
+    name = "truncation rule = vLLM's length stops (every step)"
+    if rule != "zero":
+        return Row(name, NOT_CONFIGURED, None, None, f"training.reward.truncated is {rule!r}", "")
+    records = [(arm["name"], r) for arm in arms for r in arm["records"]]
+    unseen = [
+        f"{arm} {r['step']}" for arm, r in records if None in (r["trained_zeroed_frac"], r["trained_truncated_frac"])
+    ]
+    apart = [
+        f"{arm} {r['step']}: zeroed {r['trained_zeroed_frac']:.6f}, length stops {r['trained_truncated_frac']:.6f}"
+        for arm, r in records
+        if f"{arm} {r['step']}" not in unseen
+        and abs(r["trained_zeroed_frac"] - r["trained_truncated_frac"]) > TRUNCATION_TOLERANCE
+    ]
+    if not records or unseen:
+        detail = f"not recorded at step(s) {unseen[:5]}" if records else "no training step recorded"
+        return Row(name, FAIL, None, None, detail, "see metrics.jsonl (trained_zeroed_frac, trained_truncated_frac)")
+    if apart:
+        fix = "a stop token the reward does not strip (segment<s>.json reward_text), or a template that hides EOS"
+        return Row(name, FAIL, None, None, "; ".join(apart[:3]), fix)
+    top = max(r["trained_truncated_frac"] for _, r in records)
+    return Row(
+        name, PASS, None, None, f"{len(records)} step(s) agree within {TRUNCATION_TOLERANCE:g}; up to {top:.3f} cut", ""
+    )
 
 
 def gpu_rows(

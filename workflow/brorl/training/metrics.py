@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = (
-    4  # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio
-)
+# 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio;
+# 5: trained_truncated_frac, trained_zeroed_frac
+SCHEMA_VERSION = 5
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -37,6 +37,8 @@ FIELDS: dict[str, str] = {
     "entropy": "mean per-token entropy of the policy over the update",
     "response_len_mean": "mean response length of the generated samples (tokens)",
     "truncated_frac": "fraction of generated samples that hit the response budget",
+    "trained_truncated_frac": "fraction of the update's samples vLLM stopped at the response budget (finish reason length; OpenRLHF's rollout/truncated_rate; null on the embedded engine)",
+    "trained_zeroed_frac": "fraction of the update's samples the reward's truncation rule scored 0 (no stop token at the end; OpenRLHF's train/truncated_zeroed, a sample-weighted mean over the update; null on the embedded engine, whose rule reads the finish reason itself)",
     "gen_samples_per_s": "generated samples per second of generation time",
     "lr": "learning rate of the step",
     "gen_s": "seconds generating rollouts",

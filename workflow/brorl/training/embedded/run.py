@@ -294,6 +294,8 @@ class EmbeddedRun:
             "entropy": update["entropy"],
             "response_len_mean": out.length_sum / out.generated_samples,
             "truncated_frac": out.truncated / out.generated_samples,
+            "trained_truncated_frac": None,  # the rule below reads vLLM's finish reason: nothing to cross-check
+            "trained_zeroed_frac": None,
             "gen_samples_per_s": out.generated_samples / out.gen_s if out.gen_s else None,
             "lr": lr,
             "gen_s": out.gen_s,

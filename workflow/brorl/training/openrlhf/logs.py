@@ -269,6 +269,10 @@ def to_records(
             "entropy": _get(s, "entropy_loss"),
             "response_len_mean": response_len,
             "truncated_frac": truncated,
+            # both over the update's samples, whether or not dynamic sampling dropped groups (the smoke verdict's
+            # truncation row compares them): vLLM's finish reason, and the reward's stop-token rule
+            "trained_truncated_frac": _get(s, "rollout/truncated_rate"),
+            "trained_zeroed_frac": _get(s, "truncated_zeroed"),
             "gen_samples_per_s": generated_samples / gen_s if gen_s else None,
             "lr": _get(s, "actor_lr"),
             "gen_s": gen_s,
