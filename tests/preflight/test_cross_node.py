@@ -9,7 +9,15 @@ import subprocess
 import sys
 
 import pytest
-from brorl.preflight.cross_node import bus_bandwidth_gbs, node_address, node_names
+from brorl.preflight.cross_node import (
+    bus_bandwidth_gbs,
+    listen_ports,
+    nccl_transport,
+    node_address,
+    node_names,
+    ray_port_problems,
+    reach,
+)
 from helpers import ROOT, slurm_up
 
 
@@ -26,13 +34,38 @@ def test_bus_bandwidth_is_nccl_tests_definition():
     assert bus_bandwidth_gbs(10**9, 0.1, 1) == 0.0
 
 
+def test_the_transport_nccl_chose():
+    """NCCL's INIT line at NCCL_DEBUG=INFO (src/init.cc: INFO(NCCL_INIT, "Using network %s", ...))."""
+    log = "gpu01:12:12 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\ngpu01:12:12 [0] NCCL INFO Using network IB\n"
+    assert nccl_transport(log) == "IB"
+    assert nccl_transport("gpu01:9:9 [0] NCCL INFO Using network Socket") == "Socket"
+    assert nccl_transport("NCCL version 2.27.7+cuda13.0") is None
+
+
+def test_a_closed_ray_port_is_named():
+    """A listening port is reached; one nobody listens on is reported with the failing node pair and port."""
+    sockets, ports = listen_ports(False, (29600, 29610), 0)
+    try:
+        assert set(ports) == {"Ray worker range 29600-29610", "ephemeral (Ray's node and object managers)"}
+        assert set(reach("127.0.0.1", ports).values()) == {"ok"}
+        closed = ports["ephemeral (Ray's node and object managers)"]
+    finally:
+        for sock in sockets:
+            sock.close()
+    results = reach("127.0.0.1", {"ephemeral": closed, "taken": -1}, timeout=2)
+    problems = ray_port_problems([{"from": "gpu02", "to": "gpu01", "results": results}])
+    assert len(problems) == 2 and problems[0].startswith(f"gpu02 -> gpu01 ephemeral: port {closed}"), problems
+    assert problems[1] == "gpu02 -> gpu01 taken: in use on that node"
+
+
 @pytest.mark.slurm
 @pytest.mark.skipif(slurm_up() is not None, reason=str(slurm_up()))
 def test_an_all_reduce_across_two_slurm_nodes(tmp_path):
     out = tmp_path / "cross_node.json"
     command = (
         f"srun --overlap --nodes=2 --ntasks-per-node=1 --cpu-bind=none env PYTHONPATH={ROOT / 'workflow'} "
-        f"{sys.executable} -m brorl.preflight.cross_node --backend gloo --mb 4 --port 29581 --out {out}"
+        f"{sys.executable} -m brorl.preflight.cross_node --backend gloo --mb 4 --port 29581 --out {out} "
+        "--ray-head-port 29582 --ray-worker-ports 29583 29599"
     )
     job = subprocess.run(
         [
@@ -57,3 +90,5 @@ def test_an_all_reduce_across_two_slurm_nodes(tmp_path):
     result = json.loads(out.read_text())
     assert result["ok"] and result["nodes"] == 2 and result["ranks"] == 2 and result["backend"] == "gloo", result
     assert result["seconds"] > 0 and "\nok {" in "\n" + log, log
+    # each node reached the other's Ray ports: the head's GCS, a worker-range and an ephemeral port (3 + 2)
+    assert result["ray_ports"] == {"checked": 5, "problems": []} and result["nccl_transport"] is None, result
