@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from brorl.preflight import checks
+from brorl.preflight import CHECK_NAMES, checks
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_CHECKS = {
@@ -56,6 +56,7 @@ def test_preflight_on_a_cpu_machine_fails_exactly_the_gpu_checks(tmp_path):
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a failed check stops the workflow
     rows = json.loads(out.read_text())
+    assert {r["name"] for r in rows} <= set(CHECK_NAMES)  # the names docs/gpu-assumptions.md is held to
     failed = {r["name"] for r in rows if not r["ok"]}
     assert failed == GPU_CHECKS, proc.stdout
     assert all(r["gpu"] for r in rows if not r["ok"]) and all(r["fix"] for r in rows if not r["ok"])
@@ -96,6 +97,7 @@ def test_the_evaluation_preflight_runs_without_the_training_stack(tmp_path):
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     rows = {r["name"]: r for r in json.loads(out.read_text())}
+    assert set(rows) <= set(CHECK_NAMES)
     assert set(rows) == {"NVIDIA driver", "GPUs seen by torch", "vLLM platform", "vLLM engine generates"} | {
         "free disk",
         "hub token",
@@ -205,3 +207,13 @@ def test_partition_limits_against_the_training_jobs_request():
     assert "nodes have 1,000,000 MB" in problems[1] and "64 CPUs" in problems[2]
     assert "no node offers gpu:h100:8 (GRES on the partition: gpu:nvidia_h100_80gb_hbm3:8)" in problems[3]
     assert partition_limit_problems("", request) == ["sinfo printed no partition line ('')"]
+
+
+def test_the_site_checks_carry_their_documented_names():
+    """The two Slurm rows (the runs above pass --no-slurm): names docs/gpu-assumptions.md is held to."""
+    from brorl.plan.profile import read_profile
+    from brorl.preflight.__main__ import site_checks
+
+    rows = site_checks(read_profile(ROOT / "profiles" / "slurm"), "train_ppo")
+    assert [r.name for r in rows] == ["Slurm partition", "partition limits"]
+    assert set(CHECK_NAMES) >= {r.name for r in rows}

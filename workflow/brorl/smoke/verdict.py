@@ -59,6 +59,28 @@ GPU_PATHS = (
 )
 
 
+MEMORY_ROW = "peak GPU memory per rank"  # + " below <ceiling> GiB"
+SCHEDULER_ROW = "vLLM scheduler limits of the rollout engines"
+TRUNCATION_ROW = "truncation rule = vLLM's length stops (every step)"
+KILL_IN_STEP_ROW, KILL_IN_SAVE_ROW = "kill inside a step, resumed", "kill inside a save, resumed"  # + " (arm, step k)"
+RESET_ROW = "reference reset"  # + " (arm)"
+EVALUATION_ROW = "evaluation at the full response budget"
+THROUGHPUT_ROW = "throughput layouts"
+# every row a verdict can hold, by the start of its name (docs/gpu-assumptions.md names the upstream behaviour each
+# one observes; tests/test_gpu_assumptions.py holds the page to this list)
+ROW_NAMES = (
+    *(path.name for path in GPU_PATHS),
+    MEMORY_ROW,
+    SCHEDULER_ROW,
+    TRUNCATION_ROW,
+    KILL_IN_STEP_ROW,
+    KILL_IN_SAVE_ROW,
+    RESET_ROW,
+    EVALUATION_ROW,
+    THROUGHPUT_ROW,
+)
+
+
 @dataclass(frozen=True)
 class Row:
     path: str
@@ -92,7 +114,7 @@ def missing_evidence(path: str, arms: Sequence[Mapping[str, Any]]) -> str | None
 
 def memory_row(arms: Sequence[Mapping[str, Any]], device: str, ceiling_gib: float) -> Row:
     """Each training rank's peak GPU memory over the run against a ceiling below the GPU's memory."""
-    name = f"peak GPU memory per rank below {ceiling_gib:g} GiB"
+    name = f"{MEMORY_ROW} below {ceiling_gib:g} GiB"
     if device == "cpu":
         return Row(name, CPU_SUBSTITUTION, None, None, "no GPU memory on the CPU rehearsal", "")
     peaks = [p for arm in arms for p in arm.get("peak_gib") or []]
@@ -106,7 +128,7 @@ def memory_row(arms: Sequence[Mapping[str, Any]], device: str, ceiling_gib: floa
 
 def scheduler_row(arms: Sequence[Mapping[str, Any]], expected: Mapping[str, int] | None) -> Row:
     """The vLLM scheduler limits every rollout engine reported (segment<s>.json vllm_scheduler) against the config."""
-    name = "vLLM scheduler limits of the rollout engines"
+    name = SCHEDULER_ROW
     if not expected:
         return Row(name, NOT_CONFIGURED, None, None, "no vllm_scheduler given to the verdict", "")
     reported = [e for arm in arms for s in arm.get("segments", []) for e in s.get("vllm_scheduler") or []]
@@ -121,7 +143,7 @@ def truncation_row(arms: Sequence[Mapping[str, Any]], rule: str) -> Row:
     """The reward's truncation rule against vLLM at every step: the share of the update's samples the rule scored 0
     (no stop token at the end) equals the share vLLM stopped at the budget (finish reason length), both over the
     same trained samples. Observed on both devices: the CPU rehearsal runs the same reward, OpenRLHF and vLLM."""
-    name = "truncation rule = vLLM's length stops (every step)"
+    name = TRUNCATION_ROW
     if rule != "zero":
         return Row(name, NOT_CONFIGURED, None, None, f"training.reward.truncated is {rule!r}", "")
     records = [(arm["name"], r) for arm in arms for r in arm["records"]]
@@ -193,10 +215,7 @@ def gpu_rows(
 def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], logs: str) -> list[Row]:
     """The kills and the reference reset. Each arm adds {"segments": [segment json], "kl": {step: kl}}."""
     rows = []
-    for kind, what in (
-        ("kill_in_step", "kill inside a step, resumed"),
-        ("kill_in_save", "kill inside a save, resumed"),
-    ):
+    for kind, what in (("kill_in_step", KILL_IN_STEP_ROW), ("kill_in_save", KILL_IN_SAVE_ROW)):
         step = drills.get(kind)
         if step is None:
             rows.append(Row(what, NOT_CONFIGURED, None, None, f"training.cluster.drills.{kind} is null", ""))
@@ -221,7 +240,7 @@ def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], log
         resets = [s for s in arm["segments"] if s.get("layout", {}).get("reference_step") is not None]
         if len(arm["segments"]) < 2:
             continue
-        name = f"reference reset ({arm['name']})"
+        name = f"{RESET_ROW} ({arm['name']})"
         if not resets:
             rows.append(Row(name, FAIL, None, None, "no segment trained against an exported step", ""))
             continue
@@ -267,15 +286,15 @@ def evaluation_rows(max_tokens: int, expected: Sequence[str], found: Sequence[st
         status = PASS if not missing and max_tokens >= FULL_BUDGET else (FAIL if not missing else NOT_REACHED)
         detail = f"{len(found)}/{len(expected)} summaries at {max_tokens} response tokens"
     fix = f"missing: {missing[:4]}" if missing else ("" if status != FAIL else f"evaluation.max_tokens < {FULL_BUDGET}")
-    return [Row("evaluation at the full response budget", status, None, None, detail, fix)]
+    return [Row(EVALUATION_ROW, status, None, None, detail, fix)]
 
 
 def throughput_rows(enabled: bool, layouts: Sequence[str], found: Sequence[str]) -> list[Row]:
     if not enabled:
-        return [Row("throughput layouts", NOT_CONFIGURED, None, None, "throughput.enabled is false", "")]
+        return [Row(THROUGHPUT_ROW, NOT_CONFIGURED, None, None, "throughput.enabled is false", "")]
     missing = sorted(set(layouts) - set(found))
     status = PASS if not missing else NOT_REACHED
-    return [Row("throughput layouts", status, None, None, f"{len(found)}/{len(layouts)} layouts measured", "")]
+    return [Row(THROUGHPUT_ROW, status, None, None, f"{len(found)}/{len(layouts)} layouts measured", "")]
 
 
 def verdict(rows: Sequence[Row], device: str) -> dict[str, Any]:
