@@ -8,7 +8,7 @@ fields of `plan_values` (tests/plan/test_plan.py): `{paper.gpu_hours:,.0f}` is t
 
 from __future__ import annotations
 
-# (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), probe (the paper config
+# (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), step16k (step_16k), probe (the paper config
 # with probe.enabled, priced by brorl.plan.pricing.probe_price: the probe is off in every shipped preset), seg (the
 # longest training job of an arm priced by the plan's step model, as its walltime check does)
 QUOTES: list[tuple[str, str]] = [
@@ -54,6 +54,11 @@ QUOTES: list[tuple[str, str]] = [
         "docs/cluster.md",
         "The plan prices it at {smoke.jobs:,} jobs, {smoke.gpu_hours:,.1f} GPU-hours and {smoke.wall_h:.1f} h of wall "
         "time on the node (training {smoke.training_h:.1f} h",
+    ),
+    (
+        "docs/cluster.md",
+        "The plan prices it at {step16k.jobs:,} jobs and {step16k.gpu_hours:,.1f} GPU-hours ({step16k.training_h:.1f} h "
+        "of training on the 8 nodes, the step model's estimate)",
     ),
     ("docs/cluster.md", "(saved steps and segment ends, {paper.export_gb:.2f} GB each)"),
     ("docs/cluster.md", "(`training.cluster.keep_checkpoints`, {paper.state_gb:.1f} GB each)"),

@@ -69,7 +69,8 @@ def sidecar(
 
 def paper_run(root: Path) -> Path:
     """A run at the paper's scale: aime24 and math500 of the start checkpoint generated and scored, one
-    prepare_benchmark job, 2 training steps of prorl_n16."""
+    prepare_benchmark job, 2 training steps of prorl_n16, and brorl_n512's one step as the one-step 16K preset
+    (workflow/presets/step_16k.yaml) records it: OpenRLHF's command on 8 nodes at the 16K budget, 1.8 h."""
     sidecar(root, "base", 3000, "aime24", "cluster", 30, 16, 32768, 12000.0)
     sidecar(root, "base", 3000, "math500", "cluster", 500, 16, 32768, 4000.0)
     timing(root / "results/timings/generate_samples/base/step3000/aime24.tsv", 600.0)
@@ -80,6 +81,12 @@ def paper_run(root: Path) -> Path:
     arm.mkdir(parents=True)
     (arm / "segment0.json").write_text(json.dumps({"engine": "cluster", "plan": {"samples_per_step": 8192}}))
     (arm / "metrics.jsonl").write_text(metrics_line(1, 900.0) + "\n" + metrics_line(2, 900.0) + "\n")
+    brorl = root / "results/train/brorl_n512"
+    brorl.mkdir(parents=True)
+    command = ["--actor.num_nodes", "8", "--rollout.max_new_tokens", "16384"]
+    segment = {"engine": "cluster", "plan": {"samples_per_step": 65536}, "openrlhf_command": command}
+    (brorl / "segment0.json").write_text(json.dumps(segment))
+    (brorl / "metrics.jsonl").write_text(metrics_line(1, 6480.0) + "\n")
     return root
 
 
@@ -126,6 +133,14 @@ def test_scale_checks_name_what_differs():
         "32 samples per step, planned 8192"
     )
     assert train_scale_mismatch({"engine": "cluster", "plan": {"samples_per_step": 8192}}, PAPER, 8192) is None
+    # OpenRLHF's recorded command: the smoke run's 2,048-token steps, or one node's, are not the paper's step
+    paper = ["--actor.num_nodes", "8", "--rollout.max_new_tokens", "16384"]
+    segment = {"engine": "cluster", "plan": {"samples_per_step": 65536}, "openrlhf_command": paper}
+    assert train_scale_mismatch(segment, PAPER, 65536) is None
+    smoke = {**segment, "openrlhf_command": ["--actor.num_nodes", "8", "--rollout.max_new_tokens", "2048"]}
+    assert train_scale_mismatch(smoke, PAPER, 65536) == "a 2048-token response budget, planned 16384"
+    one_node = {**segment, "openrlhf_command": ["--actor.num_nodes", "1", "--rollout.max_new_tokens", "16384"]}
+    assert train_scale_mismatch(one_node, PAPER, 65536) == "1 node(s), planned 8"
 
 
 def test_the_tiny_presets_measurements_are_all_set_aside_for_the_paper_plan(tmp_path):
@@ -198,7 +213,11 @@ def test_plan_command_with_a_measured_run_says_which_hours_are_measured(tmp_path
     assert rows["score_samples"]["source"] == "measured (1 jobs)"
     assert rows["prepare_benchmark"]["source"] == "measured (1 jobs)"
     assert rows["train_ppo[prorl_n16]"]["source"] == "measured (2 steps)"
-    assert rows["train_ppo[brorl_n512]"]["source"] == "estimated"
+    # BroRL's one measured step (1.8 h) prices its arm and sizes its segments: 15 steps no longer fit 85% of 28 h
+    assert rows["train_ppo[brorl_n512]"]["source"] == "measured (1 steps)"
+    late = {o["arm"]: o for o in json.loads(out.read_text())["walltime"]["overruns"]}
+    assert late["brorl_n512"]["steps"] == 15 and late["brorl_n512"]["fits"] == 10, late
+    assert "train_ppo[brorl_n512]: jobs of up to 15 steps take ~27.2 h" in proc.stdout
     assert rows["generate_samples"]["source"].startswith("model (measured tokens/s")
     assert f"measured: {tmp_path / 'run'}" in proc.stdout and "set aside: nothing" in proc.stdout
 

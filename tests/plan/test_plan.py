@@ -100,6 +100,7 @@ PRESETS = {
     "one_node": (["workflow/presets/one_node.yaml"], {"BRORL_SLURM_TRAIN_NODES": "1"}),
     "released": (["workflow/presets/released.yaml"], {}),
     "smoke": (["workflow/presets/gpu_smoke.yaml"], {"BRORL_SLURM_TRAIN_NODES": "1"}),
+    "step16k": (["workflow/presets/step_16k.yaml"], {}),
 }
 
 
@@ -152,6 +153,16 @@ def test_an_evaluation_only_plan_prints_no_training_lines_and_says_what_it_is_do
     assert not any(r["stage"] == "training" for r in record["rows"]) and record["training_disk_gb"] == {}
     paper, _ = preset_plans["paper"]
     assert "training per arm on 8 nodes" in paper.stdout and "disk for training per arm" in paper.stdout
+
+
+def test_the_one_step_16k_preset_is_one_paper_shaped_brorl_job_and_nothing_evaluated(preset_plans):
+    """workflow/presets/step_16k.yaml: the paper's brorl_n512 (its name: `--measured` prices the paper's arm from it)
+    for one step on the paper's 8 nodes, no generation job."""
+    _, record = preset_plans["step16k"]
+    rows = {r["name"]: r for r in record["rows"]}
+    assert [n for n in rows if n.startswith("train_ppo[")] == ["train_ppo[brorl_n512]"]
+    assert rows["train_ppo[brorl_n512]"]["jobs"] == 1 and rows["train_ppo[brorl_n512]"]["gpus"] == 64
+    assert "generate_samples" not in rows and "throughput" not in " ".join(rows)
 
 
 def plan_values(record: dict) -> SimpleNamespace:
@@ -338,6 +349,9 @@ def test_walltime_overruns_and_slurm_time_limits():
     assert [(o.arm, o.steps, o.fits) for o in found] == [("brorl", 25, 20)]
     assert round(found[0].hours, 2) == 23.0 and "set the arm's segment_max_steps" in found[0].message()
     assert overruns({"huge": (10**7, 3)}, 8, est, 1.0)[0].fits == 1  # never below one step
+    # a measured BroRL step (the one-step 16K preset) replaces the step model: at 1.5 h, 25 steps overrun 28 h
+    slow = overruns({"brorl": (65_536, 25)}, 8, est, 28.0, grid=5, measured_step_hours={"brorl": 1.5})
+    assert [(o.steps, o.fits, round(o.hours, 2)) for o in slow] == [(25, 15, 37.75)]
     # sinfo's %l
     assert parse_slurm_time("1-00:00:00") == 24 and parse_slurm_time("2-12:30:00") == 60.5
     assert parse_slurm_time("08:00:00") == 8 and parse_slurm_time("30:00") == 0.5 and parse_slurm_time("90") == 1.5

@@ -302,6 +302,7 @@ def test_evaluation_and_throughput_rows():
     assert v.evaluation_rows(32768, ["a", "b"], ["a", "b"], "gpu")[0].status == v.PASS
     assert v.evaluation_rows(32768, ["a", "b"], ["a"], "gpu")[0].status == v.NOT_REACHED
     assert v.evaluation_rows(32, ["a"], ["a"], "cpu")[0].status == v.CPU_SUBSTITUTION
+    assert v.evaluation_rows(32768, [], [], "gpu")[0].status == v.NOT_CONFIGURED  # the one-step 16K preset
     assert v.throughput_rows(False, [], [])[0].status == v.NOT_CONFIGURED
     assert v.throughput_rows(True, ["x", "y"], ["x", "y"])[0].status == v.PASS
 

@@ -305,7 +305,10 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             estimates = dataclasses.replace(estimates, hf_export_gb=sizes[0], full_state_gb=sizes[1])
             sizes_from = folder
     limit = walltime_limit_hours(profile)
-    late = overruns(longest_segments(config), resources["train_ppo"].nodes, estimates, limit["hours"], grid=5)
+    measured_steps = {n[10:-1]: p.hours_per_job for n, p in priced.items() if n.startswith("train_ppo[")}
+    late = overruns(
+        longest_segments(config), resources["train_ppo"].nodes, estimates, limit["hours"], 5, measured_steps
+    )
     disk = disk_per_arm(config, estimates)
     if arms:  # training lines; an evaluation-only plan has none
         print(f"walltime of a training job's first attempt: {limit['hours']:.0f} h ({limit['source']})")

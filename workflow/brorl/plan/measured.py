@@ -9,7 +9,8 @@ and the training metrics (results/train/<arm>/metrics.jsonl: step_s per step, wi
 The scale rule, so that the tiny CPU preset's seconds are never priced as paper-scale ones:
 - a generation or scoring job counts only when its sidecar's engine, samples per problem, max_tokens and number of
   problems are the planned config's;
-- a training arm counts only when its segment records name the planned engine and samples per step;
+- a training arm counts only when its segment records name the planned engine and samples per step (and, for
+  OpenRLHF, the planned response budget and node count in the command they ran);
 - a job of any other rule has no record of its own scale: it counts only when the run as a whole is at the planned
   scale (at least one sidecar or segment record checked, none different).
 Everything else is set aside, and the plan says how many and why.
@@ -89,14 +90,30 @@ def eval_scale_mismatch(sidecar: Mapping[str, Any], config: Mapping[str, Any], p
     return None
 
 
+def command_value(argv: list[str] | None, flag: str) -> str | None:
+    """The value after `flag` in a recorded OpenRLHF command line, or None."""
+    argv = argv or []
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
+
+
 def train_scale_mismatch(segment: Mapping[str, Any], config: Mapping[str, Any], samples_per_step: int) -> str | None:
-    """Why a training segment record is not at the planned scale, or None when it is."""
+    """Why a training segment record is not at the planned scale, or None when it is: the engine, the samples per
+    step and, for OpenRLHF's records, the response budget and the node count its command ran with (a step at the
+    smoke run's 2,048 tokens or on one node is not the paper's step)."""
     engine = segment.get("engine")
     samples = (segment.get("plan") or {}).get("samples_per_step")
     if engine != config["engine"]:
         return f"engine {engine}, planned {config['engine']}"
     if samples != samples_per_step:
         return f"{samples} samples per step, planned {samples_per_step}"
+    argv = segment.get("openrlhf_command")
+    if argv is not None:
+        budget, planned_budget = command_value(argv, "--rollout.max_new_tokens"), config["context"]["train_max_len"]
+        if budget is None or int(budget) != planned_budget:
+            return f"a {budget}-token response budget, planned {planned_budget}"
+        nodes, planned_nodes = command_value(argv, "--actor.num_nodes"), config["training"]["cluster"]["nodes"]
+        if nodes is None or int(nodes) != planned_nodes:
+            return f"{nodes} node(s), planned {planned_nodes}"
     return None
 
 

@@ -11,6 +11,7 @@ import math
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .estimate import Estimates, training_hours
@@ -37,17 +38,25 @@ class Overrun:
 
 
 def overruns(
-    arms: dict[str, tuple[int, int]], nodes: int, est: Estimates, limit_hours: float, grid: int = 1
+    arms: dict[str, tuple[int, int]],
+    nodes: int,
+    est: Estimates,
+    limit_hours: float,
+    grid: int = 1,
+    measured_step_hours: Mapping[str, float] | None = None,
 ) -> list[Overrun]:
     """arms: name -> (samples per step, steps of its longest segment). Each arm whose longest job's estimate
-    exceeds MARGIN x limit_hours, with the longest segment (a multiple of `grid`) that stays under it."""
+    exceeds MARGIN x limit_hours, with the longest segment (a multiple of `grid`) that stays under it. An arm's
+    measured hours per step (a --measured run at the planned scale, e.g. the one-step 16K preset) replace the step
+    model's."""
     found = []
     budget = MARGIN * limit_hours
+    measured = measured_step_hours or {}
     for arm, (samples, steps) in arms.items():
-        hours = training_hours(samples, steps, 1, nodes, est)
+        per_step = measured[arm] if arm in measured else training_hours(samples, 1, 0, nodes, est)
+        hours = steps * per_step + est.segment_overhead_hours
         if hours <= budget:
             continue
-        per_step = training_hours(samples, 1, 0, nodes, est)
         fits = math.floor((budget - est.segment_overhead_hours) / per_step)
         fits = max(1, fits // grid * grid if fits >= grid else fits)
         found.append(Overrun(arm, steps, hours, limit_hours, fits))

@@ -278,6 +278,8 @@ def reset_row(
 
 def evaluation_rows(max_tokens: int, expected: Sequence[str], found: Sequence[str], device: str) -> list[Row]:
     """The evaluation of the final checkpoints: `expected` summary files, `found` the ones that exist."""
+    if not expected:
+        return [Row(EVALUATION_ROW, NOT_CONFIGURED, None, None, "the config evaluates no final checkpoint", "")]
     missing = sorted(set(expected) - set(found))
     if device == "cpu" and max_tokens < FULL_BUDGET:
         status = CPU_SUBSTITUTION if not missing else NOT_REACHED
