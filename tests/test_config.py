@@ -598,3 +598,15 @@ def test_the_released_preset_validates_and_evaluates_without_training():
     assert model["repo_id"] == cfg["base_model"]["repo_id"] and model["revision"] == "brorl"  # pinned by make pin
     assert model["paper_row"] == "treatment@191" and not any(arm["enabled"] for arm in cfg["arms"])
     assert len(cfg["evaluation"]["benchmarks"]) == 21 and cfg["evaluation"]["n_samples"] == 16  # the paper's protocol
+
+
+def test_the_first_arm_must_be_an_enabled_arm(tmp_path):
+    """training.cluster.first_arm orders a run's GPU jobs after one arm's training: a name that is not an enabled
+    arm is refused before any job exists (a disabled one would make every other GPU job wait forever)."""
+    path = tmp_path / "first.yaml"
+    for name, why in (("nope", "'nope' is not an enabled arm"), ("sweep_n32", "'sweep_n32' is not an enabled arm")):
+        path.write_text(yaml.safe_dump({"training": {"cluster": {"first_arm": name}}}))
+        with pytest.raises(ConfigError, match=rf"'training\.cluster\.first_arm': {why}"):
+            load_yaml_config(CONFIG, path)
+    path.write_text(yaml.safe_dump({"training": {"cluster": {"first_arm": "brorl_n512"}}}))
+    assert load_yaml_config(CONFIG, path)["training"]["cluster"]["first_arm"] == "brorl_n512"

@@ -157,6 +157,27 @@ def test_drill_watch_records_before_it_kills(tmp_path, monkeypatch):
     assert fired[0]["kind"] == "kill_in_step" and fired[0]["observed"]["latest_global_step"] == 1
 
 
+@pytest.mark.workflow
+def test_the_smoke_trains_brorls_shape_first_and_everything_else_waits_for_it(tmp_path):
+    """training.cluster.first_arm: a throughput layout, an evaluation and the other arm's training each need
+    smoke_n512's finished training (its two segments); smoke_n512's own training needs nothing of the others."""
+    from helpers import job_counts, snakemake
+
+    def jobs(target: str) -> dict[str, int]:
+        proc = snakemake("-n", "--forceall", "--configfile", SMOKE, "--directory", tmp_path, target)
+        return job_counts(proc)
+
+    first = "results/train/smoke_n512/train.json"
+    for target in (
+        "results/throughput/p8_n16_pcon.json",
+        "results/eval/smoke_n16/step3/aime24.samples.parquet",
+        "results/train/smoke_n16/segment0.json",
+    ):
+        counts = jobs(target)
+        assert counts.get("train_ppo") and counts.get("finish_training") == 1, (target, counts)
+    assert "bench_throughput" not in jobs(first) and jobs(first)["train_ppo"] == 2
+
+
 # ------------------------------------------------------------------------------------------------------ verdict
 def _arm(device: str, complete: bool = True, argv: list[str] | None = None) -> dict:
     command = argv or [

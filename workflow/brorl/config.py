@@ -399,6 +399,12 @@ def _check_analysis(cfg: dict) -> list[str]:
                     f"{arm.get('advantage_estimator') or cfg['training']['advantage_estimator']!r}, not the pair's "
                     f"estimator {pair['estimator']!r}"
                 )
+    first = cfg["training"]["cluster"]["first_arm"]
+    if first is not None and not (first in arms and arms[first].get("enabled", True)):
+        problems.append(
+            f"config key 'training.cluster.first_arm': {first!r} is not an enabled arm "
+            f"(enabled: {', '.join(n for n, a in arms.items() if a.get('enabled', True))})"
+        )
     for j, name in enumerate(sweep["controls"]):
         if name not in arms:
             problems.append(f"config key 'analysis.n_sweep.controls[{j}]': {name!r} is not the name of an arm")

@@ -91,22 +91,35 @@ def unpinned_flag():
     return "--allow-unpinned" if config.get("allow_unpinned") else ""
 
 
+FIRST_ARM = config["training"]["cluster"]["first_arm"]
+
+
+def first_arm_input(arm=None):
+    """The first arm's finished training (training.cluster.first_arm) for every other GPU job, else nothing."""
+    if FIRST_ARM is None or arm == FIRST_ARM:
+        return []
+    return [f"results/train/{FIRST_ARM}/train.json"]
+
+
 def eval_preflight_input():
     """The evaluation preflight's result for generation, probe and throughput jobs of a paper run on GPUs, else
-    nothing: those jobs never wait on the training stack (workflow/rules/preflight.smk).
+    nothing: those jobs never wait on the training stack (workflow/rules/preflight.smk). Where the config names a
+    first arm, they wait for its training too.
     """
-    return ["results/preflight/eval_node.json"] if PREFLIGHT_REQUIRED else []
+    return (["results/preflight/eval_node.json"] if PREFLIGHT_REQUIRED else []) + first_arm_input()
 
 
 # training jobs of more than one node also wait for an all-reduce across two nodes (rule preflight_cross_node)
 CROSS_NODE_REQUIRED = PREFLIGHT_REQUIRED and config["training"]["cluster"]["nodes"] > 1
 
 
-def train_preflight_input():
-    """The training preflight's result for training jobs of a paper run on GPUs and, for multi-node training, the
-    cross-node all-reduce's result."""
-    return (["results/preflight/train_node.json"] if PREFLIGHT_REQUIRED else []) + (
-        ["results/preflight/cross_node.json"] if CROSS_NODE_REQUIRED else []
+def train_preflight_input(wildcards):
+    """The training preflight's result for training jobs of a paper run on GPUs, for multi-node training the
+    cross-node all-reduce's result, and for every arm but the first arm (if any) that arm's finished training."""
+    return (
+        (["results/preflight/train_node.json"] if PREFLIGHT_REQUIRED else [])
+        + (["results/preflight/cross_node.json"] if CROSS_NODE_REQUIRED else [])
+        + first_arm_input(wildcards.arm)
     )
 
 

@@ -33,7 +33,7 @@ rule train_ppo:
         model=train_start_model(),
         data=TRAIN_MIX,
         previous=previous_segment,
-        preflight=train_preflight_input(),
+        preflight=train_preflight_input,
     output:
         manifest=protected("results/train/{arm}/segment{segment}.json"),
     log:
