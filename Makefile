@@ -161,7 +161,7 @@ evaluate: setup
 ## two forced kills resumed, then results/smoke/verdict.json and a table of every GPU path (docs/cluster.md#the-gpu-smoke-run).
 SMOKE := workflow/presets/gpu_smoke.yaml
 smoke: setup slurm-env
-	BRORL_SLURM_TRAIN_NODES=1 $(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); \
+	$(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); \
 	  $(VENV)/bin/python -m brorl.smoke --configfile $(SMOKE)
 
 ## Train the tiny arms (embedded engine) and report steps/s, where the time goes and the reward by step.

@@ -82,7 +82,6 @@ CI_SITE = {
     "BRORL_SLURM_GPU_NODE_CPUS": "16",
     "BRORL_SLURM_GPU_NODE_MEM_MB": "64000",
     "BRORL_SLURM_GPUS_PER_NODE": "1",  # one vLLM CPU engine per generation job on a 2-core host
-    "BRORL_SLURM_TRAIN_NODES": "2",
     "BRORL_SLURM_RAY_EMULATED": "auto",  # the emulated nodes share this host (production: 0)
 }
 

@@ -133,16 +133,43 @@ def generation_gpus(resources: dict) -> dict[str, str]:
 @needs_driver
 @pytest.mark.workflow
 def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
+    """No environment variable: the training jobs' size is the preset's training.cluster.nodes (one source)."""
     counts, resources = paper_dry_run(
         tmp_path,
         ["results/train/prorl_n16/train.json", "results/train/brorl_n512/train.json"],
-        {"BRORL_SLURM_TRAIN_NODES": "1"},
+        None,
         ("--configfile", "workflow/presets/one_node.yaml"),
     )
     train = resources["train_ppo"]
     assert (train["nodes"], train["tasks"], train["gres"]) == ("1", "1", "gpu:h100:8"), train
     assert counts["train_ppo"] >= 2 and counts["finish_training"] == 2
     assert "preflight_cross_node" not in counts  # one node: nothing crosses nodes
+
+
+@needs_driver
+@pytest.mark.workflow
+def test_a_profile_that_sets_other_training_nodes_is_refused_before_any_job(tmp_path):
+    """A site profile that asks 8 nodes per training job for a one-node config, or a site whose nodes have 4 GPUs for
+    an 8-GPU config, stops the dry run with both values named (each job would otherwise wait for its nodes and then
+    be refused by the launcher)."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "profiles" / "slurm", site)
+    config = (site / "config.yaml").read_text()
+    (site / "config.yaml").write_text(config.replace("  train_ppo:\n", "  train_ppo:\n    nodes: 8\n", 1))
+    for profile, env, words in (
+        (site, {}, "sets train_ppo's nodes to 8, but training.cluster.nodes makes it 1"),
+        ("slurm", {"BRORL_SLURM_GPUS_PER_NODE": "4"}, "asks 4 GPUs per training node (train_ppo's gres gpu:h100:4)"),
+    ):
+        proc = subprocess.run(
+            [str(DRIVER), "-m", "snakemake", "--profile", str(profile), "-n", "--directory", str(tmp_path / "work")]
+            + ["--configfile", "workflow/presets/one_node.yaml"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | env,
+        )
+        assert proc.returncode != 0 and words in output_of(proc), output_of(proc)[-3000:]
 
 
 @needs_driver

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from brorl.plan.cli import config_job_counts, sized_resources
 from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
 from brorl.plan.evaluation import BenchmarkCost
 from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
+from brorl.training.job_shape import train_job_resources
 from brorl.training.recipe import arm_plan
 from doc_quotes import QUOTES
 from helpers import CONFIG, job_counts, snakemake
@@ -36,18 +38,18 @@ def test_the_training_estimate_reproduces_the_papers_two_arms_at_64_gpus():
 
 
 def test_profile_resources_of_training_generation_and_scoring(monkeypatch):
-    for key in ("GPU_NODE_CPUS", "GPUS_PER_NODE", "TRAIN_NODES"):
+    for key in ("GPU_NODE_CPUS", "GPUS_PER_NODE"):
         monkeypatch.delenv(f"BRORL_SLURM_{key}", raising=False)
     profile = read_profile(PROFILE_DIR)
-    assert job_resources(profile, "train_ppo") == Resources(nodes=8, gpus=64, cpus=8 * 96)
+    own = train_job_resources(load_yaml_config(CONFIG))  # the rule's own nodes and tasks: training.cluster.nodes
+    assert job_resources(profile, "train_ppo", own=own) == Resources(nodes=8, gpus=64, cpus=8 * 96)
     # generation: the rule asks for its GPUs per benchmark (the profile names none); the plan's row is its largest job
     assert job_resources(profile, "generate_samples") == Resources(nodes=1, gpus=0, cpus=1)
     sizes = [BenchmarkCost("a", 30, 480, 8192.0, "", 4672.0, "", 0.1, gpus, 33) for gpus in (1, 4)]
     assert sized_resources(job_resources(profile, "generate_samples"), sizes, profile) == Resources(1, 4, 48)
     assert job_resources(profile, "score_samples") == Resources(nodes=1, gpus=0, cpus=16)
     assert job_resources(profile, "no_such_rule") == Resources(nodes=1, gpus=0, cpus=1)
-    monkeypatch.setenv("BRORL_SLURM_TRAIN_NODES", "2")  # a site override reaches the recipe
-    assert job_resources(read_profile(PROFILE_DIR), "train_ppo").gpus == 16
+    assert job_resources(profile, "train_ppo", own={"nodes": 2, "tasks": 2}).gpus == 16  # gres is per node
 
 
 def test_rows_add_up_and_prefer_the_larger_of_dag_and_config_counts():
@@ -97,9 +99,9 @@ def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
 # the plan command's own tests read these runs.
 PRESETS = {
     "paper": ([], {}),
-    "one_node": (["workflow/presets/one_node.yaml"], {"BRORL_SLURM_TRAIN_NODES": "1"}),
+    "one_node": (["workflow/presets/one_node.yaml"], {}),
     "released": (["workflow/presets/released.yaml"], {}),
-    "smoke": (["workflow/presets/gpu_smoke.yaml"], {"BRORL_SLURM_TRAIN_NODES": "1"}),
+    "smoke": (["workflow/presets/gpu_smoke.yaml"], {}),
     "step16k": (["workflow/presets/step_16k.yaml"], {}),
 }
 
@@ -289,16 +291,23 @@ def plan(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
 
 def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refused(tmp_path, preset_plans):
     preset = ["--configfile", "workflow/presets/one_node.yaml"]
-    wrong = plan(*preset)
-    assert wrong.returncode != 0 and "asks 8 nodes per training job but training.cluster.nodes is 1" in wrong.stderr
-    assert "BRORL_SLURM_TRAIN_NODES=1" in wrong.stderr and not wrong.stdout  # refused before the DAG is built
+    # a site profile that still sets train_ppo's nodes (as this one once did, from an environment variable)
+    site_profile = tmp_path / "profile"
+    shutil.copytree(PROFILE_DIR, site_profile)
+    text = (site_profile / "config.yaml").read_text()
+    (site_profile / "config.yaml").write_text(text.replace("  train_ppo:\n", "  train_ppo:\n    nodes: 8\n", 1))
+    wrong = plan(*preset, "--profile", str(site_profile))
+    assert (
+        wrong.returncode != 0 and "sets train_ppo's nodes to 8, but training.cluster.nodes makes it 1" in wrong.stderr
+    )
+    assert not wrong.stdout  # refused before the DAG is built
     proc, _ = preset_plans["one_node"]
     assert "training per arm on 1 nodes: brorl_n512" in proc.stdout and "wall-clock on 1 GPU nodes" in proc.stdout
     assert "walltime of a training job's first attempt: 28 h" in proc.stdout and "warning: train_ppo" not in proc.stdout
     # the preset's own 10-step jobs fit; 25-step jobs (20 between its resets) do not, and the plan says what would
     longer = tmp_path / "segments25.yaml"
     longer.write_text("training:\n  segment_max_steps: 25\n")
-    proc = plan(*preset, str(longer), site={"BRORL_SLURM_TRAIN_NODES": "1"})
+    proc = plan(*preset, str(longer))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (
         "warning: train_ppo[brorl_n512]: jobs of up to 20 steps take ~32.7 h, over 85% of the 28 h time limit of a "

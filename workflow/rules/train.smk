@@ -54,6 +54,9 @@ rule train_ppo:
         runtime=1440,
         # the launcher's RAY_SLURM_EMULATED: auto = decide from the job's nodes; the slurm profile sets 0
         ray_emulated="auto",
+        # training.cluster.nodes, one task (Ray node) each: the one source of the job's size (brorl.training.job_shape)
+        nodes=TRAIN_JOB["nodes"],
+        tasks=TRAIN_JOB["tasks"],
     params:
         recipe=train_recipe,
         engine=TRAIN_ENGINE,

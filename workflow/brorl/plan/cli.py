@@ -26,6 +26,7 @@ import yaml
 
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
+from ..training.job_shape import profile_shape_problem, train_job_resources
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
 from .measured import MeasuredError, MeasuredRun, read_measured
@@ -172,11 +173,12 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
     t = totals(rows)
     lines.append(f"{'total':<11} {int(t['jobs']):>6} {_fmt(t['gpu_hours']):>11} {_fmt(t['cpu_hours']):>11}")
     lines.append("")
-    train = rule_resources(profile, "train_ppo")
-    per_arm = ", ".join(f"{r.name[10:-1]} {_fmt(r.hours)} h" for r in rows if r.name.startswith("train_ppo["))
+    training = [r for r in rows if r.name.startswith("train_ppo[")]
+    per_arm = ", ".join(f"{r.name[10:-1]} {_fmt(r.hours)} h" for r in training)
     if per_arm:
         lines.append(
-            f"training per arm on {train.get('nodes', 1)} nodes: {per_arm} (paper: about 56-174 h per arm on 64 H100)"
+            f"training per arm on {training[0].resources.nodes} nodes: {per_arm} (paper: about 56-174 h per arm on "
+            "64 H100)"
         )
         parts = (
             f"training {_fmt(wall['training'])} h with {int(wall['concurrent_arms'])} arm(s) at a time, "
@@ -231,13 +233,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     profile = read_profile(a.profile)
     estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
     config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
-    asked, nodes = job_resources(profile, "train_ppo").nodes, config["training"]["cluster"]["nodes"]
-    if asked != nodes:  # the launcher would refuse every training job of the run: say so before anything else
-        raise SystemExit(
-            f"error: the slurm profile asks {asked} nodes per training job but training.cluster.nodes "
-            f"is {nodes}: set BRORL_SLURM_TRAIN_NODES={nodes} (or train_nodes in "
-            f"{Path(a.profile) / 'config.yaml'})"
-        )
+    shape = profile_shape_problem(
+        (profile.get("set-resources") or {}).get("train_ppo"), config, f"{Path(a.profile) / 'config.yaml'}"
+    )
+    if shape:  # the workflow refuses the same at DAG time (workflow/rules/common.smk): say so before anything else
+        raise SystemExit(f"error: {shape}")
     budget = config["context"]["train_max_len"]
     estimates = dataclasses.replace(estimates, step_scale=budget / estimates.reference_budget_tokens)
     problems = benchmark_problems(config)
@@ -253,7 +253,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     planned, arms = config_job_counts(config)
     run = read_measured(a.measured, config, problems, {arm: v[0] for arm, v in arms.items()}) if a.measured else None
     rules = {*dag, *planned, "train_ppo", "generate_samples"}
-    resources = {rule: job_resources(profile, rule) for rule in rules}
+    own = {"train_ppo": train_job_resources(config)}  # what the rule asks for itself (training.cluster.nodes)
+    resources = {rule: job_resources(profile, rule, own=own.get(rule)) for rule in rules}
     gpus_per_node = max(1, resources["train_ppo"].gpus // max(1, resources["train_ppo"].nodes))
     benchmarks = max(1, len(config["evaluation"]["benchmarks"]))
     checkpoints = max(dag.get("generate_samples", 0), planned.get("generate_samples", 0)) // benchmarks

@@ -50,16 +50,20 @@ def _first_attempt(value: Any, where: str) -> Any:
         raise ProfileError(f"{where}: cannot evaluate {value!r}: {err}") from err
 
 
-def rule_resources(profile: Mapping[str, Any], rule: str) -> dict[str, Any]:
-    """default-resources overlaid with set-resources[rule], each evaluated for the first attempt."""
+def rule_resources(profile: Mapping[str, Any], rule: str, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """default-resources, then the rule's `own` resources (what the Snakefile asks, e.g. train_ppo's nodes), then
+    set-resources[rule], each evaluated for the first attempt (Snakemake's order)."""
     merged = dict(profile.get("default-resources") or {})
+    merged.update(own or {})
     merged.update((profile.get("set-resources") or {}).get(rule) or {})
     return {k: _first_attempt(v, f"set-resources {rule}.{k}") for k, v in merged.items()}
 
 
-def job_resources(profile: Mapping[str, Any], rule: str, threads: int = 1) -> Resources:
-    """Nodes, GPUs and CPU cores of one job of `rule` under this profile."""
-    res = rule_resources(profile, rule)
+def job_resources(
+    profile: Mapping[str, Any], rule: str, threads: int = 1, own: Mapping[str, Any] | None = None
+) -> Resources:
+    """Nodes, GPUs and CPU cores of one job of `rule` under this profile (`own`: the rule's own resources)."""
+    res = rule_resources(profile, rule, own)
     nodes = int(res.get("nodes") or 1)
     gpus = int(res.get("gpu") or 0)
     gres = str(res.get("gres") or "")

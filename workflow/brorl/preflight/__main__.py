@@ -59,7 +59,12 @@ def run_checks(
         checks.hub_token_check(download_pending),
         gpu_paths.chat_template_check(model_dir),
     ]
-    return rows + site_checks(profile, "train_ppo")
+    own = None
+    if config is not None:
+        from brorl.training.job_shape import train_job_resources
+
+        own = train_job_resources(config)
+    return rows + site_checks(profile, "train_ppo", own)
 
 
 def eval_checks(need_gb: float, download_pending: bool, profile: dict | None, results: Path) -> list:
@@ -78,8 +83,9 @@ def eval_checks(need_gb: float, download_pending: bool, profile: dict | None, re
     return rows + site_checks(profile, "generate_samples")
 
 
-def site_checks(profile: dict | None, rule: str) -> list:
-    """The GPU partition and account of the profile, and its limits against `rule`'s request (none without Slurm)."""
+def site_checks(profile: dict | None, rule: str, own: dict | None = None) -> list:
+    """The GPU partition and account of the profile, and its limits against `rule`'s request (`own`: what the rule
+    asks for itself, e.g. train_ppo's nodes from training.cluster; none without Slurm)."""
     if profile is None:
         return []
     from brorl.plan.profile import rule_resources
@@ -90,7 +96,7 @@ def site_checks(profile: dict | None, rule: str) -> list:
     partition = str(site.get("gpu_partition", "h100"))
     return [
         checks.slurm_check(partition, str(site.get("account", ""))),
-        gpu_paths.partition_limits_check(partition, rule_resources(profile, rule)),
+        gpu_paths.partition_limits_check(partition, rule_resources(profile, rule, own)),
     ]
 
 

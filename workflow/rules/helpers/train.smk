@@ -1,7 +1,10 @@
 # Input functions of the train stage (workflow/rules/train.smk).
 import json
 
+from snakemake.exceptions import WorkflowError
+
 from brorl.config import training_engine
+from brorl.training.job_shape import profile_shape_problem, train_job_resources
 from brorl.training.layout import freeze_layouts
 from brorl.training.recipe import (
     OPERATIONS_ENV,
@@ -16,6 +19,18 @@ from brorl.smoke.gate import smoke_gate_problem
 TRAIN = config["training"]
 # the CPU rehearsal trains with cluster, the rest embedded
 TRAIN_ENGINE = training_engine(config)
+# the job's nodes and tasks come from training.cluster; a profile that sets others for train_ppo is refused here,
+# before any job is submitted (each job would wait for its nodes, then the launcher would refuse them)
+TRAIN_JOB = train_job_resources(config)
+# (Resource objects once parsed: their raw value is what the profile wrote)
+_profiled = workflow.resource_settings.overwrite_resources.get("train_ppo") or {}
+_shape = profile_shape_problem(
+    {key: getattr(value, "raw", value) for key, value in _profiled.items()},
+    config,
+    "the profile",
+)
+if _shape:
+    raise WorkflowError(_shape)
 TRAINED_ARMS = enabled_arms(config)
 PRESENTATION_KEYS = ("label", "description", "enabled")
 # config `logging` reaches the segment jobs through the environment (TRACKING_ENV, declared with `envvars:` in
