@@ -568,9 +568,15 @@ def test_the_embedded_engine_refuses_what_it_cannot_train(key, value, words):
     tiny["training"][key] = value
     with pytest.raises(ConfigError, match=rf"'training.{key}': {words}"):
         validate_config(tiny)
-    paper = load_yaml_config(CONFIG)  # the cluster engine (OpenRLHF) takes it
+    paper = load_yaml_config(CONFIG)  # the cluster engine (OpenRLHF) takes it, but for the length penalty
     paper["training"][key] = value
-    validate_config(paper)
+    if key == "length_penalty":  # which its command cannot express: refused at once, not inside the 64-GPU job
+        with pytest.raises(
+            ConfigError, match="'training.length_penalty': the cosine length penalty is not implemented"
+        ):
+            validate_config(paper)
+    else:
+        validate_config(paper)
 
 
 def test_the_embedded_engine_refuses_an_arms_own_estimator_it_cannot_train_and_takes_the_four_it_computes():
@@ -610,3 +616,14 @@ def test_the_first_arm_must_be_an_enabled_arm(tmp_path):
             load_yaml_config(CONFIG, path)
     path.write_text(yaml.safe_dump({"training": {"cluster": {"first_arm": "brorl_n512"}}}))
     assert load_yaml_config(CONFIG, path)["training"]["cluster"]["first_arm"] == "brorl_n512"
+
+
+def test_openrlhfs_batch_arithmetic_is_checked_with_the_config(tmp_path):
+    """An arm of N = 24 x 100 prompts: 2,400 samples in 8 mini-batches of 300, not a multiple of 64 GPUs, which
+    DeepSpeed refuses inside the 64-GPU job; the config is refused when it is read (dry run, plan, submission)."""
+    path = tmp_path / "bad_arm.yaml"
+    arms = [{"name": "prorl_n16", "n": 24, "prompts_per_step": 100, "continued_steps": 10}]
+    arms.append({"name": "brorl_n512", "n": 512, "prompts_per_step": 128, "continued_steps": 191})
+    path.write_text(yaml.safe_dump({"arms": arms, "analysis": {"n_sweep": {"arms": [], "controls": []}}}))
+    with pytest.raises(ConfigError, match=r"prorl_n16's mini-batch of 300 samples \(2400 / 8\) is not a multiple"):
+        load_yaml_config(CONFIG, path)

@@ -85,9 +85,23 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: _key(e.absolute_path))
     problems = [_describe(e) for e in errors] + _semantic_problems(config)
+    if not problems and training_engine(config) == "cluster":
+        problems = _cluster_problems(config)
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _cluster_problems(config: dict) -> list[str]:
+    """What OpenRLHF 0.11.2 would refuse for the enabled arms (batch arithmetic, layout, recipe), checked here so
+    that a dry run or a submission refuses in milliseconds what a 64-GPU job would refuse after its queue wait."""
+    from .training.openrlhf.validate import ClusterConfigError, validate_cluster_config
+
+    try:
+        validate_cluster_config(config)
+    except ClusterConfigError as error:
+        return str(error).split("\n  - ")[1:]
+    return []
 
 
 # ----------------------------------------------------------------------------------------------------------- defaults

@@ -106,7 +106,9 @@ def eval_preflight_input():
     nothing: those jobs never wait on the training stack (workflow/rules/preflight.smk). Where the config names a
     first arm, they wait for its training too.
     """
-    return (["results/preflight/eval_node.json"] if PREFLIGHT_REQUIRED else []) + first_arm_input()
+    return (
+        ["results/preflight/eval_node.json"] if PREFLIGHT_REQUIRED else []
+    ) + first_arm_input()
 
 
 # training jobs of more than one node also wait for an all-reduce across two nodes (rule preflight_cross_node)
@@ -115,7 +117,8 @@ CROSS_NODE_REQUIRED = PREFLIGHT_REQUIRED and config["training"]["cluster"]["node
 
 def train_preflight_input(wildcards):
     """The training preflight's result for training jobs of a paper run on GPUs, for multi-node training the
-    cross-node all-reduce's result, and for every arm but the first arm (if any) that arm's finished training."""
+    cross-node all-reduce's result, and for every arm but the first arm (if any) that arm's finished training.
+    """
     return (
         (["results/preflight/train_node.json"] if PREFLIGHT_REQUIRED else [])
         + (["results/preflight/cross_node.json"] if CROSS_NODE_REQUIRED else [])
