@@ -18,6 +18,13 @@ BASE_ARM = "base"  # the start checkpoint, evaluated as arm `base` at step base_
 GPU_CONTAINER = config["containers"][
     "gpu"
 ]  # image of the GPU rules under --sdm apptainer (None: none)
+def gpu_rule_env(env_file):
+    """A GPU rule's conda environment, or none where the config names a GPU image: a rule with both would have
+    Snakemake build the conda environment inside the image under `--sdm conda apptainer`, which has no conda
+    (docs/gpu-software.md#two-ways-to-get-it)."""
+    return None if GPU_CONTAINER else env_file
+
+
 # the GPU node preflights gate training and evaluation of a paper run on GPUs (never the embedded engine, never the
 # CPU rehearsal, which trains with OpenRLHF on CPUs)
 PREFLIGHT_REQUIRED = (

@@ -22,7 +22,7 @@ rule generate_samples:
     benchmark:
         generation_log("results/timings/generate_samples", ".tsv")
     conda:
-        "../../envs/eval.yaml"
+        gpu_rule_env("../../envs/eval.yaml")
     container:
         GPU_CONTAINER
     threads: 2

@@ -150,7 +150,7 @@ rule extend_context:
         length=r"\d+",
     priority: 10  # the critical path (the chain to trained checkpoints) starts first
     conda:
-        "../../envs/eval.yaml"
+        gpu_rule_env("../../envs/eval.yaml")
     container:
         GPU_CONTAINER
     threads: extend_context_resources("threads")
@@ -224,7 +224,7 @@ rule extend_eval_model:
         model="|".join(map(re.escape, EVAL_MODELS)) or "(?!)",
         length=r"\d+",
     conda:
-        "../../envs/eval.yaml"
+        gpu_rule_env("../../envs/eval.yaml")
     container:
         GPU_CONTAINER
     threads: extend_context_resources("threads")

@@ -16,7 +16,7 @@ rule preflight_eval_node:
     log:
         "results/logs/preflight/eval_node.log",
     conda:
-        "../../envs/eval.yaml"
+        gpu_rule_env("../../envs/eval.yaml")
     container:
         GPU_CONTAINER
     threads: 1
@@ -37,8 +37,8 @@ rule preflight_train_node:
         "results/logs/preflight/train_node.log",
     conda:
         "../../envs/train.yaml"
-    container:
-        GPU_CONTAINER
+    # no container: the training preflight checks the software train_ppo runs with, its conda environment (train_ppo
+    # has no container: it drives Slurm itself)
     threads: 1
     resources:
         mem_mb=16000,

@@ -48,7 +48,7 @@ rule generate_probe:
     benchmark:
         "results/timings/generate_probe/{arm}/step{step}.tsv"
     conda:
-        "../../envs/eval.yaml"
+        gpu_rule_env("../../envs/eval.yaml")
     container:
         GPU_CONTAINER
     threads: 2

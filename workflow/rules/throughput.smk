@@ -28,7 +28,7 @@ rule bench_throughput:
         n=r"[1-9]\d*",
         pc="on|off",
     conda:
-        "../../envs/eval.yaml"
+        gpu_rule_env("../../envs/eval.yaml")
     container:
         GPU_CONTAINER
     threads: 8  # all cores locally (capped by --cores), so nothing else runs beside a timed job
