@@ -25,6 +25,45 @@ def test_make_dry_run_lists_the_papers_jobs_through_the_slurm_profile(tmp_path):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "train_ppo" in proc.stdout and "This was a dry-run" in proc.stdout
     assert "warning: 1 hub source(s) of this run are not pinned" in proc.stderr
+    # it names the route a submission would take (it adds none, so it never needs conda)
+    assert "software: none chosen: the jobs run the `python` on PATH" in proc.stdout
+
+
+# a stand-in conda: the three questions Snakemake asks before it lists the environments it would build
+STAND_IN_CONDA = """#!/bin/sh
+case "$*" in
+  "info --json") echo '{"conda_prefix": "/nonexistent", "platform": "linux-64", "envs_dirs": []}' ;;
+  "--version") echo "conda 24.11.3" ;;
+  "config --get channel_priority --json") echo '{"get": {"channel_priority": "strict"}}' ;;
+  *) echo "stand-in conda cannot $*" >&2; exit 1 ;;
+esac
+"""
+
+
+@pytest.mark.workflow
+@pytest.mark.skipif(not DRIVER.exists(), reason="no .venv-slurm (make slurm-env)")
+def test_gpu_submissions_refuse_the_cpu_build_and_an_unbuilt_training_environment(tmp_path):
+    """`make submit` and `make smoke` with this suite's .venv (vLLM's CPU build) on PATH and no software route stop
+    before Snakemake starts, naming both routes; with --sdm conda they stop while envs/train.yaml's environment is not
+    built (a stand-in conda answers Snakemake's questions), and pass once Snakemake's own flag says it is."""
+    for target in ("submit", "smoke"):
+        proc = make(target, f"SUBMIT_ARGS=--directory {tmp_path}")
+        assert proc.returncode != 0 and "the `python` on PATH has vLLM's CPU build" in proc.stderr, proc.stderr[-2000:]
+        assert "--sdm conda" in proc.stderr and "--sdm conda apptainer" in proc.stderr
+        assert "Building DAG of jobs" not in proc.stdout + proc.stderr  # refused before Snakemake ran
+    conda = tmp_path / "bin" / "conda"
+    conda.parent.mkdir()
+    conda.write_text(STAND_IN_CONDA)
+    conda.chmod(0o755)
+    env = {**os.environ, "PATH": f"{conda.parent}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    check = [str(ROOT / ".venv/bin/python"), "-m", "brorl.software_route", "--check", "--snakemake", str(DRIVER)]
+    check += ["--", "--profile", "slurm", "--sdm", "conda", "--directory", str(tmp_path / "run")]
+    proc = subprocess.run(check, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "envs/train.yaml's conda environment" in proc.stderr, proc.stderr[-2000:]
+    location = proc.stderr.split("environment (", 1)[1].split(")", 1)[0]
+    (tmp_path / "run" / location).with_suffix(".env_setup_done").touch()  # what Snakemake writes when it is built
+    proc = subprocess.run(check, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 @pytest.mark.workflow

@@ -44,6 +44,11 @@ def workdir_of(snakemake_args: list[str], cwd: Path) -> Path:
     return cwd
 
 
+def is_dry_run(snakemake_args: list[str]) -> bool:
+    """Whether Snakemake's arguments ask for a dry run (which submits and runs nothing)."""
+    return any(arg in ("-n", "--dry-run", "--dryrun") for arg in snakemake_args)
+
+
 def run_configfiles(profile: str, extra: list[str], cwd: Path) -> list[Path]:
     """The config files of a run: the profile's (from the repository root), then `extra` (from cwd)."""
     return [ROOT / f for f in profile_configfiles(ROOT / profile)] + [(cwd / f).resolve() for f in extra if f]

@@ -123,10 +123,6 @@ def _benchmark_names() -> list[str]:
     return list(load_registry())
 
 
-def is_dry_run(snakemake_args: list[str]) -> bool:
-    return any(arg in ("-n", "--dry-run", "--dryrun") for arg in snakemake_args)
-
-
 def _confirmed(confirm: bool) -> bool:
     if confirm:
         return True
@@ -138,7 +134,8 @@ def _confirmed(confirm: bool) -> bool:
 def main(argv: list[str] | None = None) -> int:
     from ..config import ConfigError, load_yaml_config
     from ..models.architectures import folder_architecture_problem
-    from ..run_profile import PROFILES, absolute_directory, run_configfiles, workdir_of
+    from ..run_profile import PROFILES, absolute_directory, is_dry_run, run_configfiles, workdir_of
+    from ..software_route import route_problem
 
     parser = argparse.ArgumentParser(prog="python -m brorl.evaluation.any_checkpoint", description=__doc__)
     parser.add_argument("--model", required=True, help="a checkpoint folder, or owner/name@revision on the hub")
@@ -179,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         if plan.returncode != 0:
             return plan.returncode
     cmd = [args.snakemake, "--profile", profile, "--configfile", *configs, *extra]
+    route = route_problem(cmd[1:], args.snakemake) if profile == "slurm" else ""
+    if route:  # GPU jobs from the CPU build, or a conda build on this machine: refused before any confirmation
+        print(f"make evaluate: not submitted: {route}", file=sys.stderr)
+        return 2
     if not is_dry_run(extra) and not _confirmed(args.confirm):
         print(f"not submitted: add CONFIRM=1 (or SUBMIT_ARGS=-n for a dry run) to run\n  {shlex.join(cmd)}")
         return 0
