@@ -135,13 +135,16 @@ plan: setup
 # engine environment (.venv) first on PATH for the jobs' `python -m brorl...`; SUBMIT_ARGS adds options (presets).
 SUBMIT_ARGS ?=
 ## Every job of the paper with its sbatch resources, without submitting anything (no cluster needed).
+SITE_CHECK = $(VENV)/bin/python -m brorl.plan.site --
 dry-run: setup slurm-env
+	$(SITE_CHECK) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS)
 	@$(VENV)/bin/python -m brorl.software_route --describe -- $(SUBMIT_ARGS)
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md). Refused, with the fix, while
 ## its GPU jobs would run vLLM's CPU build or Snakemake would build the training environment here (SUBMIT_ARGS='--sdm conda').
 ROUTE_CHECK = $(VENV)/bin/python -m brorl.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
 submit: setup slurm-env
+	$(SITE_CHECK) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
 
@@ -165,6 +168,7 @@ evaluate: setup
 ## two forced kills resumed, then results/smoke/verdict.json and a table of every GPU path (docs/cluster.md#the-gpu-smoke-run).
 SMOKE := workflow/presets/gpu_smoke.yaml
 smoke: setup slurm-env
+	$(SITE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); \
 	  $(VENV)/bin/python -m brorl.smoke --configfile $(SMOKE)

@@ -8,13 +8,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import CI_SITE, slurm_up
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / ".venv-slurm" / "bin" / "snakemake"
 
 
-def make(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+def make(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
+    """`make ARGS` with the production site settings; the site check is off unless `site` sets it (these tests do
+    not depend on whether the local Slurm, whose nodes are smaller than H100 nodes, is up)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | {"BRORL_SITE_CHECK": "0"}
+    env |= site or {}
     return subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
 
 
@@ -84,3 +88,27 @@ def test_make_help_lists_every_documented_target():
             following = next(x for x in lines[i + 1 :] if not x.split(" ")[0].isupper())
             documented.add(following.split(":")[0])
     assert {"plan", "pin", "smoke", "rehearsal", "demo", "test"} <= documented <= listed, documented - listed
+
+
+@pytest.mark.slurm
+@pytest.mark.skipif(slurm_up() is not None, reason=str(slurm_up()))
+@pytest.mark.skipif(not DRIVER.exists(), reason="no .venv-slurm (make slurm-env)")
+def test_make_dry_run_refuses_a_wrong_partition_and_a_bad_arm_before_anything(tmp_path):
+    """Against the local Slurm's real sinfo: a GPU partition it does not have, then an arm OpenRLHF would refuse
+    (N = 24 x 100 prompts: mini-batches of 300 samples for 64 GPUs), each stop `make dry-run` in seconds."""
+    site = {**CI_SITE, "BRORL_SITE_CHECK": "1", "BRORL_SLURM_GPUS_PER_NODE": "8"}
+    proc = make("dry-run", f"SUBMIT_ARGS=--directory {tmp_path}", site={**site, "BRORL_SLURM_GPU_PARTITION": "h200"})
+    assert proc.returncode != 0 and "partition 'h200'" in proc.stderr and "sinfo lists: h100, cpu" in proc.stderr
+    assert "Building DAG of jobs" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
+    bad = tmp_path / "bad_arm.yaml"
+    bad.write_text(
+        "arms:\n  - {name: prorl_n16, n: 24, prompts_per_step: 100, continued_steps: 10}\n"
+        "  - {name: brorl_n512, n: 512, prompts_per_step: 128, continued_steps: 191}\n"
+        "analysis: {n_sweep: {arms: [], controls: []}}\n"
+    )
+    proc = make("dry-run", f"SUBMIT_ARGS=--configfile {bad} --directory {tmp_path}", site=site)
+    assert proc.returncode != 0 and "prorl_n16's mini-batch of 300 samples" in proc.stderr, proc.stderr[-2000:]
+    proc = make("dry-run", f"SUBMIT_ARGS=--directory {tmp_path} --until download_base_model", site=site)
+    assert proc.returncode == 0 and "site: every partition and request checked against sinfo" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )[-2000:]

@@ -238,6 +238,18 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     )
     if shape:  # the workflow refuses the same at DAG time (workflow/rules/common.smk): say so before anything else
         raise SystemExit(f"error: {shape}")
+    from .site import check as check_site
+
+    site_problems, site_line = check_site(a.profile, config)
+    if site_problems:  # `make dry-run` and `make submit` refuse these; the plan stays usable and says so
+        print(
+            "warning: the site cannot run these jobs as the profile asks (make dry-run and make submit refuse):\n  - "
+            + "\n  - ".join(site_problems)
+            + "\n",
+            file=sys.stderr,
+        )
+    elif site_line:
+        print(site_line, file=sys.stderr)
     budget = config["context"]["train_max_len"]
     estimates = dataclasses.replace(estimates, step_scale=budget / estimates.reference_budget_tokens)
     problems = benchmark_problems(config)
