@@ -70,6 +70,22 @@ def driver(*args, cwd: Path, timeout: int = 900, env: dict | None = None) -> sub
 
 
 # ----------------------------------------------------------------------------------------- without a cluster
+@pytest.mark.slurm
+@pytest.mark.skipif(slurm_up() is not None, reason=str(slurm_up()))
+def test_the_rehearsal_uses_only_the_slurm_this_project_started(tmp_path):
+    """`make rehearsal` submits only to a Slurm that local_slurm.sh started (its configuration, read from the
+    running controller): a site's Slurm, which answers `scontrol ping` as well, is never given its jobs."""
+    script = ROOT / "workflow" / "scripts" / "local_slurm.sh"
+    assert subprocess.run(["bash", str(script), "owned"], timeout=60).returncode == 0
+    site = tmp_path / "etc"
+    site.mkdir()
+    (site / "slurm.conf").write_text("ClusterName=site\nSlurmctldHost=login1\n")  # a site's configuration
+    owned = subprocess.run(["bash", str(script), "owned"], env={**os.environ, "LOCAL_SLURM_ETC": str(site)}, timeout=60)
+    assert owned.returncode == 1
+    assert "local_slurm.sh owned" in (ROOT / "workflow" / "scripts" / "rehearse.sh").read_text()
+    assert "scontrol ping" not in (ROOT / "workflow" / "scripts" / "rehearse.sh").read_text()
+
+
 def test_the_slurm_link_at_the_root_is_the_profile():
     assert (ROOT / "slurm").is_symlink() and (ROOT / "slurm").resolve() == (ROOT / "profiles" / "slurm").resolve()
 

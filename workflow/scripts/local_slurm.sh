@@ -21,7 +21,8 @@ CPUS=${LOCAL_SLURM_CPUS:-16}
 MEM_MB=${LOCAL_SLURM_MEM_MB:-64000}
 CLUSTER=ci
 HOST=$(hostname -s)
-ETC=/etc/slurm
+ETC=${LOCAL_SLURM_ETC:-/etc/slurm}
+MARKER="# written by workflow/scripts/local_slurm.sh"
 STATE=/var/lib/slurm
 LOGDIR=/var/log/slurm
 FAKE_GPUS=$STATE/fake_gpus
@@ -67,6 +68,18 @@ stop_pidfiles() {
   return 0
 }
 
+# exit 0 only when the running controller is the one this script started: its configuration is ours (a site's Slurm
+# on a login node answers `scontrol ping` too, and must never get the rehearsal's jobs)
+owned() {
+  local first running
+  alive /run/slurmctld.pid || return 1
+  [[ -f $ETC/slurm.conf ]] || return 1
+  read -r first <"$ETC/slurm.conf"
+  [[ $first == "$MARKER"* ]] || return 1
+  running=$(scontrol show config 2>/dev/null) || return 1 # captured whole: grep -q on a pipe would SIGPIPE it
+  grep -Eq "^ClusterName += $CLUSTER\$" <<<"$running"
+}
+
 status() {
   local f
   for f in "${PIDFILES[@]}"; do
@@ -98,7 +111,7 @@ write_configs() { # sets CHANGED=1 when a file's content changed
   ((GPU_NODES == 1)) && { gpu_nodes=gpu01; ports=17001; }
   conf=$(
     cat <<EOF
-# written by workflow/scripts/local_slurm.sh: a local CI Slurm, every node emulated on host $HOST
+$MARKER: a local CI Slurm, every node emulated on host $HOST
 ClusterName=$CLUSTER
 SlurmctldHost=$HOST
 AuthType=auth/munge
@@ -276,5 +289,6 @@ stop)
   log "stopped"
   ;;
 status) status ;;
-*) die "usage: $0 start|stop|status" ;;
+owned) owned ;;
+*) die "usage: $0 start|stop|status|owned" ;;
 esac

@@ -3,7 +3,7 @@
 # tiny arm rehearsal_n4 through the train_ppo rule, killed once inside step 2 and once inside the save of step 3 by
 # the preset's drills (each job retried once); the exported steps are then evaluated, the last one also by the
 # mass-balance probe; a report and the verdict follow.
-#   - with a local Slurm (started here as root on Debian, or already up): --profile slurm --profile profiles/ci,
+#   - with the project's local Slurm (started here as root on Debian, or by `make slurm-up`): --profile slurm --profile profiles/ci,
 #     the training job a real 2-node allocation (2 emulated nodes x 2 GPUs);
 #   - otherwise: --profile profiles/local, the launcher's --single-host mode (two Ray nodes on this machine).
 # Extra arguments go to snakemake (e.g. --forceall).
@@ -16,7 +16,9 @@ targets=("results/train/$arm/train.json" "results/eval/$arm/step2/synthetic_sums
 export PATH="$PWD/.venv/bin:$PATH"
 
 if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then bash workflow/scripts/local_slurm.sh start; fi
-if [[ -x .venv-slurm/bin/python ]] && command -v scontrol >/dev/null && scontrol ping 2>/dev/null | grep -q UP; then
+# only the Slurm local_slurm.sh started: on a cluster's login node the site's Slurm answers too, and must never get
+# this CPU rehearsal's jobs (2 exclusive GPU nodes)
+if [[ -x .venv-slurm/bin/python ]] && bash workflow/scripts/local_slurm.sh owned; then
   echo "rehearsal: through the local Slurm (train_ppo on 2 emulated nodes x 2 GPUs)"
   # the emulated nodes' size (profiles/ci/config.yaml); one Slurm node per Ray node, on one host
   export BRORL_SLURM_GPU_NODE_CPUS=16 BRORL_SLURM_GPU_NODE_MEM_MB=64000 BRORL_SLURM_GPUS_PER_NODE=2 \
