@@ -170,7 +170,8 @@ SMOKE := workflow/presets/gpu_smoke.yaml
 smoke: setup slurm-env
 	$(SITE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
-	$(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); \
+	$(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); status=$$?; \
+	  case " $(SUBMIT_ARGS) " in *" -n "*|*" --dry-run "*) exit $$status ;; esac; \
 	  $(VENV)/bin/python -m brorl.smoke --configfile $(SMOKE)
 
 ## Train the tiny arms (embedded engine) and report steps/s, where the time goes and the reward by step.

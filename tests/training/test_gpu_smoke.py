@@ -328,14 +328,26 @@ def test_evaluation_and_throughput_rows():
     assert v.throughput_rows(True, ["x", "y"], ["x", "y"])[0].status == v.PASS
 
 
-def test_smoke_verdict_of_an_empty_results_folder_says_not_reached(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-m", "brorl.smoke", "--configfile", str(SMOKE), "--results", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
-    )
+def test_smoke_verdict_says_not_started_before_training_and_not_reached_after_it_started(tmp_path):
+    """A dry run or a stop at the pin gate leaves no training: "not started", and no failed verdict for later dry
+    runs to warn about; once a launch is recorded, what did not happen is "not reached"."""
+
+    def verdict() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "brorl.smoke", "--configfile", str(SMOKE), "--results", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
+        )
+
+    out = verdict()
+    assert out.returncode == 1 and out.stdout.startswith("not started: no training job of smoke_n16, smoke_n512")
+    assert not (tmp_path / "smoke").exists()
+    launches = tmp_path / "train" / "smoke_n512" / "run" / "openrlhf" / "launches.json"
+    launches.parent.mkdir(parents=True)
+    launches.write_text("[]")
+    out = verdict()
     assert out.returncode == 1, out.stderr
     result = json.loads((tmp_path / "smoke" / "verdict.json").read_text())
     assert not result["passed"] and result["device"] == "gpu"

@@ -1,6 +1,7 @@
 """python -m brorl.smoke [--configfile PRESET ...] [--results results] [--out results/smoke]: the verdict of a
 smoke run (or of the CPU rehearsal) from what it left in results/, written to <out>/verdict.json and verdict.md
-and printed. Works on a failed run too: what did not happen is "not reached", with where to look. Exit 1 unless
+and printed. Works on a failed run too: what did not happen is "not reached", with where to look. A run whose
+training never launched (a dry run, a stop at the pin gate) gets no verdict: "not started: <why>". Exit 1 unless
 it passed."""
 
 from __future__ import annotations
@@ -63,6 +64,16 @@ def _launch_order(folder: Path) -> tuple[int, int]:
     return int(segment), int(launch)
 
 
+def not_started(config: dict[str, Any], results: Path) -> str:
+    """Why the run's training never started ("" once any arm launched OpenRLHF or finished a segment)."""
+    arms = enabled_arms(config)
+    for name in arms:
+        out = results / "train" / name
+        if (out / "run" / "openrlhf" / "launches.json").is_file() or any(out.glob("segment*.json")):
+            return ""
+    return f"no training job of {', '.join(arms) or 'any arm'} launched under {results / 'train'}"
+
+
 def build(config: dict[str, Any], results: Path, ceiling_gib: float = PEAK_CEILING_GIB) -> tuple[list, dict[str, Any]]:
     cluster = config["training"]["cluster"]
     names = enabled_arms(config)
@@ -102,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = parser.parse_args(argv)
     config = load_yaml_config(ROOT / "config.yaml", *a.configfile)  # validated, defaults filled
+    why = not_started(config, a.results)
+    if why:  # a dry run, or a run stopped before its first job (the pin gate): nothing to judge, no verdict written
+        print(f"not started: {why}; no verdict written")
+        return 1
     rows, result = build(config, a.results, a.peak_ceiling_gib)
     out = a.out or a.results / "smoke"
     out.mkdir(parents=True, exist_ok=True)
