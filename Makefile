@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# every `python -m brorl...` reads this checkout's package, config and profiles, even with a .venv shared between
+# checkouts (whose editable install points at one of them)
+export PYTHONPATH := $(CURDIR)/workflow$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: help setup sandbox demo report evaluate test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
 
