@@ -112,3 +112,28 @@ def test_make_dry_run_refuses_a_wrong_partition_and_a_bad_arm_before_anything(tm
     assert proc.returncode == 0 and "site: every partition and request checked against sinfo" in proc.stdout, (
         proc.stdout + proc.stderr
     )[-2000:]
+
+
+@pytest.mark.workflow
+def test_make_targets_read_the_checkout_they_run_in(tmp_path):
+    """A second checkout sharing this one's .venv (whose editable install points here): `make plan` there prices
+    that checkout's config, not this one's."""
+    clone = tmp_path / "other"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
+    (clone / ".venv").symlink_to(ROOT / ".venv")
+    config = (clone / "config.yaml").read_text()
+    assert "continued_steps: 535 " in config
+    (clone / "config.yaml").write_text(config.replace("continued_steps: 535 ", "continued_steps: 1070 ", 1))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BRORL_SLURM_", "PYTHONPATH"))}
+    proc = subprocess.run(
+        ["make", "-o", ".venv/.installed", "-o", "sandbox", "plan"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        env={**env, "BRORL_SITE_CHECK": "0"},
+        timeout=600,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    per_arm = next(line for line in proc.stdout.splitlines() if line.startswith("training per arm"))
+    hours = float(per_arm.split("prorl_n16 ", 1)[1].split(" h", 1)[0])
+    assert hours > 250, per_arm  # 1,070 steps of the clone's config, not this checkout's 535 (about 140 h)
