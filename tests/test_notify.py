@@ -54,6 +54,19 @@ def test_failed_jobs_are_read_from_the_log_with_wildcards_logs_and_slurm_ids():
     assert units.logs == () and units.message == "" and units.wildcards == ""
 
 
+def test_the_rerun_hint_is_a_command_that_works():
+    """The slurm profile's runs are rerun with `make submit` (a bare `snakemake` is .venv's, without the slurm
+    executor plugin: "invalid choice: 'slurm'"); others with the Snakemake that ran them."""
+    argv = ["/r/.venv-slurm/bin/snakemake", "--profile", "slurm", "--sdm", "conda", "--configfile", "a b.yaml"]
+    assert (
+        notify.rerun_command(argv, "/py") == """make submit SUBMIT_ARGS='--sdm conda --configfile '"'"'a b.yaml'"'"''"""
+    )
+    assert notify.rerun_command(argv[:3], "/py") == "make submit"
+    assert notify.rerun_command(["/r/.venv/bin/snakemake", "--cores", "1"], "/py") == "/r/.venv/bin/snakemake --cores 1"
+    main = "/r/lib/python3.11/site-packages/snakemake/__main__.py"
+    assert notify.rerun_command([main, "-n"], "/r/bin/python") == "/r/bin/python -m snakemake -n"
+
+
 def test_the_error_message_names_each_failed_job_its_log_and_the_rerun_command():
     text = notify.error_message("/scratch/run", ["/scratch/run/.snakemake/log/x.log"], LOG, "snakemake --profile slurm")
     assert "FAILED in /scratch/run: 2 failed job(s)" in text

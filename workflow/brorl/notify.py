@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -104,6 +105,19 @@ def read_logs(log: str | Sequence[str] | None) -> str:
 
 def _log_line(log: str | Sequence[str] | None) -> str:
     return f"Snakemake log: {', '.join(log_paths(log)) or 'none (no log file)'}"
+
+
+def rerun_command(argv: Sequence[str], python: str) -> str:
+    """The command that reruns this run as it was started: `make submit SUBMIT_ARGS=...` for a run of the slurm
+    profile (the `snakemake` on PATH, .venv's, has no slurm executor plugin), else the same Snakemake executable
+    with the same arguments (`python -m snakemake` where it was started that way)."""
+    head = [python, "-m", "snakemake"] if argv[0].endswith("__main__.py") else [argv[0]]
+    args = list(argv[1:])
+    for i in range(len(args) - 1):
+        if args[i] == "--profile" and args[i + 1] == "slurm":
+            rest = args[:i] + args[i + 2 :]
+            return f"make submit SUBMIT_ARGS={shlex.quote(shlex.join(rest))}" if rest else "make submit"
+    return shlex.join([*head, *args])
 
 
 def start_message(workdir: str, command: str, log: str | Sequence[str] | None) -> str:

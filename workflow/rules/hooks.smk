@@ -2,7 +2,6 @@
 # where the environment names them, sent to BRORL_NOTIFY_WEBHOOK and BRORL_NOTIFY_MAIL (docs/cluster.md#notifications).
 # The messages are built by brorl.notify; Snakemake runs these hooks in the main process only (never in jobs).
 import os
-import shlex
 import sys
 
 from snakemake.exceptions import WorkflowError
@@ -11,8 +10,8 @@ from brorl import notify as _notify
 
 
 def _rerun_command():
-    """The command line of this run, to paste again."""
-    return shlex.join(["snakemake", *sys.argv[1:]])
+    """The command that reruns this run (brorl.notify.rerun_command)."""
+    return _notify.rerun_command(sys.argv, sys.executable)
 
 
 onstart:
