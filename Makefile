@@ -137,11 +137,12 @@ plan: setup
 # The cluster commands, run by the driver environment (.venv-slurm: Snakemake + the slurm executor plugin) with the
 # engine environment (.venv) first on PATH for the jobs' `python -m brorl...`; SUBMIT_ARGS adds options (presets).
 SUBMIT_ARGS ?=
-## Every job of the paper with its sbatch resources, without submitting anything (no cluster needed).
+## Every job of the paper with its sbatch resources, without submitting anything (no cluster needed); it ends with one
+## line per rule and the run's warnings again.
 SITE_CHECK = $(VENV)/bin/python -m brorl.plan.site --
 dry-run: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
-	$(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS)
+	set -o pipefail; $(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS) 2>&1 | $(VENV)/bin/python -m brorl.plan.dry_run
 	@$(VENV)/bin/python -m brorl.software_route --describe -- $(SUBMIT_ARGS)
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md). Refused, with the fix, while
 ## its GPU jobs would run vLLM's CPU build or Snakemake would build the training environment here (SUBMIT_ARGS='--sdm conda').

@@ -28,7 +28,11 @@ def test_make_dry_run_lists_the_papers_jobs_through_the_slurm_profile(tmp_path):
     proc = make("dry-run", f"SUBMIT_ARGS=--directory {tmp_path}")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "train_ppo" in proc.stdout and "This was a dry-run" in proc.stdout
-    assert "warning: 1 hub source(s) of this run are not pinned" in proc.stderr
+    # ~30,000 lines, then one per rule and the warnings again (they come first, some 30,000 lines up)
+    tail = proc.stdout.split("This was a dry-run", 1)[1]
+    assert "  train_ppo: 37 job(s): slurm_partition=h100, nodes=8, tasks=8, gres=gpu:h100:8" in tail
+    assert "warnings (repeated from the top of the output):" in tail
+    assert "warning: 1 hub source(s) of this run are not pinned" in tail
     # it names the route a submission would take (it adds none, so it never needs conda)
     assert "software: none chosen: the jobs run the `python` on PATH" in proc.stdout
 

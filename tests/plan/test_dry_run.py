@@ -1,0 +1,30 @@
+"""The ending of `make dry-run` (brorl.plan.dry_run): one line per rule with its jobs' sbatch requests, and the
+warnings again."""
+
+from __future__ import annotations
+
+from brorl.plan.dry_run import summary
+
+OUTPUT = """warning: 1 hub source(s) of this run are not pinned to a 40-hex commit (...):
+  - EricLu/SCP-116K@main (train_data.sources[stem].revision): ...
+Pin each (...)
+rule generate_samples:
+    wildcards: arm=base, benchmark=aime24
+    resources: tmpdir=/tmp, mem_mb=16384, disk=<TBD>, slurm_partition=h100, runtime=360, gpu=1, cpus_per_gpu=12
+
+rule generate_samples:
+    resources: tmpdir=/tmp, mem_mb=16384, slurm_partition=h100, runtime=360, gpu=8, cpus_per_gpu=12
+
+localrule collect_units:
+    resources: tmpdir=/tmp
+This was a dry-run (flag -n)."""
+
+
+def test_one_line_per_rule_with_each_size_counted_and_the_warnings_repeated():
+    lines = summary(OUTPUT.splitlines())
+    assert (
+        "  generate_samples: 2 job(s): slurm_partition=h100, gpu=1, cpus_per_gpu=12, mem_mb=16384, runtime=360 (1 jobs); "
+        "slurm_partition=h100, gpu=8, cpus_per_gpu=12, mem_mb=16384, runtime=360 (1 jobs)"
+    ) in lines
+    assert "  collect_units: 1 job(s): (none)" in lines
+    assert lines[-2:] == OUTPUT.splitlines()[:2]  # the warning and its item, not the line after them
