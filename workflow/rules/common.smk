@@ -18,6 +18,8 @@ BASE_ARM = "base"  # the start checkpoint, evaluated as arm `base` at step base_
 GPU_CONTAINER = config["containers"][
     "gpu"
 ]  # image of the GPU rules under --sdm apptainer (None: none)
+
+
 def gpu_rule_env(env_file):
     """A GPU rule's conda environment, or none where the config names a GPU image: a rule with both would have
     Snakemake build the conda environment inside the image under `--sdm conda apptainer`, which has no conda
