@@ -665,3 +665,25 @@ def test_embedded_advantages_equal_openrlhfs_own_for_every_shared_estimator(conf
         theirs.flat[e.index[0]] = values[0].item()
     ours = advantages(estimator, rewards, lengths, cfg["training"]["advantage_std_norm"])
     assert np.abs(ours - theirs).max() <= 1e-6
+
+
+@pytest.mark.workflow
+def test_the_prompt_file_is_a_cpu_job_before_the_first_gpu_job(tmp_path):
+    """CR-F17: OpenRLHF's prompt file is made by prepare_prompts, which every segment of a cluster arm waits for,
+    so no 64-GPU job spends its first minutes on it; the embedded engine has no such job."""
+    from helpers import TINY, job_counts, snakemake
+
+    rehearsal = ROOT / "workflow" / "presets" / "rehearsal.yaml"
+    proc = snakemake(
+        "-n", "--configfile", TINY, rehearsal, "--directory", tmp_path, "results/train/rehearsal_n4/segment0.json"
+    )
+    counts = job_counts(proc)
+    assert counts["prepare_prompts"] == 1 and counts["train_ppo"] == 1, counts
+    assert (
+        "input: resources/models/tiny-qwen2-ctx992, resources/train/tiny-mix.jsonl, results/train/rehearsal_n4/prompts.json"
+        in proc.stdout
+    )
+    embedded = job_counts(
+        snakemake("-n", "--configfile", TINY, "--directory", tmp_path / "e", "results/train/prorl_n4/segment0.json")
+    )
+    assert "prepare_prompts" not in embedded

@@ -27,12 +27,47 @@ if os.environ.get("WANDB_API_KEY"):
         "WANDB_API_KEY",
 
 
+rule prepare_prompts:
+    """An arm's OpenRLHF prompt file (results/train/{arm}/run/openrlhf/prompts.jsonl: the mix's prompts that fit
+    prompt_max_len in the chat template, shuffled passes by the arm's seed), written by a CPU job before the arm's
+    first GPU job, which would otherwise spend minutes of its GPUs on it; the summary is the rule's output.
+    """
+    input:
+        model=train_start_model(),
+        data=TRAIN_MIX,
+    output:
+        "results/train/{arm}/prompts.json",
+    log:
+        "results/logs/prepare_prompts/{arm}.log",
+    localrule: LOCAL_AT_TINY_SCALE
+    conda:
+        "../../envs/train.yaml"
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    params:
+        recipe=train_recipe,
+        out_dir=lambda wildcards: f"results/train/{wildcards.arm}",
+    shell:
+        """
+        python -m brorl.training prompts \
+            --config {params.recipe:q} \
+            --arm {wildcards.arm:q} \
+            --start-model {input.model:q} \
+            --train-data {input.data:q} \
+            --out-dir {params.out_dir:q} \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
 rule train_ppo:
     """One segment of an arm's PPO training (one job): resumes from the previous segment, writes its manifest."""
     input:
         model=train_start_model(),
         data=TRAIN_MIX,
         previous=previous_segment,
+        prompts=cluster_prompts,
         preflight=train_preflight_input,
     output:
         manifest=protected("results/train/{arm}/segment{segment}.json"),

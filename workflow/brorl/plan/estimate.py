@@ -32,6 +32,7 @@ STAGES: dict[str, str] = {
     "preflight_train_node": "model",
     "preflight_cross_node": "model",
     "build_tiny_model": "model",
+    "prepare_prompts": "training",
     "train_ppo": "training",
     "export_checkpoint": "training",
     "generate_samples": "evaluation",

@@ -86,6 +86,15 @@ def train_recipe(wildcards):
     return json.dumps(recipe, sort_keys=True)
 
 
+def cluster_prompts(wildcards):
+    """OpenRLHF's prompt file of {arm}, made by prepare_prompts (a CPU job) before its first GPU job."""
+    return (
+        f"results/train/{wildcards.arm}/prompts.json"
+        if TRAIN_ENGINE == "cluster"
+        else []
+    )
+
+
 def previous_segment(wildcards):
     """Segment s needs segment s-1's manifest (its state is where s resumes)."""
     index = int(wildcards.segment)

@@ -3,6 +3,8 @@
   cluster-check    validate the config for OpenRLHF 0.11.2 and parse every segment's command of the given arms
                    (default: the enabled ones) with OpenRLHF's real parser; prints one line per arm
   cluster-command  print the full `python -m openrlhf.cli.train_ppo_ray ...` argv of one segment (JSON list)
+  prompts          write an arm's OpenRLHF prompt file before its first GPU job (rule prepare_prompts), and a copy of
+                   its summary at --out
 Training itself runs through `segment --engine cluster` (brorl.training.openrlhf.run.run_segment).
 """
 
@@ -55,6 +57,17 @@ def cmd_cluster_command(args: argparse.Namespace) -> None:
     print(json.dumps(build_command(config, arm_plan(config, args.arm), args.segment, _paths(args))))
 
 
+def cmd_prompts(args: argparse.Namespace) -> None:
+    from ..recipe import arm_plan
+    from ..run_folder import atomic_json
+    from .run import ensure_prompts
+
+    config = _config(args)
+    summary = ensure_prompts(config, arm_plan(config, args.arm), _paths(args))
+    atomic_json(Path(args.out), summary)
+    print(f"{args.arm}: {summary['prompts']} prompts ({summary['passes']} pass(es) of the mix) for OpenRLHF")
+
+
 def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
     """Register cluster-check and cluster-command on `python -m brorl.training`'s subparsers."""
     for name, func, help_text in (
@@ -72,3 +85,11 @@ def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--arm", required=True)
             p.add_argument("--segment", type=int, required=True)
         p.set_defaults(func=func)
+    p = sub.add_parser("prompts", help="write an arm's OpenRLHF prompt file (before its first GPU job)")
+    p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
+    p.add_argument("--arm", required=True)
+    p.add_argument("--start-model", required=True, help="the model training starts from (its chat template)")
+    p.add_argument("--train-data", required=True, help="the prepared train mix")
+    p.add_argument("--out-dir", required=True, help="results/train/<arm>")
+    p.add_argument("--out", required=True, help="where the summary goes (the rule's output)")
+    p.set_defaults(func=cmd_prompts)

@@ -113,6 +113,26 @@ def _check_prompt_supply(summary: dict, earlier: list[dict], plan: ArmPlan, firs
         )
 
 
+def ensure_prompts(config: Mapping[str, Any], plan: ArmPlan, paths: ClusterPaths) -> dict:
+    """The arm's OpenRLHF prompt file (paths.dataset) and its summary, written when missing: by the CPU job
+    prepare_prompts before the arm's first GPU job, or here (a job run by hand). Deterministic in the arm's seed."""
+    summary_path = paths.openrlhf_dir / "dataset.json"
+    if not paths.dataset.is_file() or not summary_path.is_file():
+        paths.openrlhf_dir.mkdir(parents=True, exist_ok=True)
+        summary = write_openrlhf_dataset(
+            paths.train_data,
+            paths.dataset,
+            chat_prompt_tokens(paths.start_model),
+            config["context"]["prompt_max_len"],
+            seed=plan.seed,
+            prompts_needed=plan.continued_steps
+            * plan.prompts_per_step
+            / config["training"]["cluster"]["pass_rate_floor"],
+        )
+        atomic_json(summary_path, summary)
+    return json.loads(summary_path.read_text())
+
+
 def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> str | None:
     """Why the code verifier's interpreter (brorl.scoring.sandbox.Limits.python, the node's system Python) cannot
     judge modern solutions, or None: an old system Python would score every such program 0 without a trace."""
@@ -191,18 +211,7 @@ def run_segment(
     if [r["step"] for r in before] != list(range(1, segment.first_step)):
         raise ClusterRunError(f"{metrics_path}: steps 1..{segment.first_step - 1} must precede segment {segment_index}")
 
-    summary_path = paths.openrlhf_dir / "dataset.json"
-    if not paths.dataset.is_file() or not summary_path.is_file():
-        summary = write_openrlhf_dataset(
-            paths.train_data,
-            paths.dataset,
-            chat_prompt_tokens(paths.start_model),
-            context["prompt_max_len"],
-            seed=plan.seed,
-            prompts_needed=plan.continued_steps * plan.prompts_per_step / cluster["pass_rate_floor"],
-        )
-        atomic_json(summary_path, summary)
-    summary = json.loads(summary_path.read_text())
+    summary = ensure_prompts(config, plan, paths)  # written by the CPU job prepare_prompts in a workflow run
     _check_prompt_supply(summary, before, plan, segment.first_step)
     if "code" in summary.get("scorers", []):  # the compute nodes run code rewards with their system Python
         from brorl.scoring.sandbox import Limits, isolation_mode, isolation_problem
