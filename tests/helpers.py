@@ -3,6 +3,7 @@ copy of the workflow to edit, and (for the cluster tests) the local Slurm and it
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -183,3 +184,34 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ------------------------------------------------------------------------------------- the parsed workflow (Snakemake API)
+WORKFLOW_QUERY = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+with SnakemakeApi(OutputSettings()) as api:
+    workflow = api.workflow(
+        resource_settings=ResourceSettings(cores=1),
+        config_settings=ConfigSettings(configfiles=[Path(p) for p in sys.argv[3:]]),
+        snakefile=Path("Snakefile").resolve(),
+        workdir=Path(sys.argv[1]),
+    )
+    print(json.dumps(eval(sys.argv[2], {"wf": workflow._workflow})))
+"""
+
+
+def workflow_query(workdir: Path, expression: str, *configfiles: Path) -> object:
+    """`expression` (JSON-able) evaluated on the workflow Snakemake parses with these config files (`wf`: its
+    Workflow object), through Snakemake's own API in a fresh process."""
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKFLOW_QUERY, str(workdir), expression, *map(str, configfiles)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

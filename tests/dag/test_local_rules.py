@@ -4,42 +4,13 @@ heavy runs on a login node; at tiny scale they stay local, so the CI's Slurm tes
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
-from helpers import CONFIG, ROOT, TINY
-
-LOCAL_RULES = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
-    with SnakemakeApi(OutputSettings()) as api:
-        workflow = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=[Path(p) for p in sys.argv[2:]]),
-            snakefile=Path("Snakefile").resolve(),
-            workdir=Path(sys.argv[1]),
-        )
-        print(" ".join(sorted(workflow._workflow._localrules)))
-    """
-)
+from helpers import CONFIG, TINY, workflow_query
 
 
 def local_rules(tmp_path, *configfiles) -> set[str]:
     """The local rules of the workflow parsed with these config files (Snakemake's own API)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", LOCAL_RULES, str(tmp_path), *map(str, configfiles)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return set(proc.stdout.split())
+    return set(workflow_query(tmp_path, "sorted(wf._localrules)", *configfiles))
 
 
 @pytest.mark.workflow

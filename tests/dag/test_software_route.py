@@ -5,44 +5,15 @@ train_ppo's own environment, never an image."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import pytest
 import yaml
-from helpers import CONFIG, ROOT
-
-RULE_SOFTWARE = textwrap.dedent(
-    """
-    import json, sys
-    from pathlib import Path
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
-    with SnakemakeApi(OutputSettings()) as api:
-        workflow = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=[Path(p) for p in sys.argv[2:]]),
-            snakefile=Path("Snakefile").resolve(),
-            workdir=Path(sys.argv[1]),
-        )
-        rules = workflow._workflow.rules
-        print(json.dumps({r.name: [str(r.conda_env) if r.conda_env else None, r.container_img] for r in rules}))
-    """
-)
+from helpers import CONFIG, workflow_query
 
 
 def rule_software(tmp_path, *configfiles) -> dict[str, list]:
-    proc = subprocess.run(
-        [sys.executable, "-c", RULE_SOFTWARE, str(tmp_path), *map(str, configfiles)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """rule -> [its conda environment file or None, its container or None], as Snakemake parsed them."""
+    expression = "{r.name: [str(r.conda_env) if r.conda_env else None, r.container_img] for r in wf.rules}"
+    return workflow_query(tmp_path, expression, *configfiles)
 
 
 @pytest.mark.workflow
