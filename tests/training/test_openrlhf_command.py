@@ -19,7 +19,15 @@ import yaml
 from brorl.config import load_yaml_config, validate_config
 from brorl.training.openrlhf.command import ClusterPaths, build_command, openrlhf_flags, run_layout
 from brorl.training.openrlhf.dataset import TrainDataError, openrlhf_rows
-from brorl.training.openrlhf.logs import Launch, RewardCall, StepLog, read_tensorboard, steps_from_events, to_records
+from brorl.training.openrlhf.logs import (
+    Launch,
+    RewardCall,
+    StepLog,
+    engine_stats,
+    read_tensorboard,
+    steps_from_events,
+    to_records,
+)
 from brorl.training.openrlhf.parse import OpenRLHFArgError, parse_argv
 from brorl.training.openrlhf.validate import ClusterConfigError, validate_cluster_config
 from brorl.training.recipe import arm_plan
@@ -253,6 +261,7 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
     )
     first = records[0]
     assert (first["vllm_kl"], first["is_filter_ratio"]) == (2.5e-4, 1e-3)  # OpenRLHF's own mismatch metrics
+    assert first["vllm_preemptions"] is None  # no engine stats line given
     assert (first["partition_s"], records[1]["partition_s"]) == (2.5, 0.25)
     assert (first["gpu_mem_peak_gib"], records[1]["gpu_mem_peak_gib"]) == (63.25, 60.0)
     assert first["step"] == 202 and first["segment"] == 9
@@ -687,3 +696,41 @@ def test_the_prompt_file_is_a_cpu_job_before_the_first_gpu_job(tmp_path):
         snakemake("-n", "--configfile", TINY, "--directory", tmp_path / "e", "results/train/prorl_n4/segment0.json")
     )
     assert "prepare_prompts" not in embedded
+
+
+def test_vllms_preemptions_per_step_from_its_engine_stats_lines():
+    """vLLM's periodic stats lines (local time, no year) as Ray forwards them into the launcher log, summed per step:
+    a line without "Preemptions" counts 0, a step without any line is unknown (null), never 0."""
+    import time as clock
+
+    start = clock.mktime((2026, 12, 31, 23, 59, 0, 0, 0, -1))  # a launch just before new year
+    text = "\n".join(
+        [
+            "(LLMRayActor pid=7) INFO 12-31 23:59:30 [loggers.py:257] Engine 000: Avg prompt throughput: 9.0 "
+            "tokens/s, Avg generation throughput: 90.0 tokens/s, Running: 128 reqs, Waiting: 900 reqs, "
+            "Preemptions: 3, GPU KV cache usage: 99.0%, Prefix cache hit rate: 1.0%",
+            "(LLMRayActor pid=8) INFO 12-31 23:59:40 [loggers.py:257] Engine 001: Avg prompt throughput: 9.0 "
+            "tokens/s, Avg generation throughput: 90.0 tokens/s, Running: 128 reqs, Waiting: 0 reqs, GPU KV cache "
+            "usage: 50.0%, Prefix cache hit rate: 1.0%",
+            "(LLMRayActor pid=7) INFO 01-01 00:00:20 [loggers.py:257] Engine 000: Avg prompt throughput: 1.0 "
+            "tokens/s, Avg generation throughput: 9.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, Preemptions: 2, "
+            "GPU KV cache usage: 99.0%, Prefix cache hit rate: 0.0%",
+            "(PolicyModelActor pid=9) Train epoch [1/1]: ...",
+        ]
+    )
+    lines = engine_stats(text, start)
+    assert [n for _, n in lines] == [3, 0, 2] and lines[2][0] == start + 80  # 00:00:20 of the next year
+    scalars = {k: v for _, _, k, v in _step(1, 0)}
+    steps = [StepLog(step, start + at, scalars) for step, at in ((1, 60), (2, 200), (3, 300))]
+    records = to_records(
+        steps,
+        offset=0,
+        segment=0,
+        n=16,
+        dynamic_sampling=False,
+        wall_s_before=0.0,
+        launches=[Launch(0, start, start + 400, "stopped")],
+        reward_calls=None,
+        engine_lines=lines,
+    )
+    assert [r["vllm_preemptions"] for r in records] == [3, 2, None]

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio;
-# 5: trained_truncated_frac, trained_zeroed_frac
-SCHEMA_VERSION = 5
+# 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions
+SCHEMA_VERSION = 6
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -48,6 +48,7 @@ FIELDS: dict[str, str] = {
     "update_s": "seconds in forward/backward/optimizer",
     "reload_s": "seconds loading the new weights into the inference engine",
     "gpu_mem_peak_gib": "peak GPU memory torch allocated in a training rank during the step's update, max over ranks (GiB; null without CUDA)",
+    "vllm_preemptions": "requests vLLM's rollout engines preempted during the step (KV cache full), summed over their periodic stats lines (null where no line fell in the step, or on the embedded engine)",
 }
 
 

@@ -305,6 +305,7 @@ class EmbeddedRun:
             "update_s": update["update_s"],
             "reload_s": update["reload_s"],
             "gpu_mem_peak_gib": None,  # the CPU engine
+            "vllm_preemptions": None,  # its one in-process engine logs no periodic stats
         }
 
     def _commit(self, step: int, record: dict) -> None:

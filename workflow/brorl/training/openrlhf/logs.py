@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,32 @@ class Launch:
 KV_CACHE = re.compile(r"KV cache size: ([\d,]+) tokens")
 
 
+# vLLM's periodic engine stats (vllm/v1/metrics/loggers.py LoggingStatLogger.log, every VLLM_LOG_STATS_INTERVAL = 10 s
+# while an engine works), as Ray forwards them into the launcher log: "INFO 12-04 17:40:38 [loggers.py:257] Engine
+# 000: Avg prompt throughput: ..., Preemptions: 3, GPU KV cache usage: ..."; "Preemptions" appears only when some
+# request was preempted in that interval, which the line counts since the previous one (its logger resets).
+ENGINE_STATS = re.compile(r"(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \[loggers\.py:\d+\] Engine \d+: Avg prompt throughput")
+PREEMPTIONS = re.compile(r"Preemptions: (\d+)")
+
+
+def engine_stats(launcher_log: str, launch_start: float) -> list[tuple[float, int]]:
+    """(unix seconds, preemptions) of every engine stats line of one launch. vLLM stamps month-day and local time
+    without a year: the year is the launch's, the next one where that would put a line before the launch began."""
+    year = time.localtime(launch_start).tm_year
+    out = []
+    for line in launcher_log.splitlines():
+        match = ENGINE_STATS.search(line)
+        if not match:
+            continue
+        month, day, hour, minute, second = (int(g) for g in match.groups())
+        stamp = time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
+        if stamp < launch_start - 86400:  # past new year's eve
+            stamp = time.mktime((year + 1, month, day, hour, minute, second, 0, 0, -1))
+        preempted = PREEMPTIONS.search(line)
+        out.append((stamp, int(preempted[1]) if preempted else 0))
+    return out
+
+
 def kv_cache_tokens(launcher_log: str) -> list[int]:
     """The KV-cache size (tokens) each vLLM engine of a launch reported at start-up ("GPU KV cache size: 1,546,112
     tokens, ..." in the launcher log, which Ray fills with the engines' output); one entry per engine start."""
@@ -209,6 +236,7 @@ def to_records(
     reward_calls: list[RewardCall] | None,
     partition_calls: list[tuple[float, float]] | None = None,
     gpu_memory: list[tuple[float, float]] | None = None,
+    engine_lines: list[tuple[float, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
     offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
@@ -216,7 +244,9 @@ def to_records(
     interval outside OpenRLHF's own step timing). Reward calls count into the step whose interval holds them,
     never across a launch start (a killed launch's calls are not the rerun step's); so do partition calls, whose
     seconds sum into `partition_s` (null where none was logged: dynamic batching off, or no job hook), and the
-    ranks' peak GPU memory, whose maximum is `gpu_mem_peak_gib` (null without CUDA)."""
+    ranks' peak GPU memory, whose maximum is `gpu_mem_peak_gib` (null without CUDA), and vLLM's engine stats lines
+    (engine_stats), whose preemptions sum into `vllm_preemptions` (null where no line fell in the step: an engine
+    logs only every 10 s of work)."""
     records = []
     previous_wall, previous_time = wall_s_before, 0.0
     for log in logs:
@@ -232,6 +262,8 @@ def to_records(
         errors = [e for c in window for e in c.errors]
         partition = [sec for t, sec in partition_calls or [] if start < t <= log.wall_time]
         peaks = [gib for t, gib in gpu_memory or [] if start < t <= log.wall_time]
+        # vLLM stamps whole seconds: a line of the step's last second belongs to it
+        preemptions = [n for t, n in engine_lines or [] if start < t <= log.wall_time + 1]
         reward_errors = reward_timeouts = None
         if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
             reward_errors = sum(e is not None and e != TRUNCATED for e in errors)
@@ -282,6 +314,7 @@ def to_records(
             "update_s": _get(s, "timing/ppo_train"),
             "reload_s": _get(s, "timing/broadcast"),
             "gpu_mem_peak_gib": max(peaks) if peaks else None,
+            "vllm_preemptions": sum(preemptions) if preemptions else None,
         }
         assert set(record) == set(FIELDS), set(record) ^ set(FIELDS)
         previous_wall = wall_s

@@ -48,6 +48,7 @@ from .launch import (
     record_launch,
 )
 from .logs import (
+    engine_stats,
     kv_cache_tokens,
     read_hook_entries,
     read_hook_log,
@@ -333,6 +334,12 @@ def run_segment(
         )
     launches = read_launches(launches_path, paths.logs_dir)
     segment_start = min(run.start for run in launches if run.segment == segment_index)
+    launch_logs = [  # this segment's launches and their launcher logs (engine stats, KV-cache sizes)
+        (entry, log.read_text(errors="replace") if log.is_file() else "")
+        for entry in json.loads(launches_path.read_text())
+        if entry["segment"] == segment_index
+        for log in [paths.logs_dir / entry["logs"] / "launcher.log"]
+    ]
     records = to_records(
         [logs_by_step[g] for g in wanted],
         offset=layout.offset,
@@ -344,18 +351,14 @@ def run_segment(
         reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start),
         partition_calls=read_hook_log(paths.partition_log_dir, "seconds", since=segment_start),
         gpu_memory=read_hook_log(paths.gpu_memory_log_dir, "peak_gib", since=segment_start),
+        engine_lines=[line for entry, text in launch_logs for line in engine_stats(text, entry["start"])],
     )
     for record in records:
         append_metrics(metrics_path, record)
     read_metrics(metrics_path)  # each step exactly once
     this = [run for run in launches if run.segment == segment_index]
     # each launch's vLLM KV-cache sizes (tokens per engine): how many of the step's sequences fit at once
-    kv_cache = {
-        entry["logs"]: kv_cache_tokens(log.read_text(errors="replace")) if log.is_file() else []
-        for entry in json.loads(launches_path.read_text())
-        if entry["segment"] == segment_index
-        for log in [paths.logs_dir / entry["logs"] / "launcher.log"]
-    }
+    kv_cache = {entry["logs"]: kv_cache_tokens(text) for entry, text in launch_logs}
     syncs = read_hook_entries(paths.ipc_log_dir, since=segment_start)
     extra = {
         "engine": "cluster",
