@@ -6,7 +6,6 @@ is named by a row."""
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import re
 from pathlib import Path
 
@@ -51,11 +50,15 @@ def slurm_site() -> Path:
 
 
 def installed_file(package: str, path: str) -> Path:
+    """The file of an installed package, found through its distribution's metadata: never an import search, since
+    asking the import system for `pip` switches off setuptools' distutils shim for the rest of the process (a later
+    `import vllm` in the same test worker then fails)."""
     if package in SLURM_PINNED:
         return slurm_site() / package / path
-    spec = importlib.util.find_spec(package)
-    assert spec is not None and spec.submodule_search_locations, f"{package} is not installed here"
-    return Path(list(spec.submodule_search_locations)[0]) / path
+    distribution = importlib.metadata.distribution(DISTRIBUTION.get(package, package))
+    found = Path(str(distribution.locate_file(f"{package}/{path}")))
+    assert found.is_file(), f"{package}/{path} is not installed here ({found})"
+    return found
 
 
 def test_the_page_has_rows_and_the_pins_are_installed():
