@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from brorl.plan.profile import read_profile
-from brorl.plan.site import configfiles, max_nodes, site_problems
+from brorl.plan.site import max_nodes, site_problems
+from brorl.run_profile import option_values
 from helpers import ROOT
 
 PROFILE = ROOT / "profiles" / "slurm"
@@ -48,4 +49,4 @@ def test_no_sinfo_checks_nothing_and_configfiles_come_from_snakemakes_arguments(
     assert site_problems(read_profile(PROFILE), {}, lambda args: None) is None
     assert max_nodes("PartitionName=a MaxNodes=UNLIMITED") is None and max_nodes("MaxNodes=4 X=1") == 4
     args = ["--configfile", "a.yaml", "b.yaml", "--directory", "w", "-n"]
-    assert configfiles(args) == ["a.yaml", "b.yaml"]
+    assert option_values(args, ("--configfile", "--configfiles")) == ["a.yaml", "b.yaml"]

@@ -44,6 +44,19 @@ def workdir_of(snakemake_args: list[str], cwd: Path) -> Path:
     return cwd
 
 
+def option_values(snakemake_args: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values that follow any of the options `names` among Snakemake's arguments (each may take several)."""
+    out, taking = [], False
+    for arg in snakemake_args:
+        if arg in names:
+            taking = True
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            out.append(arg)
+    return out
+
+
 def is_dry_run(snakemake_args: list[str]) -> bool:
     """Whether Snakemake's arguments ask for a dry run (which submits and runs nothing)."""
     return any(arg in ("-n", "--dry-run", "--dryrun") for arg in snakemake_args)

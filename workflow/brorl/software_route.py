@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .run_profile import ROOT, is_dry_run, workdir_of
+from .run_profile import ROOT, is_dry_run, option_values, workdir_of
 
 TRAIN_ENV = "envs/train.yaml"
 BUILD_ENVS = (
@@ -28,19 +28,11 @@ BUILD_ENVS = (
 def deployment(args: list[str]) -> set[str]:
     """The software deployment methods named in Snakemake arguments (--sdm / --software-deployment-method, and the
     older --use-conda / --use-apptainer / --use-singularity)."""
-    found: set[str] = set()
-    taking = False
-    for arg in args:
-        if arg in ("--sdm", "--software-deployment-method", "--deployment-method"):
-            taking = True
-        elif arg.startswith("-"):
-            taking = False
-            if arg == "--use-conda":
-                found.add("conda")
-            elif arg in ("--use-apptainer", "--use-singularity"):
-                found.add("apptainer")
-        elif taking:
-            found.add(arg)
+    found = set(option_values(args, ("--sdm", "--software-deployment-method", "--deployment-method")))
+    if "--use-conda" in args:
+        found.add("conda")
+    if "--use-apptainer" in args or "--use-singularity" in args:
+        found.add("apptainer")
     return found
 
 

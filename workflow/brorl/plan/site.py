@@ -19,17 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from ..preflight.gpu_paths import partition_limit_problems
+from ..run_profile import option_values
 from .profile import ProfileError, read_profile, rule_resources
 
 ROOT = Path(__file__).resolve().parents[3]
 Sinfo = Callable[[list[str]], str | None]  # sinfo's output for these arguments, None when it cannot answer
 
 
-def run_sinfo(args: list[str]) -> str | None:
-    if shutil.which("sinfo") is None:
-        return None
-    proc = subprocess.run(["sinfo", *args], capture_output=True, text=True, timeout=60)
-    return proc.stdout if proc.returncode == 0 else None
+def slurm_command(name: str) -> Sinfo:
+    """A Slurm client command (sinfo, scontrol) as a function of its arguments: its output, None where the command
+    is missing or fails."""
+
+    def run(args: list[str]) -> str | None:
+        if shutil.which(name) is None:
+            return None
+        proc = subprocess.run([name, *args], capture_output=True, text=True, timeout=60)
+        return proc.stdout if proc.returncode == 0 else None
+
+    return run
 
 
 def max_nodes(scontrol_partition: str) -> int | None:
@@ -54,56 +61,36 @@ def site_problems(
     partitions = [p.strip().rstrip("*") for p in listed.split() if p.strip()]
     default_partition = (profile.get("default-resources") or {}).get("slurm_partition")
     asked = requests(profile, own)
+    partition_of = {rule: str(r.get("slurm_partition") or default_partition or "") for rule, r in asked.items()}
     problems, limits = [], {}
-    wanted = {str(r.get("slurm_partition") or default_partition or "") for r in asked.values()}
-    wanted = (wanted | {str(default_partition or "")}) - {""}
+    wanted = (set(partition_of.values()) | {str(default_partition or "")}) - {""}
     for partition in sorted(wanted - set(partitions)):
-        users = [rule for rule, r in asked.items() if str(r.get("slurm_partition") or default_partition) == partition]
+        users = [rule for rule, p in partition_of.items() if p == partition]
         problems.append(
             f"partition {partition!r} ({', '.join(users[:3])}{', ...' if len(users) > 3 else ''}) does not exist "
             f"here (sinfo lists: {', '.join(partitions) or 'none'}): set gpu_partition / cpu_partition in the "
             "profile's settings (or BRORL_SLURM_GPU_PARTITION / BRORL_SLURM_CPU_PARTITION)"
         )
     for rule, request in asked.items():
-        partition = str(request.get("slurm_partition") or default_partition or "")
-        if not partition or partition not in partitions:
+        partition = partition_of[rule]
+        if partition not in partitions:
             continue
-        if partition not in limits:
+        if partition not in limits:  # one query of each kind per partition
             limits[partition] = (
                 sinfo(["-h", "-p", partition, "-o", "%l|%m|%c|%G"]) or "",
                 sinfo(["-h", "-p", partition, "-o", "%D"]),
+                max_nodes(scontrol(["show", "partition", partition, "-o"]) or "") if scontrol else None,
             )
-        shape, count = limits[partition]
+        shape, count, limit = limits[partition]
         found = [f"{rule} on {partition}: {p}" for p in partition_limit_problems(shape, request)]
         nodes = int(request.get("nodes") or 1)
         available = sum(int(n) for n in (count or "").split() if n.isdigit())
         if count is not None and nodes > available:
             found.append(f"{rule} on {partition}: the job asks {nodes} nodes, the partition has {available}")
-        limit = max_nodes(scontrol(["show", "partition", partition, "-o"]) or "") if scontrol else None
         if limit is not None and nodes > limit:
             found.append(f"{rule} on {partition}: the job asks {nodes} nodes, MaxNodes is {limit}")
         problems += found
     return problems
-
-
-def run_scontrol(args: list[str]) -> str | None:
-    if shutil.which("scontrol") is None:
-        return None
-    proc = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=60)
-    return proc.stdout if proc.returncode == 0 else None
-
-
-def configfiles(snakemake_args: list[str]) -> list[str]:
-    """The --configfile values among Snakemake's arguments."""
-    out, taking = [], False
-    for arg in snakemake_args:
-        if arg in ("--configfile", "--configfiles"):
-            taking = True
-        elif arg.startswith("-"):
-            taking = False
-        elif taking:
-            out.append(arg)
-    return out
 
 
 def check(profile_dir: Path, config: Mapping[str, Any]) -> tuple[list[str] | None, str]:
@@ -113,7 +100,10 @@ def check(profile_dir: Path, config: Mapping[str, Any]) -> tuple[list[str] | Non
     from ..training.job_shape import train_job_resources
 
     problems = site_problems(
-        read_profile(profile_dir), {"train_ppo": train_job_resources(config)}, run_sinfo, run_scontrol
+        read_profile(profile_dir),
+        {"train_ppo": train_job_resources(config)},
+        slurm_command("sinfo"),
+        slurm_command("scontrol"),
     )
     if problems is None:
         return None, "site: not checked (no sinfo here)"
@@ -129,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
     try:
-        config = load_yaml_config(ROOT / "config.yaml", *configfiles(args))
+        config = load_yaml_config(ROOT / "config.yaml", *option_values(args, ("--configfile", "--configfiles")))
         problems, line = check(a.profile, config)
     except (ConfigError, ProfileError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -150,15 +150,14 @@ def truncation_row(arms: Sequence[Mapping[str, Any]], rule: str) -> Row:
     unseen = [
         f"{arm} {r['step']}" for arm, r in records if None in (r["trained_zeroed_frac"], r["trained_truncated_frac"])
     ]
-    apart = [
-        f"{arm} {r['step']}: zeroed {r['trained_zeroed_frac']:.6f}, length stops {r['trained_truncated_frac']:.6f}"
-        for arm, r in records
-        if f"{arm} {r['step']}" not in unseen
-        and abs(r["trained_zeroed_frac"] - r["trained_truncated_frac"]) > TRUNCATION_TOLERANCE
-    ]
     if not records or unseen:
         detail = f"not recorded at step(s) {unseen[:5]}" if records else "no training step recorded"
         return Row(name, FAIL, None, None, detail, "see metrics.jsonl (trained_zeroed_frac, trained_truncated_frac)")
+    apart = [
+        f"{arm} {r['step']}: zeroed {r['trained_zeroed_frac']:.6f}, length stops {r['trained_truncated_frac']:.6f}"
+        for arm, r in records
+        if abs(r["trained_zeroed_frac"] - r["trained_truncated_frac"]) > TRUNCATION_TOLERANCE
+    ]
     if apart:
         fix = "a stop token the reward does not strip (segment<s>.json reward_text), or a template that hides EOS"
         return Row(name, FAIL, None, None, "; ".join(apart[:3]), fix)
