@@ -74,4 +74,3 @@ rule all:
     default_target: True
     input:
         get_final_outputs(),
-    localrule: True

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from brorl.plan.profile import read_profile
+from brorl.submission import submissions
 from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the engine environment
 from helpers import (
     CI_SITE,
@@ -114,7 +115,10 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None, 
     text = output_of(proc)
     assert proc.returncode == 0, text[-4000:]
     counts = job_counts(proc)
-    jobs = re.findall(r"^(?:local)?rule (\w+):\n(.*?)(?=^\S|\Z)", text, flags=re.M | re.S)
+    # a group job's members are printed indented under "Group job <name>", their fields twice as deep
+    jobs = [
+        (m[2], m[3]) for m in re.finditer(r"^( {0,4})(?:local)?rule (\w+):\n(.*?)(?=^\1\S|^\S|\Z)", text, re.M | re.S)
+    ]
     assert len(jobs) == sum(counts.values()), (len(jobs), counts)
     resources = {}
     for rule, body in jobs:
@@ -315,7 +319,12 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
         override,
     )
     env = {"BRORL_DATA_ROOT": str(tmp_path / "no-data")}
+    # the sbatch calls brorl.submission (and so `make plan`) predicts for this DAG
+    dry = driver(*args, "-n", cwd=repo, env=env)
+    assert dry.returncode == 0, output_of(dry)[-3000:]
+    predicted = submissions(job_counts(dry), "embedded")
     started = time.time()
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started - 1))
 
     # 1. run, and cancel the generation job while it runs: Snakemake sees CANCELLED in sacct and fails
     full = {**os.environ, **CI_SITE, **env, "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
@@ -376,15 +385,28 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
         elif not comment.startswith("rule_train_ppo"):
             assert partition == "cpu" and "gres/gpu" not in tres, states[job_id]
     rules = {states[j][4].split("_wildcards")[0] for j in submitted}
-    assert {"rule_build_tiny_model", "rule_generate_samples", "rule_score_samples"} <= rules, rules
-    # local rules (data preparation, summaries, tables) ran on the driver, never through sbatch
-    assert "localrule prepare_benchmark" in text1 and "localrule summarize_evaluation" in text2
+    assert {"rule_build_tiny_model", "rule_generate_samples"} <= rules, rules
+    assert "rule_scoring_score_samples_summarize_evaluation" in rules, rules  # the group job names its members
+    # local rules (data preparation, tables) ran on the driver, never through sbatch; the summary rode in the
+    # scoring group's job
+    assert "localrule prepare_benchmark" in text1 and "localrule summarize_evaluation" not in text1 + text2
+    # Slurm's accounting holds as many jobs from this working directory as the plan's rule predicts, plus the
+    # resubmission of the cancelled one
+    accounted = [r for r in sacct("-X", "-S", since, "-o", "JobIDRaw,WorkDir%400,Timelimit") if r[1] == str(work)]
+    assert len(accounted) == predicted.calls + 1 == len(submitted), (accounted, predicted, submitted)
+    # the group job's time limit is its members' summed (score_samples 180 min + summarize_evaluation 10)
+    scoring = [job for job in submitted if states[job][4].startswith("rule_scoring")]
+    assert {r[2] for r in accounted if r[0] in scoring} == {"03:10:00"}, accounted
+    assert predicted.in_groups == 1 and predicted.on_driver > 0, predicted
 
     # 3. a second run submits nothing
     run3 = driver(*args, cwd=repo, env=env)
     assert run3.returncode == 0 and "Nothing to be done" in output_of(run3), output_of(run3)[-3000:]
     assert "has been submitted" not in output_of(run3)
-    print(f"\ntiny subset through sbatch (run with a cancel + rerun): {elapsed:.0f} s")
+    print(
+        f"\ntiny subset through sbatch (run with a cancel + rerun): {elapsed:.0f} s, {len(accounted)} sbatch calls "
+        f"in sacct ({predicted.jobs} jobs: {predicted.on_driver} local, {predicted.in_groups} in a group, 1 resubmitted)"
+    )
 
 
 @pytest.mark.slow

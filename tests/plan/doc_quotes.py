@@ -65,7 +65,12 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/cluster.md", "ProRL about {paper.disk[prorl_n16]:,.0f} GB, BroRL about {paper.disk[brorl_n512]:,.0f} GB."),
     ("docs/cluster.md", "(a {paper.state_gb:.1f} GB write per step)"),
     ("docs/cluster.md", "The driver runs for the whole reproduction ({paper.days:.1f} days by the plan)"),
-    ("docs/cluster.md", "and at paper scale also the {paper.eval_jobs} per-benchmark summaries"),
+    (
+        "docs/cluster.md",
+        "for the paper, {paper.sbatch:,} sbatch calls (first attempts) for {paper.jobs:,} jobs, of which "
+        "{paper.on_driver} run on the driver and {paper.in_groups} ride in another job's submission.",
+    ),
+    ("docs/cluster.md", "holds the benchmark's scoring and its summary (`group: scoring`): {paper.in_groups} fewer"),
     ("docs/cluster.md", "in jobs of {seg.steps[one_node]} steps (about {seg.hours[one_node]:.0f} h each on the node"),
     # design notes: the exports, the segment table's job counts, the evaluation cost model
     ("docs/design.md", "(the HF exports of {paper.export_gb:.2f} GB each by the plan's estimate;"),

@@ -17,6 +17,19 @@ rule generate_samples:
 
 localrule collect_units:
     resources: tmpdir=/tmp
+
+[Fri Dec  4 20:29:21 2026] Group job scoring (jobs in lexicogr. order):
+
+    [Fri Dec  4 20:29:21 2026]
+    rule score_samples:
+        wildcards: arm=base, step=3000, benchmark=rg_code
+        resources: tmpdir=/tmp, mem_mb=32000, slurm_partition=cpu, runtime=180
+Shell command:
+        python -m brorl.evaluation score
+
+    [Fri Dec  4 20:29:21 2026]
+    rule summarize_evaluation:
+        resources: tmpdir=/tmp, slurm_partition=cpu, runtime=10
 This was a dry-run (flag -n)."""
 
 
@@ -27,4 +40,8 @@ def test_one_line_per_rule_with_each_size_counted_and_the_warnings_repeated():
         "slurm_partition=h100, gpu=8, cpus_per_gpu=12, mem_mb=16384, runtime=360 (1 jobs)"
     ) in lines
     assert "  collect_units: 1 job(s): (none)" in lines
+    # the members of a group job, each under its rule, and the group's submissions
+    assert "  score_samples: 1 job(s): slurm_partition=cpu, mem_mb=32000, runtime=180" in lines
+    assert "  summarize_evaluation: 1 job(s): slurm_partition=cpu, runtime=10" in lines
+    assert "  group scoring: 1 group job(s), one sbatch each for the member jobs above" in lines
     assert lines[-2:] == OUTPUT.splitlines()[:2]  # the warning and its item, not the line after them

@@ -174,6 +174,9 @@ def plan_values(record: dict) -> SimpleNamespace:
     wall = record["wall_clock_hours"]
     return SimpleNamespace(
         jobs=int(record["totals"]["jobs"]),
+        sbatch=record["sbatch_calls"]["calls"],
+        on_driver=record["sbatch_calls"]["on_driver"],
+        in_groups=record["sbatch_calls"]["in_groups"],
         gpu_hours=record["totals"]["gpu_hours"],
         wall_h=wall["total"],
         days=wall["total"] / 24,

@@ -50,3 +50,23 @@ def test_no_sinfo_checks_nothing_and_configfiles_come_from_snakemakes_arguments(
     assert max_nodes("PartitionName=a MaxNodes=UNLIMITED") is None and max_nodes("MaxNodes=4 X=1") == 4
     args = ["--configfile", "a.yaml", "b.yaml", "--directory", "w", "-n"]
     assert option_values(args, ("--configfile", "--configfiles")) == ["a.yaml", "b.yaml"]
+
+
+def test_the_scoring_group_is_checked_with_its_summed_runtime_and_the_profile_keeps_it_within_the_limit(monkeypatch):
+    monkeypatch.setenv("BRORL_SLURM_GPU_PARTITION", "gpu")
+
+    def short_cpu(limit: str):
+        sinfo, scontrol = site()
+
+        def shorter(args: list[str]) -> str | None:
+            return f"{limit}|500000|64|(null)" if args[2:3] == ["cpu"] and args[-1] != "%D" else sinfo(args)
+
+        return shorter, scontrol
+
+    # a site whose CPU partition allows 3 h: score_samples (180 min) alone fits, score + summary (190) does not
+    profile = read_profile(PROFILE)
+    problems = site_problems(profile, {}, *short_cpu("3:00:00"))
+    assert problems == ["group scoring on cpu: MaxTime 3:00:00 is below the 190.0 minutes asked for a first attempt"]
+    # told that limit (max_runtime_min), the profile caps the scoring job so the group fits
+    monkeypatch.setenv("BRORL_SLURM_MAX_RUNTIME_MIN", "180")
+    assert site_problems(read_profile(PROFILE), {}, *short_cpu("3:00:00")) == []

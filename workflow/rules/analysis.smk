@@ -210,7 +210,6 @@ rule write_summary:
         ),
     log:
         "results/logs/write_summary/summary.log",
-    localrule: True
     conda:
         "../../envs/analysis.yaml"
     threads: 1

@@ -6,6 +6,7 @@ import re
 
 from brorl.benchmarks.registry import load_registry
 from brorl.models.folders import staged_base_model
+from brorl.submission import GROUPS as SUBMISSION_GROUPS, driver_rules
 from brorl.vllm_scheduler import ENV as SCHEDULER_ENV, scheduler_json
 
 SIM = config["simulation"]
@@ -151,10 +152,10 @@ def evaluation_files(suffix):
     ]
 
 
-# Bookkeeping rules that cost seconds per job at tiny scale but add up to CPU-hours at paper scale (693
-# summarize_evaluation jobs, 32 export_checkpoint hashes of 3.5 GB): local at tiny scale (the CI's Slurm tests and
-# the demo do not grow), Slurm CPU jobs once the engine is the cluster's, so nothing heavy runs on a login node.
-LOCAL_AT_TINY_SCALE = config["engine"] == "embedded"
+# Which rules the driver runs itself and which jobs share one submission: one list for the workflow and the plan's
+# count of sbatch calls (brorl.submission; docs/cluster.md#how-many-submissions).
+# (what the `localrules:` directive compiles to; the directive itself takes only literal names)
+workflow.localrules(*driver_rules(config["engine"]))
 
 
 # ------------------------------------------------------------------------------------------------ model folders

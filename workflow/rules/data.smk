@@ -21,7 +21,6 @@ rule prepare_benchmark:
         bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
     # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
     retries: 0
-    localrule: True
     conda:
         "../../envs/data.yaml"
     threads: 1
@@ -83,7 +82,6 @@ rule prepare_train_data:
         "results/timings/prepare_train_data/{mix}.tsv"
     # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
     retries: 0
-    localrule: True
     conda:
         "../../envs/data.yaml"
     threads: 1
@@ -106,4 +104,3 @@ rule prepare_data:
     """Every benchmark of evaluation.benchmarks and the training mix (a target to fetch the data ahead of a run)."""
     input:
         data_targets(),
-    localrule: True

@@ -74,6 +74,8 @@ rule score_samples:
         "results/logs/score_samples/{arm}/step{step}/{benchmark}.log",
     benchmark:
         "results/timings/score_samples/{arm}/step{step}/{benchmark}.tsv"
+    group:
+        SUBMISSION_GROUPS["score_samples"]  # one sbatch for both (brorl.submission)
     conda:
         "../../envs/score.yaml"
     threads: 2
@@ -109,7 +111,8 @@ rule summarize_evaluation:
         "results/eval/{arm}/step{step}/{benchmark}.summary.json",
     log:
         "results/logs/summarize_evaluation/{arm}/step{step}/{benchmark}.log",
-    localrule: LOCAL_AT_TINY_SCALE
+    group:
+        SUBMISSION_GROUPS["summarize_evaluation"]  # one sbatch for both (brorl.submission)
     conda:
         "../../envs/score.yaml"
     threads: 1
@@ -170,7 +173,6 @@ rule collect_evaluation:
         ),
     log:
         "results/logs/collect_evaluation/eval_summary.log",
-    localrule: True
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -203,7 +205,6 @@ rule track_evaluation:
         "results/eval/{arm}/step{step}/tracked.json",
     log:
         "results/logs/track_evaluation/{arm}/step{step}.log",
-    localrule: True
     conda:
         "../../envs/train.yaml"  # the environment with wandb and tensorboard
     threads: 1

@@ -110,7 +110,6 @@ rule download_base_model:
     priority: 10  # the critical path (the chain to trained checkpoints) starts first
     # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
     retries: 0
-    localrule: True
     conda:
         "../../envs/data.yaml"
     threads: 1
@@ -187,7 +186,6 @@ rule download_eval_model:
     wildcard_constraints:
         model="|".join(map(re.escape, EVAL_MODELS)) or "(?!)",
     retries: 0  # downloads retry inside, with backoff (brorl.hub_retry)
-    localrule: True
     conda:
         "../../envs/data.yaml"
     threads: 1

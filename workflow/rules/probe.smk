@@ -15,7 +15,6 @@ rule select_probes:
         PROBE_SET,
     log:
         "results/logs/select_probes/probe_set.log",
-    localrule: True
     conda:
         "../../envs/score.yaml"
     threads: 1
@@ -157,7 +156,6 @@ rule analyse_probe:
         arms_pdf="results/figures/probe_arms.pdf",
     log:
         "results/logs/analyse_probe/probe.log",
-    localrule: True
     conda:
         "../../envs/analysis.yaml"
     threads: 1

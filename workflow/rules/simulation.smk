@@ -172,7 +172,6 @@ rule plot_simulation:
         ),
     log:
         "results/logs/plot_simulation/figure3.log",
-    localrule: True
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -214,7 +213,6 @@ rule tabulate_n_grid:
         pdf="results/figures/simulation_n_grid.pdf",
     log:
         "results/logs/tabulate_n_grid/n_grid.log",
-    localrule: True
     conda:
         "../../envs/sim.yaml"
     threads: 1
@@ -260,7 +258,6 @@ rule tabulate_simulation:
         ),
     log:
         "results/logs/tabulate_simulation/tables.log",
-    localrule: True
     conda:
         "../../envs/sim.yaml"
     threads: 1

@@ -95,7 +95,6 @@ rule tabulate_throughput:
         machine="results/throughput/machine.json",
     log:
         "results/logs/tabulate_throughput/table2.log",
-    localrule: True
     conda:
         "../../envs/analysis.yaml"
     threads: 1

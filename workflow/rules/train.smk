@@ -39,7 +39,6 @@ rule prepare_prompts:
         "results/train/{arm}/prompts.json",
     log:
         "results/logs/prepare_prompts/{arm}.log",
-    localrule: LOCAL_AT_TINY_SCALE
     conda:
         "../../envs/train.yaml"
     resources:
@@ -120,7 +119,6 @@ rule export_checkpoint:
         protected(directory("results/train/{arm}/step{step}")),
     log:
         "results/logs/export_checkpoint/{arm}/step{step}.log",
-    localrule: LOCAL_AT_TINY_SCALE
     conda:
         "../../envs/train.yaml"
     params:
@@ -146,7 +144,6 @@ rule finish_training:
         metrics="results/train/{arm}/metrics.jsonl",
     log:
         "results/logs/finish_training/{arm}.log",
-    localrule: True
     conda:
         "../../envs/train.yaml"
     params:

@@ -26,6 +26,7 @@ import yaml
 
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
+from ..submission import Submissions, submissions
 from ..training.job_shape import profile_shape_problem, train_job_resources
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
@@ -135,6 +136,15 @@ def disk_per_arm(config: dict, estimates) -> dict[str, dict]:
     return disk
 
 
+def jobs_per_rule(rows: list[CostRow]) -> dict[str, int]:
+    """Jobs per rule of the plan's rows (training's per-arm rows, train_ppo[arm], summed)."""
+    jobs: dict[str, int] = {}
+    for row in rows:
+        rule = row.name.split("[", 1)[0]
+        jobs[rule] = jobs.get(rule, 0) + row.jobs
+    return jobs
+
+
 def _fmt(x: float) -> str:
     return f"{x:,.1f}"
 
@@ -149,8 +159,11 @@ def measured_line(run: MeasuredRun | None) -> str:
     )
 
 
-def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile: dict, arms: dict) -> str:
-    """The plan as text: one line per rule (training: per arm) with the source of its hours, totals per stage."""
+def render(
+    rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile: dict, arms: dict, sent: Submissions
+) -> str:
+    """The plan as text: one line per rule (training: per arm) with the source of its hours, totals per stage, and
+    the sbatch calls they take."""
     lines = [
         "BroRL reproduction plan (source: measured = a --measured run at the planned scale; model = the evaluation "
         "cost model; estimated = profiles/slurm/estimates.yaml)",
@@ -172,6 +185,10 @@ def render(rows: list[CostRow], wall: dict[str, float], gpu_nodes: int, profile:
         lines.append(f"{stage:<11} {int(t['jobs']):>6} {_fmt(t['gpu_hours']):>11} {_fmt(t['cpu_hours']):>11}")
     t = totals(rows)
     lines.append(f"{'total':<11} {int(t['jobs']):>6} {_fmt(t['gpu_hours']):>11} {_fmt(t['cpu_hours']):>11}")
+    lines.append(
+        f"sbatch calls: {sent.calls:,} (first attempts) for {sent.jobs:,} jobs: {sent.on_driver} run by the driver, "
+        f"{sent.in_groups} ride in another job's group submission (docs/cluster.md#how-many-submissions)"
+    )
     lines.append("")
     training = [r for r in rows if r.name.startswith("train_ppo[")]
     per_arm = ", ".join(f"{r.name[10:-1]} {_fmt(r.hours)} h" for r in training)
@@ -297,7 +314,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     rows = [r for r in plan_rows(dag, planned, arms, resources, estimates, priced) if r.jobs or r.dag_jobs]
     gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
-    print(render(rows, wall, gpu_nodes, profile, arms))
+    sent = submissions(jobs_per_rule(rows), config["engine"])
+    print(render(rows, wall, gpu_nodes, profile, arms, sent))
     if estimates.step_scale != 1:
         print(
             f"training steps scaled by the response budget: {budget:,} / {estimates.reference_budget_tokens:,} tokens "
@@ -384,6 +402,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             if run is None
             else {"root": str(run.root), "set_aside": {k: len(v) for k, v in run.set_aside.items()}},
             "totals": totals(rows),
+            "sbatch_calls": dataclasses.asdict(sent),
             "wall_clock_hours": wall,
             "gpu_nodes": gpu_nodes,
             "training_disk_gb": disk,

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 # the requests sbatch gets, in this order (the rest of Snakemake's resources are its own bookkeeping)
 SBATCH_KEYS = ("slurm_partition", "nodes", "tasks", "gres", "gpu", "cpus_per_task", "cpus_per_gpu", "mem_mb", "runtime")
-JOB = re.compile(r"^(?:local)?rule (\w+):$")
+JOB = re.compile(r"^ *(?:local)?rule (\w+):$")  # indented: a member of a group job
+GROUP = re.compile(r"^\[[^]]*\] Group job (\w+) ")
 
 
 def rule_resources(lines: Iterable[str]) -> dict[str, Counter]:
@@ -26,8 +27,8 @@ def rule_resources(lines: Iterable[str]) -> dict[str, Counter]:
         if match:
             rule = match[1]
             out.setdefault(rule, Counter())
-        elif rule and line.startswith("    resources: "):
-            pairs = dict(kv.split("=", 1) for kv in line.removeprefix("    resources: ").split(", ") if "=" in kv)
+        elif rule and line.lstrip().startswith("resources: "):
+            pairs = dict(kv.split("=", 1) for kv in line.lstrip().removeprefix("resources: ").split(", ") if "=" in kv)
             out[rule][", ".join(f"{k}={pairs[k]}" for k in SBATCH_KEYS if k in pairs) or "(none)"] += 1
             rule = None
     return out
@@ -55,6 +56,9 @@ def summary(lines: list[str]) -> list[str]:
         jobs = sum(sizes.values())
         requests = "; ".join(f"{request}" + (f" ({n} jobs)" if len(sizes) > 1 else "") for request, n in sizes.items())
         out.append(f"  {rule}: {jobs} job(s): {requests}")
+    groups = Counter(m[1] for m in map(GROUP.match, lines) if m)
+    for group, n in groups.items():  # their members' requests merge: runtimes add up (brorl.submission)
+        out.append(f"  group {group}: {n} group job(s), one sbatch each for the member jobs above")
     found = warnings(lines)
     if found:
         out += ["", "warnings (repeated from the top of the output):", *found]

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..preflight.gpu_paths import partition_limit_problems
 from ..run_profile import option_values
+from ..submission import GROUPS, group_requests
 from .profile import ProfileError, read_profile, rule_resources
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,9 +47,15 @@ def max_nodes(scontrol_partition: str) -> int | None:
 
 
 def requests(profile: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each rule the profile sizes (its set-resources, with the rules' own resources under them), first attempt."""
+    """Each submission the profile sizes, first attempt: a rule's (its set-resources, with the rule's own resources
+    under them), or a group's in place of its members' (`group <name>`: runtimes added, brorl.submission)."""
     rules = set(profile.get("set-resources") or {}) | set(own)
-    return {rule: rule_resources(profile, rule, own.get(rule)) for rule in sorted(rules)}
+    asked = {rule: rule_resources(profile, rule, own.get(rule)) for rule in sorted(rules)}
+    groups = group_requests(asked)
+    return {
+        **{rule: r for rule, r in asked.items() if GROUPS.get(rule) not in groups},
+        **{f"group {name}": r for name, r in groups.items()},
+    }
 
 
 def site_problems(
