@@ -753,6 +753,7 @@ def spec(**analysis) -> dict:
     cfg = {
         "equal_time_hours": None,
         "alpha": 0.05,
+        "practical_margin": 1.0,
         "alternative": "greater",
         "correction": "holm",
         "comparison": {"treatment": "trt", "control": "ctl"},

@@ -62,6 +62,26 @@ def test_patterns_by_the_paired_tests_at_the_papers_size():
     # the same rule at alpha 0.01 and 0.1, and the point rule, are columns: the shares' dependence on the rule shows
     assert {"pattern_alpha0.01", "pattern_alpha0.1", "pattern_margin"} <= set(out.columns)
     assert pattern_shares(out.reset_index(), "pattern_margin") == {1: 0.5, 2: 0.25, 3: 0.25}
+    # the classes with their power: ProRL's loss in "only_brorl" (-3 points measured, raw p 0.02) is not shown once
+    # corrected over the four tasks, so the task is undetermined where the detection rule said pattern 2; a flat
+    # task is undetermined, not "neither" (a change within the 1-point margin cannot be shown at this size); each
+    # arm's detectable gain (about 4 points here) is printed beside its verdict
+    assert out["figure4_class"].to_dict() == {
+        "both": "both",
+        "flat": "undetermined",
+        "only_brorl": "undetermined",
+        "tied": "both",
+    }
+    assert out.loc["only_brorl", "control_verdict"] == "undetermined"
+    assert out["treatment_mde"].between(2, 6).all() and out["control_mde"].between(2, 6).all()
+    assert out.loc["both", "lead_share"] == 1.0 and out.loc["flat", "lead_share"] == 0.0
+    # a loss large enough is shown: ProRL's verdict on "only_brorl" with ten times the problems' precision
+    sharper = tests.reset_index().assign(control_se=tests["control_se"].to_numpy() / 10, p_control=lambda d: 1.0)
+    again = apply_tests(classified, sharper, alpha=0.05).set_index("task")
+    assert (
+        again.loc["only_brorl", "figure4_class"] == "brorl_only"
+        and again.loc["only_brorl", "control_verdict"] == "worse"
+    )
 
 
 def test_a_task_too_small_to_test_is_not_shown_to_improve():

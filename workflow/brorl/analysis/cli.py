@@ -259,7 +259,7 @@ def _cmd_figures(a: argparse.Namespace) -> None:
     classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns, steps=compared)
     if compared is not None:  # the paired tests per task decide the patterns (the point rule stays as a column)
         tests = task_tests(units, *arms, spec["base_arm"], spec["start_step"], compared, by_step)
-        classified = apply_tests(classified, tests, cfg["alpha"])
+        classified = apply_tests(classified, tests, cfg["alpha"], cfg["practical_margin"])
     a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
     classified.to_csv(a.patterns_csv, index=False)
     shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)

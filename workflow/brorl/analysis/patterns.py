@@ -22,6 +22,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from .figure4_rule import equivalence_p, mde, task_class, verdicts
+
 PATTERNS = {1: "both improve", 2: "ProRL stalls or degrades, BroRL improves", 3: "BroRL does not improve"}
 MARGIN = 1.0  # pass@1 points; NOT PUBLISHED
 
@@ -105,18 +107,35 @@ def pattern_by_test(p_treatment: float, p_control: float, alpha: float) -> int:
 SENSITIVITY_ALPHAS = (0.01, 0.1)  # the rule's other alphas, beside analysis.alpha, in task_patterns.csv
 
 
-def apply_tests(classified: pd.DataFrame, tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
+def apply_tests(classified: pd.DataFrame, tests: pd.DataFrame, alpha: float, margin: float = MARGIN) -> pd.DataFrame:
     """``classified`` (classify_tasks) with the paired tests (brorl.analysis.task_tests) merged in and the pattern
     decided by them at ``alpha``; the point rule kept as ``pattern_margin``, the test rule at SENSITIVITY_ALPHAS as
-    ``pattern_alpha<a>``. A task without a test (no problem evaluated at all three checkpoints) is pattern 3."""
+    ``pattern_alpha<a>``. A task without a test (no problem evaluated at all three checkpoints) is pattern 3.
+    Beside them, the rule with its power (brorl.analysis.figure4_rule, ``margin`` in points): each arm's verdict,
+    its minimal detectable effect (points), and the task's ``figure4_class``."""
     out = classified.rename(columns={"pattern": "pattern_margin"}).merge(tests, on="task", how="left")
+    out = with_verdicts(out, alpha, margin)
     p_t, p_c = out["p_treatment"].to_numpy(dtype=float), out["p_control"].to_numpy(dtype=float)
     out["pattern"] = [pattern_by_test(t, c, alpha) for t, c in zip(p_t, p_c)]
     for a in SENSITIVITY_ALPHAS:
         out[f"pattern_alpha{a:g}"] = [pattern_by_test(t, c, a) for t, c in zip(p_t, p_c)]
     out["ahead"] = out["p_ahead"].to_numpy(dtype=float) < alpha
-    first = ["task", "control_step", "treatment_step", "pattern", "ahead", "paper_pattern"]
+    first = ["task", "control_step", "treatment_step", "figure4_class", "pattern", "ahead", "paper_pattern"]
     return out[first + [c for c in out.columns if c not in first]]
+
+
+def with_verdicts(tests: pd.DataFrame, alpha: float, margin: float) -> pd.DataFrame:
+    """Each arm's verdict (improves, worse, no gain, undetermined; Holm over the tasks) and minimal detectable effect
+    in points, and the task's Figure 4 class (brorl.analysis.figure4_rule)."""
+    out = tests.copy()
+    df = out["n_problems"].to_numpy(dtype=float) - 1
+    for arm in ("treatment", "control"):
+        delta, se = out[f"{arm}_delta"].to_numpy(dtype=float), out[f"{arm}_se"].to_numpy(dtype=float)
+        p_same = equivalence_p(delta, se, df, margin)
+        out[f"{arm}_verdict"] = verdicts(out[f"p_{arm}"].to_numpy(dtype=float), p_same, alpha)
+        out[f"{arm}_mde"] = mde(se, df, alpha)
+    out["figure4_class"] = [task_class(t, c) for t, c in zip(out["treatment_verdict"], out["control_verdict"])]
+    return out
 
 
 def pattern_shares(classified: pd.DataFrame, column: str = "pattern") -> dict[int, float]:

@@ -20,7 +20,20 @@ import pandas as pd
 
 from ..stats.tests import paired_one_tailed
 
-COLUMNS = ["task", "n_problems", "p_treatment", "p_control", "p_ahead", "ahead_delta", "compared_pairs"]
+COLUMNS = [
+    "task",
+    "n_problems",
+    "p_treatment",
+    "p_control",
+    "p_ahead",
+    "ahead_delta",
+    "compared_pairs",
+    "treatment_delta",
+    "treatment_se",
+    "control_delta",
+    "control_se",
+    "lead_share",
+]
 
 
 def trajectory_pairs(
@@ -50,7 +63,8 @@ def task_tests(
     hours: Mapping[str, Mapping[int, float]] | None = None,
 ) -> pd.DataFrame:
     """One row per task with the start checkpoint and both compared checkpoints: ``COLUMNS`` (p-values of the
-    module docstring's three tests; ahead_delta in pass@1 points)."""
+    module docstring's three tests; ahead_delta, each arm's change since the start and its standard error in pass@1
+    points; lead_share: the share of the trajectory's matched checkpoints at which the treatment's mean leads)."""
     evaluated = {
         arm: sorted(int(s) for s in units.loc[units["arm"] == arm, "step"].unique() if 0 < int(s) <= steps[arm])
         for arm in (control, treatment)
@@ -72,15 +86,22 @@ def task_tests(
         t_traj = np.mean([g[(treatment, t)].to_numpy() for t, _ in pairs], axis=0)
         c_traj = np.mean([g[(control, c)].to_numpy() for _, c in pairs], axis=0)
         ahead = paired_one_tailed(c_traj, t_traj)
+        gain = {arm: paired_one_tailed(start, g[(arm, steps[arm])].to_numpy()) for arm in (treatment, control)}
+        leads = [g[(treatment, t)].mean() > g[(control, c)].mean() for t, c in pairs]
         rows.append(
             {
                 "task": task,
                 "n_problems": len(g),
-                "p_treatment": paired_one_tailed(start, g[(treatment, steps[treatment])].to_numpy()).p,
-                "p_control": paired_one_tailed(start, g[(control, steps[control])].to_numpy()).p,
+                "p_treatment": gain[treatment].p,
+                "p_control": gain[control].p,
                 "p_ahead": ahead.p,
                 "ahead_delta": 100 * ahead.delta,
                 "compared_pairs": len(pairs),
+                "treatment_delta": 100 * gain[treatment].delta,
+                "treatment_se": 100 * gain[treatment].se,
+                "control_delta": 100 * gain[control].delta,
+                "control_se": 100 * gain[control].se,
+                "lead_share": float(np.mean(leads)) if leads else float("nan"),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
