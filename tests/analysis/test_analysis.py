@@ -20,7 +20,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as sps
-from brorl.analysis.checkpoints import SelectionError, hours_by_step, select_checkpoints
+from brorl.analysis.checkpoints import (
+    SelectionError,
+    equal_point,
+    hours_by_step,
+    select_checkpoints,
+    startup_hours,
+    unequal_compute,
+)
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
 from brorl.analysis.paper import (
     BY_GAIN,
@@ -233,6 +240,27 @@ def test_equal_time_errors_name_the_arm():
     with pytest.raises(SelectionError, match="wall_s is None"):
         hours_by_step([{"step": 1, "wall_s": None}])
     assert hours_by_step([{"step": 2, "wall_s": 7200}]) == {2: 2.0}
+
+
+def test_the_training_clock_keeps_start_ups_apart_and_equal_time_is_what_every_arm_reached():
+    # two segments: each first step starts after a start-up (1,800 s, then a relaunch of 3,600 s); a save of 600 s
+    # between steps 1 and 2 counts, as steps do
+    records = [
+        {"step": 1, "segment": 0, "wall_s": 1800 + 3600, "step_s": 3600, "overhead_s": 1800},
+        {"step": 2, "segment": 0, "wall_s": 5400 + 600 + 3600, "step_s": 3600, "overhead_s": 600},
+        {"step": 3, "segment": 1, "wall_s": 9600 + 3600 + 3600, "step_s": 3600, "overhead_s": 3600},
+    ]
+    assert hours_by_step(records) == {1: 1.0, 2: pytest.approx(2 + 1 / 6), 3: pytest.approx(3 + 1 / 6)}
+    assert startup_hours(records) == 1.5
+    # ProRL reached 105 h, BroRL 150 h: t* is 105 h, not 140 h, and BroRL's checkpoint is the one nearest 105 h
+    evaluated, hours = (
+        {"prorl": [100, 200], "brorl": [50, 100]},
+        {"prorl": {100: 50, 200: 105}, "brorl": {50: 100, 100: 150}},
+    )
+    assert equal_point(evaluated, hours, 140) == 105
+    assert select_checkpoints(evaluated, hours, 140) == {"prorl": 200, "brorl": 50}
+    assert unequal_compute({"prorl": 105, "brorl": 100}) is None  # within 10%
+    assert "differ by 50%" in unequal_compute({"prorl": 100, "brorl": 150})
 
 
 # ---------------------------------------------------------------------------------------------------- units
@@ -886,6 +914,11 @@ def test_cli_from_score_files_to_summary(tmp_path):
     assert "category mean of Reasoning Gym" in text and "pattern 3 (BroRL does not improve)" in text
     assert "with the printed average: BroRL +107 (98.1 h), 35.7 h before ProRL's +535 (133.8 h)" in text
     assert "tiny preset" in text and "delta 0.0033" in text and "over n = 12 instances" in text
+    # ctl's step 1 (0.5 h) against trt's only checkpoint (1.4 h): unequal compute, flagged here and in the table
+    assert sig["selection"]["t_star_hours"] == 0.6 and "differ by 180%" in sig["selection"]["flag"]
+    assert "**Warning: unequal compute: the compared checkpoints' training hours differ by 180%" in text
+    assert "| flag | unequal compute: the compared checkpoints' training hours differ by 180%" in out["md"].read_text()
+    assert "flag" in set(pd.read_csv(out["csv"])["level"])
     assert f"{float(base['Math']):.2f} ± {float(base['Math se']):.2f} (n 6 x 16) (" in text
     assert "Table 2" in text and "not run: the throughput stage" in text
     # the verdict comes from the paired test: never "does not hold" from differences it cannot tell from noise
@@ -1074,7 +1107,18 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         assert proc.returncode == 0, output_of(proc)[-8000:]
         results = work / "results"
         sig = json.loads((results / "stats/significance.json").read_text())
-        assert sig["status"] == "ok" and sig["treatment"] == {"arm": "brorl_n16", "step": 6, "hours": 0.03}
+        assert sig["status"] == "ok" and sig["treatment"] == {
+            "arm": "brorl_n16",
+            "step": 6,
+            "hours": 0.03,
+            "samples_k": 0.192,
+            "startup_hours": 0.0,
+        }
+        # both arms' hours and generated samples beside the final checkpoints (equal_time_hours null), and the
+        # comparison at equal generated samples
+        summary = (results / "SUMMARY.md").read_text()
+        assert "`brorl_n16` step 6: 0.03 h, 0.192k generated samples" in summary, summary
+        assert sig["equal_samples"]["status"] == "ok" and "At equal generated samples (" in summary
         assert sig["pooled"]["n"] == 12 and sig["pooled"]["delta"] > 0  # equal_time_hours null: final checkpoints
         for name in ("figure1", "figure1_families", "figure4", "n_sweep"):  # both tiny arms: the tiny N sweep
             assert (results / f"figures/{name}.png").stat().st_size > 1000

@@ -1,7 +1,11 @@
 """Which checkpoint of each arm the significance test compares: the one nearest an equal training time.
 
-Pure functions on plain mappings (no file I/O): the training hours of a step come from ``wall_s`` of its record in
-``results/train/<arm>/metrics.jsonl`` (cumulative wall-clock seconds at the end of the step, across segments).
+Pure functions on plain mappings (no file I/O). The training clock of a step is read from its record in
+``results/train/<arm>/metrics.jsonl``: ``wall_s`` (cumulative wall-clock seconds at the end of the step, across
+segments) less the start-ups before each segment's first step (that record's ``overhead_s``: start-up, and with it
+whatever a relaunch lost), so an arm that needed more segments, or crashed, is not charged for it; those hours are
+kept apart (``startup_hours``). A relaunch inside one segment (a retried job) is not marked in the records: its lost
+time still counts. Equal compute is the nearer of ``analysis.equal_time_hours`` and the hours every arm reached.
 """
 
 from __future__ import annotations
@@ -13,18 +17,49 @@ class SelectionError(ValueError):
     """No checkpoint can be chosen for an arm (names the arm and why)."""
 
 
-def hours_by_step(records: Sequence[Mapping]) -> dict[int, float]:
-    """{continued step: cumulative training hours at its end} from metrics records (``wall_s`` / 3600).
-
-    A record with ``wall_s`` null or negative is an error: the equal-time comparison cannot place that step.
-    """
+def _clock(records: Sequence[Mapping]) -> tuple[dict[int, float], float]:
+    """({step: training-clock hours}, start-up hours kept apart) of one arm's records (module docstring)."""
     out: dict[int, float] = {}
-    for record in records:
+    apart, segment = 0.0, object()
+    for record in sorted(records, key=lambda r: int(r["step"])):
         wall = record.get("wall_s")
         if wall is None or not wall >= 0:
             raise SelectionError(f"step {record.get('step')}: wall_s is {wall!r}, not a number of seconds >= 0")
-        out[int(record["step"])] = float(wall) / 3600.0
-    return out
+        if record.get("segment") != segment:  # a segment's first step: its overhead is the start-up
+            apart += float(record.get("overhead_s") or 0.0)
+            segment = record.get("segment")
+        out[int(record["step"])] = (float(wall) - apart) / 3600.0
+    return out, apart / 3600.0
+
+
+def hours_by_step(records: Sequence[Mapping]) -> dict[int, float]:
+    """{continued step: training-clock hours at its end}: steps and saves, without start-ups (module docstring).
+
+    A record with ``wall_s`` null or negative is an error: the equal-time comparison cannot place that step.
+    """
+    return _clock(records)[0]
+
+
+def startup_hours(records: Sequence[Mapping]) -> float:
+    """Hours of start-ups and relaunches before segments' first steps, kept out of the training clock."""
+    return _clock(records)[1]
+
+
+UNEQUAL = 0.10  # chosen checkpoints whose hours differ by more than this share are flagged
+
+
+def unequal_compute(chosen_hours: Mapping[str, float | None], tolerance: float = UNEQUAL) -> str | None:
+    """A warning when the compared checkpoints' training hours differ by more than ``tolerance`` of the smaller
+    (None when they agree, or when an arm's hours are unknown)."""
+    known = {arm: h for arm, h in chosen_hours.items() if h is not None}
+    if len(known) < 2:
+        return None
+    low, high = min(known.values()), max(known.values())
+    gap = (high - low) / low if low > 0 else float("inf")
+    if gap <= tolerance:
+        return None
+    shown = ", ".join(f"{arm} {h:.3g} h" for arm, h in known.items())
+    return f"unequal compute: the compared checkpoints' training hours differ by {100 * gap:.0f}% ({shown})"
 
 
 def samples_by_step(records: Sequence[Mapping]) -> dict[int, float]:
@@ -42,26 +77,48 @@ def select_checkpoints(
     hours: Mapping[str, Mapping[int, float]],
     target_hours: float | None,
 ) -> dict[str, int]:
-    """For each arm, the evaluated step whose training hours are nearest ``target_hours`` (ties: the earlier step).
+    """For each arm, the evaluated step whose training hours are nearest t* (``equal_point``; ties: the earlier
+    step).
 
     evaluated: arm -> continued steps that have evaluation outputs (step 0, the start checkpoint, is not a
     candidate); hours: arm -> {step: hours} (from ``hours_by_step``). ``target_hours`` None picks each arm's last
     evaluated step (the final checkpoints), without needing hours. Raises SelectionError when an arm has no
     evaluated step after the start or, with a target, an evaluated step has no hours.
     """
-    if target_hours is not None and not target_hours > 0:
-        raise SelectionError(f"target hours must be > 0 or None, got {target_hours!r}")
+    point = equal_point(evaluated, hours, target_hours)
     chosen: dict[str, int] = {}
-    for arm, steps in evaluated.items():
-        candidates = sorted({int(s) for s in steps if int(s) > 0})
-        if not candidates:
-            raise SelectionError(f"arm {arm!r} has no evaluated checkpoint after the start")
-        if target_hours is None:
+    for arm, candidates in _candidates(evaluated).items():
+        if point is None:
             chosen[arm] = candidates[-1]
             continue
+        arm_hours = hours[arm]
+        chosen[arm] = min(candidates, key=lambda s: (abs(arm_hours[s] - point), s))
+    return chosen
+
+
+def _candidates(evaluated: Mapping[str, Iterable[int]]) -> dict[str, list[int]]:
+    out = {arm: sorted({int(s) for s in steps if int(s) > 0}) for arm, steps in evaluated.items()}
+    for arm, candidates in out.items():
+        if not candidates:
+            raise SelectionError(f"arm {arm!r} has no evaluated checkpoint after the start")
+    return out
+
+
+def equal_point(
+    evaluated: Mapping[str, Iterable[int]], hours: Mapping[str, Mapping[int, float]], target_hours: float | None
+) -> float | None:
+    """t* = min(target_hours, each arm's hours at its last evaluated checkpoint): the point every arm reached
+    (None with no target: the final checkpoints). ``hours`` may be any clock (generated samples too)."""
+    if target_hours is not None and not target_hours > 0:
+        raise SelectionError(f"target hours must be > 0 or None, got {target_hours!r}")
+    candidates = _candidates(evaluated)
+    if target_hours is None:
+        return None
+    reached = []
+    for arm, steps in candidates.items():
         arm_hours = hours.get(arm, {})
-        missing = [s for s in candidates if s not in arm_hours]
+        missing = [s for s in steps if s not in arm_hours]
         if missing:
             raise SelectionError(f"arm {arm!r}: no training metrics (wall_s) for evaluated step(s) {missing}")
-        chosen[arm] = min(candidates, key=lambda s: (abs(arm_hours[s] - target_hours), s))
-    return chosen
+        reached.append(arm_hours[steps[-1]])
+    return min([target_hours, *reached])

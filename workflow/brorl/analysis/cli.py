@@ -12,32 +12,9 @@ import sys
 from pathlib import Path
 
 from ..cli import run_command
-
-
-def _spec(a: argparse.Namespace) -> dict:
-    spec = json.loads(a.spec)
-    missing = [k for k in ("engine", "base_arm", "start_step", "arms", "analysis", "evaluation") if k not in spec]
-    if missing:
-        raise ValueError(f"--spec lacks key(s) {missing}")
-    return spec
-
-
-def _read_units(path: Path):
-    import pandas as pd
-
-    return pd.read_parquet(path)
-
-
-def _hours(a: argparse.Namespace, spec: dict):
-    from .load import hours_table, load_hours
-
-    hours = load_hours(a.metrics or [])
-    return hours, hours_table(hours, spec["base_arm"], spec["start_step"])
-
-
-def _evaluated_steps(units, arms) -> dict:
-    """arm -> its evaluated steps (sorted), what brorl.analysis.checkpoints.select_checkpoints chooses from."""
-    return {arm: sorted(set(units.loc[units["arm"] == arm, "step"])) for arm in arms}
+from .cli_inputs import hours_of, read_units, spec_of
+from .cmd_figures import cmd_figures
+from .cmd_significance import cmd_significance
 
 
 def _cmd_units(a: argparse.Namespace) -> None:
@@ -52,119 +29,6 @@ def _cmd_units(a: argparse.Namespace) -> None:
     )
 
 
-def _cmd_significance(a: argparse.Namespace) -> None:
-    from ..provenance import provenance
-    from ..tables import write_table
-    from .checkpoints import SelectionError, select_checkpoints
-    from .paper import load_paper
-    from .significance import compare_checkpoints, learning_effects, paper_comparison
-
-    spec, paper = _spec(a), load_paper()
-    cfg = spec["analysis"]
-    units = _read_units(a.units)
-    hours, _ = _hours(a, spec)
-    roles = cfg["comparison"]
-    evaluated = _evaluated_steps(units, roles.values())
-    target = cfg["equal_time_hours"]
-    test = {  # both comparisons' settings (the arms' also takes analysis.alternative)
-        "alpha": cfg["alpha"],
-        "correction": cfg["correction"],
-        "resamples": cfg["bootstrap"]["resamples"],
-        "seed": cfg["bootstrap"]["seed"],
-    }
-    result = {
-        "status": "ok",
-        "alpha": cfg["alpha"],
-        "alternative": cfg["alternative"],
-        "correction": cfg["correction"],
-        "paper": paper["statistics"],
-    }
-    try:
-        chosen = select_checkpoints(evaluated, hours, target)
-    except SelectionError as err:
-        result.update(status="not run", reason=str(err))
-        chosen = None
-    if chosen:
-        for role, arm in roles.items():
-            result[role] = {"arm": arm, "step": chosen[arm], "hours": hours.get(arm, {}).get(chosen[arm])}
-        rule = "final checkpoints" if target is None else f"checkpoints nearest {target} training hours (wall_s)"
-        result["selection"] = {"rule": rule, "equal_time_hours": target, "evaluated_steps": evaluated}
-        rows = compare_checkpoints(
-            units,
-            (roles["control"], chosen[roles["control"]]),
-            (roles["treatment"], chosen[roles["treatment"]]),
-            alternative=cfg["alternative"],
-            **test,
-        )
-        result.update(rows)
-        result["versus_paper"] = paper_comparison(rows["pooled"], paper["statistics"])
-    # the learning effect is one-tailed always: the question is whether training improved the start model
-    base = (spec["base_arm"], spec["start_step"])
-    arms = [arm["name"] for arm in spec["arms"]]
-    result["learning"] = learning_effects(units, base, arms, **test)
-    result["models"] = learning_effects(units, base, [m["name"] for m in spec.get("models", [])], **test)
-    result["provenance"] = provenance()
-    a.out_json.parent.mkdir(parents=True, exist_ok=True)
-    a.out_json.write_text(json.dumps(result, indent=2) + "\n")
-
-    import pandas as pd
-
-    cols = [
-        "level",
-        "group",
-        "n",
-        "delta",
-        "ci_low",
-        "ci_high",
-        "t",
-        "p",
-        "p_holm",
-        "p_adjusted",
-        "effect_size",
-        "baseline_mean",
-        "treatment_mean",
-        "reject",
-        "reject_holm",
-    ]
-    if result["status"] == "ok":
-        recs = [{"level": "pooled", **result["pooled"]}]
-        recs += [{"level": lvl, **r} for lvl in ("family", "benchmark") for r in result[lvl]]
-        recs.append(
-            {
-                "level": "paper",
-                "group": "all (paper)",
-                "delta": paper["statistics"]["delta"],
-                "t": paper["statistics"]["t"],
-                "p": paper["statistics"]["p"],
-            }
-        )
-        table = pd.DataFrame(recs).reindex(columns=cols)
-    else:
-        table = pd.DataFrame([{"level": "pooled", "group": f"not run: {result['reason']}"}]).reindex(columns=cols)
-    write_table(
-        table,
-        a.out_md,
-        a.out_csv,
-        a.out_tex,
-        title="Paired one-tailed t-test, treatment vs control",
-        printed_groups={
-            "95% CI": ("ci_low", "ci_high"),
-            "mean control / treatment": ("baseline_mean", "treatment_mean"),
-            "reject (raw / Holm)": ("reject", "reject_holm"),
-        },
-    )
-    pooled = result.get("pooled")
-    print(
-        f"significance: {result['status']}"
-        + (
-            f", delta {pooled['delta']:.4g}, p {pooled['p']:.3g}, n {pooled['n']}"
-            if pooled
-            else f" ({result.get('reason')})"
-        )
-        + f" -> {a.out_json}"
-    )
-
-
 def _cmd_tables(a: argparse.Namespace) -> None:
     import pandas as pd
 
@@ -175,10 +39,10 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     from .paper_tables import benchmark_table, checkpoint_rows, display, table1, table1_long
     from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
 
-    spec, paper = _spec(a), load_paper()
+    spec, paper = spec_of(a), load_paper()
     tiny = is_tiny_scale(spec["engine"])
-    units = _read_units(a.units)
-    _, hours = _hours(a, spec)
+    units = read_units(a.units)
+    _, hours = hours_of(a, spec)
     samples = pd.DataFrame(
         [(arm, step, k) for arm, by in load_hours(a.metrics or [], samples_by_step).items() for step, k in by.items()],
         columns=["arm", "step", "samples_k"],
@@ -212,98 +76,15 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
     write_table(shown, *paths, title=title, csv_frame=numeric)
 
 
-def _cmd_figures(a: argparse.Namespace) -> None:
-    from .checkpoints import SelectionError, select_checkpoints
-    from .figures import figure4_rows, plot_figure1, plot_figure4, plot_n_sweep, scale_note
-    from .paper import FAMILIES, is_tiny_scale, load_paper
-    from .patterns import apply_tests, classify_tasks, pattern_shares
-    from .task_tests import task_tests
-    from .trajectories import family_pass1, task_pass1, with_hours
-
-    spec, paper = _spec(a), load_paper()
-    cfg = spec["analysis"]
-    units = _read_units(a.units)
-    by_step, hours = _hours(a, spec)
-    labels = {arm["name"]: arm.get("label") or arm["name"] for arm in spec["arms"]}
-    arms = [cfg["comparison"]["control"], cfg["comparison"]["treatment"]]
-    equal_time = cfg["equal_time_hours"]
-    evaluated = _evaluated_steps(units, arms)
-    try:  # Figure 4's patterns are decided where the significance test compares the arms
-        compared = select_checkpoints(evaluated, by_step, equal_time)
-    except SelectionError as err:
-        print(f"warning: Figure 4's patterns compare each arm's last checkpoint: {err}")
-        compared, equal_time = None, None
-    fam = with_hours(family_pass1(units), hours)  # pass@1 with its 95% interval: the bands
-    note = scale_note(spec["engine"])
-    start = (spec["base_arm"], spec["start_step"])
-    tiny = is_tiny_scale(spec["engine"])
-    published = None if tiny else paper["table1"]  # never beside a seconds-long tiny curve
-    points = {
-        "figure1": plot_figure1(
-            fam,
-            arms,
-            labels,
-            *start,
-            a.figure1_png,
-            a.figure1_pdf,
-            note=note,
-            paper_table1=published,
-            equal_time_hours=equal_time,
-        ),
-        "figure1_families": plot_figure1(
-            fam, arms, labels, *start, a.families_png, a.families_pdf, FAMILIES, note, published, equal_time
-        ),
-    }
-    tasks = with_hours(task_pass1(units), hours)
-    patterns = {int(k): v for k, v in paper["figure4_patterns"].items()}
-    classified = classify_tasks(tasks, *arms, spec["base_arm"], spec["start_step"], patterns, steps=compared)
-    if compared is not None:  # the paired tests per task decide the patterns (the point rule stays as a column)
-        tests = task_tests(units, *arms, spec["base_arm"], spec["start_step"], compared, by_step)
-        classified = apply_tests(classified, tests, cfg["alpha"], cfg["practical_margin"])
-    a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
-    classified.to_csv(a.patterns_csv, index=False)
-    shares, rows = pattern_shares(classified), figure4_rows(classified, patterns)
-    points["figure4"] = plot_figure4(
-        tasks,
-        rows,
-        shares,
-        len(classified),
-        arms,
-        labels,
-        *start,
-        a.figure4_png,
-        a.figure4_pdf,
-        note,
-        None if tiny else paper,
-        equal_time,
-    )
-    print(
-        f"figure 1 (math) and all families; figure 4: {len(classified)} tasks classified, shares "
-        + ", ".join(f"pattern {k} {100 * v:.0f}%" for k, v in shares.items())
-        + f", shown {rows}"
-    )
-    if a.sweep_png:
-        enabled = {arm["name"]: arm for arm in spec["arms"]}
-        sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
-        step = cfg["n_sweep"]["step"]
-        points["n_sweep"] = plot_n_sweep(fam, sweep, step, a.sweep_png, a.sweep_pdf, note, published)
-        print(f"N sweep over {[s['name'] for s in sweep]} at step {step}")
-    for name in (n for n, count in points.items() if not count):
-        print(f"warning: figure {name} has no data point (no evaluated checkpoint of its arms at its steps)")
-    if a.points_json:  # what each figure drew, so an empty one is caught (tests) and seen (the report)
-        a.points_json.parent.mkdir(parents=True, exist_ok=True)
-        a.points_json.write_text(json.dumps({"scale": note, "points": points}, indent=2) + "\n")
-
-
 def _cmd_algorithms(a: argparse.Namespace) -> None:
     from ..tables import write_table
     from .algorithms import algorithm_rows
 
-    spec = _spec(a)
+    spec = spec_of(a)
     cfg = spec["analysis"]
-    hours, _ = _hours(a, spec)
+    hours, _ = hours_of(a, spec)
     table = algorithm_rows(
-        _read_units(a.units),
+        read_units(a.units),
         hours,
         cfg["algorithms"]["pairs"],
         target_hours=cfg["equal_time_hours"],
@@ -332,7 +113,7 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     from .paper import FAMILIES
     from .summary import render_summary
 
-    spec = _spec(a)
+    spec = spec_of(a)
     table1 = pd.read_csv(a.table1, keep_default_na=False)
     tables = {fam: pd.read_csv(p, keep_default_na=False) for fam, p in zip(FAMILIES, a.benchmark_tables)}
     sig = json.loads(a.significance.read_text())
@@ -365,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     for name in ("json", "md", "csv", "tex"):
         s.add_argument(f"--out-{name}", required=True, type=Path)
-    s.set_defaults(func=_cmd_significance)
+    s.set_defaults(func=cmd_significance)
 
     t = sub.add_parser("tables", help="Tables 1, 3, 4, 5 (md, tex, csv) beside the paper's values")
     common(t)
@@ -387,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--sweep-png", type=Path, default=None)
     f.add_argument("--sweep-pdf", type=Path, default=None)
     f.add_argument("--points-json", type=Path, default=None, help="data points drawn per figure, and the subtitle")
-    f.set_defaults(func=_cmd_figures)
+    f.set_defaults(func=cmd_figures)
 
     g = sub.add_parser("algorithms", help="the N gain per advantage estimator (analysis.algorithms) -> table")
     common(g)

@@ -13,14 +13,14 @@ from .model_summary import model_lines
 from .paper import FAMILY_LABELS, NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK, gains_over_start
 from .paper_tables import as_number as _num
+from .summary_figure4 import figure4_lines
+from .summary_statistics import statistics_lines
+from .summary_text import fixed as _f
+from .summary_text import p_value as _g
+from .summary_text import points as _pts
 
 # Table 1 columns whose gains decide the main claim; the two Reasoning Gym averages are read separately
 CLAIM_COLUMNS = ("Math", "Code", RG_CATEGORY, RG_TASK)
-
-
-def _f(x: object, digits: int = 2) -> str:
-    v = _num(x)
-    return NOT_RUN if v is None else f"{v:.{digits}f}"
 
 
 def _cell(x: object, digits: int = 2, sign: str = "") -> str:
@@ -73,18 +73,6 @@ def resolved_by_test(sig: Mapping) -> tuple[bool, str]:
     if pooled["reject"]:
         return True, f"paired one-tailed test p {pooled['p']:.3g} < alpha {sig['alpha']}"
     return False, f"paired one-tailed test p {pooled['p']:.3g} >= alpha {sig['alpha']} over n = {pooled['n']}"
-
-
-def _g(p: object) -> str:
-    """A p-value, or n/a where the test is undefined (no variance: every score equal)."""
-    v = _num(p)
-    return "n/a" if v is None else f"{v:.3g}"
-
-
-def _pts(x: object) -> str:
-    """A 0-1 difference as signed points."""
-    v = _num(x)
-    return "n/a" if v is None else f"{100 * v:+.2f}"
 
 
 def _versus_start(rows: list, better: str) -> list[str]:
@@ -279,86 +267,6 @@ def _earlier_claim(table1: pd.DataFrame, roles: Mapping[str, str]) -> list[str]:
     return lines + [""]
 
 
-def _patterns(classified: pd.DataFrame | None) -> list[str]:
-    """Figure 4's trajectory patterns: the share of classified tasks in each (the paper: most in 1 and 2), and how
-    the shares move with the rule (other alphas, the point rule)."""
-    from .patterns import MARGIN, PATTERNS, SENSITIVITY_ALPHAS, pattern_shares
-
-    tested = classified is not None and "pattern_margin" in classified
-    rule = (
-        "each arm's checkpoint at the equal-compute point against the start checkpoint, on the task's problems with "
-        "the paired one-tailed test (p < alpha); BroRL ahead when its paired test against ProRL over the "
-        "trajectory gives p < alpha"
-        if tested
-        else f"each arm's change from the start to its compared checkpoint, margin {MARGIN} point"
-    )
-    lines = [
-        "### Figure 4 trajectory patterns",
-        "",
-        f"Rule (ours; the paper gives none): {rule}. The paper says most tasks fall into patterns 1 and 2.",
-        "",
-    ]
-    if classified is None or classified.empty:
-        return lines + [f"{NOT_RUN}: no task has the start checkpoint and both arms evaluated.", ""]
-    if "figure4_class" in classified:
-        lines += _classes(classified)
-    shares = pattern_shares(classified)
-    lines += [
-        f"- pattern {k} ({PATTERNS[k]}): {int((classified['pattern'] == k).sum())} of {len(classified)} "
-        f"tasks ({100 * shares[k]:.0f}%)"
-        for k in PATTERNS
-    ]
-    if tested:
-        ahead = int(classified["ahead"].sum())
-        lines.append(f"- BroRL ahead of ProRL over the trajectory (paired test): {ahead} of {len(classified)} tasks")
-        others = [(f"alpha {a:g}", f"pattern_alpha{a:g}") for a in SENSITIVITY_ALPHAS]
-        others.append((f"the {MARGIN:g}-point rule", "pattern_margin"))
-        for name, column in others:
-            moved = pattern_shares(classified, column)
-            lines.append(f"- with {name}: " + ", ".join(f"pattern {k} {100 * moved[k]:.0f}%" for k in PATTERNS))
-    known = classified.dropna(subset=["paper_pattern"])
-    if len(known):
-        same = int((known["pattern"] == known["paper_pattern"].astype(int)).sum())
-        lines.append(f"- the paper's Figure 4 tasks evaluated here: {same} of {len(known)} in the paper's pattern.")
-    return lines + [""]
-
-
-def _classes(classified: pd.DataFrame) -> list[str]:
-    """Figure 4's classes with their power (brorl.analysis.figure4_rule): counts, shares over the determined tasks,
-    and what the run could detect."""
-    from .figure4_rule import CLASSES, class_shares
-
-    classes = classified["figure4_class"].astype(str).tolist()
-    shares = class_shares(classes)
-    undetermined = classes.count("undetermined")
-    lines = [
-        "Classes with their power (each arm against the start: improves, worse, no gain within the practical margin, "
-        "or undetermined; Holm over the tasks; a task is undetermined when an undetermined arm could change its class):",
-        "",
-    ]
-    lines += [
-        f"- {CLASSES[k]}: {classes.count(k)} of {len(classes)} tasks"
-        + (f" ({100 * shares[k]:.0f}% of the {len(classes) - undetermined} determined)" if k in shares else "")
-        for k in CLASSES
-    ]
-    mdes = [
-        f"{name} {classified[f'{arm}_mde'].median():.1f}"
-        for arm, name in (("treatment", "BroRL"), ("control", "ProRL"))
-        if classified[f"{arm}_mde"].notna().any()
-    ]
-    if mdes:
-        lines.append(
-            "- the smallest gain a task's test finds 4 times in 5 at this run's size (median over tasks, pass@1 "
-            f"points): {', '.join(mdes)}; the patterns below ask only whether a gain was detected"
-        )
-    if "lead_share" in classified and classified["lead_share"].notna().any():
-        lines.append(
-            "- BroRL leads at a median "
-            f"{100 * classified['lead_share'].median():.0f}% of the matched checkpoints of a task's trajectory"
-        )
-    return lines + [""]
-
-
 def _simulation(claims: pd.DataFrame | None) -> list[str]:
     lines = ["## Section 4.1: token-level simulation (Figure 3)", ""]
     if claims is None:
@@ -507,31 +415,6 @@ def _pts_cell(x: object, sign: str = "+") -> str:
     return "n/a" if v is None else f"{v:{sign}.2f}"
 
 
-def _statistics(sig: Mapping) -> list[str]:
-    paper = sig["paper"]
-    lines = [
-        "### Statistics (paired one-tailed t-test over problem instances)",
-        "",
-        f"Paper: delta {paper['delta']}, t {paper['t']}, p {paper['p']} over {paper['n_text']} at ~"
-        f"{paper['equal_time_hours']} h of equal training time, no correction.",
-        "",
-    ]
-    if sig.get("status") != "ok":
-        return lines + [f"Here: **not run**: {sig.get('reason')}", ""]
-    p = sig["pooled"]
-    sel = sig["selection"]
-    lines.append(
-        f"Here: {sig['treatment']['arm']} step {sig['treatment']['step']} vs {sig['control']['arm']} step "
-        f"{sig['control']['step']} ({sel['rule']}): delta {p['delta']:.4f} (95% bootstrap CI "
-        f"{p['ci_low']:.4f} .. {p['ci_high']:.4f}), t {_f(p['t'])}, p {p['p']:.3g} over n = {p['n']} "
-        f"instances; effect size d_z {_f(p['effect_size'], 3)}. Significant at alpha {sig['alpha']}: "
-        f"**{'yes' if p['reject'] else 'no'}**. Benchmarks significant: "
-        f"{sum(r['reject'] for r in sig['benchmark'])} of {len(sig['benchmark'])} raw, "
-        f"{sum(r['reject_holm'] for r in sig['benchmark'])} after Holm."
-    )
-    return lines + [""]
-
-
 def demote_headings(markdown: str, below: int) -> str:
     """`markdown` with its headings demoted so the highest is level below + 1 (an embedded table's own "# Table 2"
     becomes "#### Table 2" under a "###" section); text outside headings unchanged."""
@@ -567,8 +450,8 @@ def render_summary(
         "",
     ]
     lines += _benchmarks(tables)
-    lines += _statistics(sig)
-    lines += _patterns(patterns)
+    lines += statistics_lines(sig)
+    lines += figure4_lines(patterns)
     lines += [
         "Figures: Figure 1 (Math pass@1 vs training hours; every family in figure1_families), Figure 3 "
         "(simulation), Figure 4 (per-task pass@1 vs training hours by trajectory pattern) and, with two or more "

@@ -1,0 +1,135 @@
+"""``python -m brorl.analysis significance``: the paper's paired test at equal compute (twice), the learning effects,
+significance.json and its table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .cli_inputs import evaluated_steps, hours_of, read_units, spec_of
+
+
+def cmd_significance(a: argparse.Namespace) -> None:
+    from ..provenance import provenance
+    from ..tables import write_table
+    from .checkpoints import SelectionError, samples_by_step, startup_hours
+    from .equal_compute import equal_hours, equal_samples
+    from .load import load_hours
+    from .paper import load_paper
+    from .significance import learning_effects, paper_comparison
+
+    spec, paper = spec_of(a), load_paper()
+    cfg = spec["analysis"]
+    units = read_units(a.units)
+    hours, _ = hours_of(a, spec)
+    clocks = {
+        "hours": hours,
+        "samples": load_hours(a.metrics or [], samples_by_step),
+        "startup": load_hours(a.metrics or [], startup_hours),
+    }
+    roles = cfg["comparison"]
+    evaluated = evaluated_steps(units, roles.values())
+    test = {  # both comparisons' settings (the arms' also takes analysis.alternative)
+        "alpha": cfg["alpha"],
+        "correction": cfg["correction"],
+        "resamples": cfg["bootstrap"]["resamples"],
+        "seed": cfg["bootstrap"]["seed"],
+    }
+    result = {
+        "status": "ok",
+        "alpha": cfg["alpha"],
+        "alternative": cfg["alternative"],
+        "correction": cfg["correction"],
+        "paper": paper["statistics"],
+    }
+    try:
+        result.update(equal_hours(units, roles, evaluated, clocks, cfg["equal_time_hours"], cfg["alternative"], test))
+        result["versus_paper"] = paper_comparison(result["pooled"], paper["statistics"])
+        result["equal_samples"] = equal_samples(units, roles, evaluated, clocks, cfg["alternative"], test)
+    except SelectionError as err:
+        result.update(status="not run", reason=str(err))
+    # the learning effect is one-tailed always: the question is whether training improved the start model
+    base = (spec["base_arm"], spec["start_step"])
+    arms = [arm["name"] for arm in spec["arms"]]
+    result["learning"] = learning_effects(units, base, arms, **test)
+    result["models"] = learning_effects(units, base, [m["name"] for m in spec.get("models", [])], **test)
+    result["provenance"] = provenance()
+    a.out_json.parent.mkdir(parents=True, exist_ok=True)
+    a.out_json.write_text(json.dumps(result, indent=2) + "\n")
+
+    import pandas as pd
+
+    cols = [
+        "level",
+        "group",
+        "n",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "t",
+        "p",
+        "p_holm",
+        "p_adjusted",
+        "effect_size",
+        "baseline_mean",
+        "treatment_mean",
+        "reject",
+        "reject_holm",
+    ]
+    if result["status"] == "ok":
+        recs = [{"level": "pooled", **result["pooled"]}]
+        recs += [{"level": lvl, **r} for lvl in ("family", "benchmark") for r in result[lvl]]
+        recs.append(
+            {
+                "level": "paper",
+                "group": "all (paper)",
+                "delta": paper["statistics"]["delta"],
+                "t": paper["statistics"]["t"],
+                "p": paper["statistics"]["p"],
+            }
+        )
+        recs += _equal_compute_rows(result)
+        table = pd.DataFrame(recs).reindex(columns=cols)
+    else:
+        table = pd.DataFrame([{"level": "pooled", "group": f"not run: {result['reason']}"}]).reindex(columns=cols)
+    write_table(
+        table,
+        a.out_md,
+        a.out_csv,
+        a.out_tex,
+        title="Paired one-tailed t-test, treatment vs control",
+        printed_groups={
+            "95% CI": ("ci_low", "ci_high"),
+            "mean control / treatment": ("baseline_mean", "treatment_mean"),
+            "reject (raw / Holm)": ("reject", "reject_holm"),
+        },
+    )
+    pooled = result.get("pooled")
+    print(
+        f"significance: {result['status']}"
+        + (
+            f", delta {pooled['delta']:.4g}, p {pooled['p']:.3g}, n {pooled['n']}"
+            if pooled
+            else f" ({result.get('reason')})"
+        )
+        + f" -> {a.out_json}"
+    )
+
+
+def _equal_compute_rows(result: dict) -> list[dict]:
+    """The significance table's rows beside the pooled test: the equal-samples comparison, and the unequal-compute
+    flag where the chosen checkpoints' hours differ by more than 10%."""
+    rows = []
+    same = result.get("equal_samples") or {}
+    if same.get("status") == "ok":
+        rows.append(
+            {
+                "level": "equal samples",
+                "group": f"pooled, {same['samples_k']:.4g}k generated samples",
+                **{k: same["pooled"].get(k) for k in ("n", "delta", "ci_low", "ci_high", "t", "p", "reject")},
+            }
+        )
+    flag = result["selection"].get("flag")
+    if flag:
+        rows.append({"level": "flag", "group": flag})
+    return rows

@@ -1,0 +1,66 @@
+"""SUMMARY.md's statistics section: the paper's paired test at equal compute, twice (brorl.analysis.equal_compute):
+at equal training hours, flagged when the chosen hours differ by more than 10%, and at equal generated samples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .summary_text import fixed as _f
+
+
+def statistics_lines(sig: Mapping) -> list[str]:
+    paper = sig["paper"]
+    lines = [
+        "### Statistics (paired one-tailed t-test over problem instances)",
+        "",
+        f"Paper: delta {paper['delta']}, t {paper['t']}, p {paper['p']} over {paper['n_text']} at ~"
+        f"{paper['equal_time_hours']} h of equal training time, no correction.",
+        "",
+    ]
+    if sig.get("status") != "ok":
+        return lines + [f"Here: **not run**: {sig.get('reason')}", ""]
+    p = sig["pooled"]
+    sel = sig["selection"]
+    lines.append(
+        f"Here: {sig['treatment']['arm']} step {sig['treatment']['step']} vs {sig['control']['arm']} step "
+        f"{sig['control']['step']} ({sel['rule']}): delta {p['delta']:.4f} (95% bootstrap CI "
+        f"{p['ci_low']:.4f} .. {p['ci_high']:.4f}), t {_f(p['t'])}, p {p['p']:.3g} over n = {p['n']} "
+        f"instances; effect size d_z {_f(p['effect_size'], 3)}. Significant at alpha {sig['alpha']}: "
+        f"**{'yes' if p['reject'] else 'no'}**. Benchmarks significant: "
+        f"{sum(r['reject'] for r in sig['benchmark'])} of {len(sig['benchmark'])} raw, "
+        f"{sum(r['reject_holm'] for r in sig['benchmark'])} after Holm."
+    )
+    lines += ["", *compute_lines(sig)]
+    return lines + [""]
+
+
+def _spent(side: Mapping) -> str:
+    """`arm` step k: h training hours, s k generated samples (+ start-ups apart)."""
+    hours, samples, startup = side.get("hours"), side.get("samples_k"), side.get("startup_hours")
+    text = f"`{side['arm']}` step {side['step']}: " + (f"{hours:.3g} h" if hours is not None else "hours not recorded")
+    text += f", {samples:,.4g}k generated samples" if samples is not None else ", samples not recorded"
+    return text + (f" (start-ups and relaunches apart: {startup:.3g} h)" if startup else "")
+
+
+def compute_lines(sig: Mapping) -> list[str]:
+    """What each compared checkpoint cost, the unequal-compute flag, and the comparison at equal samples."""
+    lines = [
+        "Compute behind the compared checkpoints (training clock: steps and saves, brorl.analysis.checkpoints): "
+        + "; ".join(_spent(sig[role]) for role in ("control", "treatment"))
+        + "."
+    ]
+    flag = sig["selection"].get("flag")
+    if flag:
+        lines.append(f"**Warning: {flag}.** The test above compares unequal training time; read it with that.")
+    same = sig.get("equal_samples") or {}
+    if same.get("status") == "ok":
+        q = same["pooled"]
+        lines.append(
+            f"At equal generated samples ({same['samples_k']:,.4g}k, no hardware clock): "
+            f"{same['treatment']['arm']} step {same['treatment']['step']} vs {same['control']['arm']} step "
+            f"{same['control']['step']}: delta {q['delta']:.4f} (95% CI {q['ci_low']:.4f} .. {q['ci_high']:.4f}), "
+            f"p {q['p']:.3g} over n = {q['n']}; significant: **{'yes' if q['reject'] else 'no'}**."
+        )
+    elif same:
+        lines.append(f"At equal generated samples: not run ({same.get('reason')}).")
+    return lines
