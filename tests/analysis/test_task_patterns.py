@@ -132,3 +132,33 @@ def test_the_algorithms_table_reads_each_pair_by_the_paired_test_and_keeps_pairs
     assert rloo["p"] < 0.05 and rloo["verdict"] == "N gain holds"
     assert grpo["p"] >= 0.05 and grpo["verdict"].startswith("not resolved")
     assert table.loc["dr_grpo", "verdict"].startswith("not run: arm 'c16' has no evaluated checkpoint")
+
+
+def test_prorl_falling_from_its_own_midpoint_is_tested_and_files_the_task_as_brorl_only():
+    """Table 1's ProRL: up from the start, then down from its peak while still above the start. The test against
+    the start cannot see the fall; the pre-declared test against ProRL's checkpoint nearest half its hours can."""
+    from brorl.analysis.task_tests import midpoint_step
+
+    assert midpoint_step([1, 2, 3, 4], 4, {1: 1.0, 2: 2.1, 3: 3.0, 4: 4.0}) == 2  # nearest 2.0 h
+    assert midpoint_step([2, 4, 6], 6, None) == 2 and midpoint_step([6], 6, None) is None  # half of step 6: 3, tie
+    rng = np.random.default_rng(5)
+    rows = []
+    for task, rise, fall in (("peak_then_fall", 20, 12), ("steady", 10, 0)):
+        p0 = rng.uniform(0.25, 0.55, PROBLEMS)
+        curve = {("base", 0): p0, ("ctl", 1): p0 + rise / 100, ("ctl", 2): p0 + (rise - fall) / 100}
+        curve |= {("trt", 1): p0 + 0.1, ("trt", 2): p0 + 0.2}
+        for (arm, step), p in curve.items():
+            scores = rng.binomial(SAMPLES, np.clip(p, 0, 1)) / SAMPLES
+            rows += [
+                {"arm": arm, "step": step, "benchmark": "rg_x", "family": "reasoning_gym", "task": task, "id": i}
+                | {"n_samples": SAMPLES, "score": s}
+                for i, s in enumerate(scores)
+            ]
+    units, steps = pd.DataFrame(rows), {"ctl": 2, "trt": 2}
+    tests = task_tests(units, "ctl", "trt", "base", 0, steps, HOURS)
+    out = apply_tests(classify_tasks(task_pass1(units), "ctl", "trt", "base", 0, steps=steps), tests, 0.05)
+    out = out.set_index("task")
+    assert out.loc["peak_then_fall", "control_mid_step"] == 1 and out.loc["peak_then_fall", "control_declines"]
+    assert out.loc["peak_then_fall", "control_verdict"] == "improves"  # still above the start
+    assert out.loc["peak_then_fall", "figure4_class"] == "brorl_only"
+    assert not out.loc["steady", "control_declines"] and out.loc["steady", "figure4_class"] == "both"

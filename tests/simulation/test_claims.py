@@ -69,12 +69,28 @@ def test_claims_read_at_the_figures_scale_and_whether_the_curves_fill_its_axes()
     assert _holds(table)["3"] == "no"  # strict: |drop| > 1% of a correct token's p_i(0)
     assert _holds(table, "holds (figure units)") == {"1": "info", "2": "no", "3": "yes", "4": "yes", "ref": "info"}
     axes = table.set_index("claim").loc["axes"]
-    assert axes["holds (figure units)"] == "no" and "lowest worst drop -5.100e-6" in axes["measured"]
-    fills = {4: (0.601, 10.0, -9e-5), 512: (0.63, 90.0, -1e-6), 51200: (0.64, 100.0, 0.0)}
+    assert axes["holds (figure units)"] == "no" and axes["seeds holding"] == "0/2"
+    assert "seed 0: Q_pos 0.6000..0.6541 (ticks 0.60..0.65), lowest worst drop -5.100e-6" in axes["measured"]
+    # curves that matplotlib's autoscaling draws with the paper's ticks: Q_pos 0.60..0.64 and a lowest drop tick
+    # of -1e-4 (brorl.simulation.figure_axes); 0.640 as the top would give ticks 0.005 apart instead
+    fills = {4: (0.601, 10.0, -1.1e-4), 512: (0.63, 90.0, -1e-6), 51200: (0.6473, 100.0, 0.0)}
+    fits = claims_table(_runs(fills, correct=10_000), 0.01, 99.9).set_index("claim").loc["axes"]
+    assert fits["holds (figure units)"] == "yes" and fits["seeds holding"] == "2/2", fits["measured"]
+    flat_top = {4: (0.601, 10.0, -1.1e-4), 51200: (0.64, 100.0, 0.0)}
     assert (
-        claims_table(_runs(fills, correct=10_000), 0.01, 99.9).set_index("claim").loc["axes", "holds (figure units)"]
-        == "yes"
+        claims_table(_runs(flat_top, correct=10_000), 0.01, 99.9).set_index("claim").loc["axes", "seeds holding"]
+        == "0/2"
     )
+
+
+def test_claims_2_to_4_are_judged_over_the_whole_run_and_at_the_final_step_apart() -> None:
+    """A run whose worst drop dips below zero mid-run and recovers by T: claim 4 fails over the run, holds at T."""
+    runs = _runs(GOOD)
+    dip = (runs["n"] == 51200) & (runs["step"] == 1)
+    runs.loc[dip, "worst_drop"] = -2e-7
+    row = claims_table(runs, 0.01, 99.9).set_index("claim").loc["4"]
+    assert (row["holds"], row["holds at T"]) == ("no", "yes")
+    assert "worst drop over the run -2.000e-7 (at T 0)" in row["measured"]
 
 
 def test_every_claim_holds() -> None:
@@ -141,9 +157,10 @@ def test_sensitivity_table_one_row_per_label() -> None:
     assert named - set(cells.columns) == {"anchor", "anchor_frozen"}  # these synthetic runs carry no anchor settings
     printed = joined(cells, SENSITIVITY_PRINTED)
     assert len(printed.columns) <= MAX_PRINTED_COLUMNS and not any("seeds holding" in c for c in cells.columns)
-    assert printed.set_index("label").loc["eps1e-6", "claims 1-4 (seeds holding)"] == (
+    assert printed.set_index("label").loc["eps1e-6", "claims 1-4 over the run (seeds holding)"] == (
         "yes (1/1) / yes (1/1) / no (0/1) / not run (-)"
     )
+    assert printed.set_index("label").loc["eps1e-6", "claims 2-4 at the final step"] == "yes / no / not run"
 
 
 def test_write_table(tmp_path) -> None:

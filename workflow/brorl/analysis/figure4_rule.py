@@ -10,8 +10,11 @@ or not the paper is right. Here each arm's change since the start checkpoint get
     no gain       the change is shown to lie within the practical margin (two one-sided tests, Holm, at alpha)
     undetermined  none of these: the interval straddles the margin (the run is too small to tell)
 
-and a task's class follows from its two arms' verdicts (``task_class``); a task with an undetermined arm that could
-change its class is "undetermined", kept apart from "neither". Beside each verdict: the minimal detectable effect,
+and a task's class follows from its two arms' verdicts and from ProRL's decline: its compared checkpoint against its
+own checkpoint nearest half the compared hours, one-tailed, Holm over the tasks, declared before any score is read
+(``task_class``; Table 1's ProRL falls from its 62.10 peak while staying above the start, which no test against the
+start can see). A task with an undetermined arm that could change its class is "undetermined", kept apart from
+"neither". Beside each verdict: the minimal detectable effect,
 the gain the one-tailed test finds with 80% power at the run's size (``mde``), so a reader sees what "not shown"
 could hide. The margin is ``analysis.practical_margin`` (1 point: the paper's example panels move 0.6-2.5 points).
 """
@@ -66,9 +69,12 @@ def verdicts(p_up: np.ndarray, p_equivalent: np.ndarray, alpha: float) -> np.nda
     return out
 
 
-def task_class(treatment: str, control: str) -> str:
-    """The task's class (a key of CLASSES) from the verdicts on BroRL (treatment) and ProRL (control)."""
+def task_class(treatment: str, control: str, control_declines: bool = False) -> str:
+    """The task's class (a key of CLASSES) from the verdicts on BroRL (treatment) and ProRL (control) against the
+    start, and whether ProRL's decline from its own earlier checkpoint is shown (``control_declines``)."""
     if treatment == "improves":
+        if control_declines:
+            return "brorl_only"
         if control == "improves":
             return "both"
         return "brorl_only" if control in NOT_UP else "undetermined"

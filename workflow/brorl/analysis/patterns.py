@@ -20,8 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
+from ..stats.tests import holm
 from .figure4_rule import equivalence_p, mde, task_class, verdicts
 
 PATTERNS = {1: "both improve", 2: "ProRL stalls or degrades, BroRL improves", 3: "BroRL does not improve"}
@@ -134,7 +136,12 @@ def with_verdicts(tests: pd.DataFrame, alpha: float, margin: float) -> pd.DataFr
         p_same = equivalence_p(delta, se, df, margin)
         out[f"{arm}_verdict"] = verdicts(out[f"p_{arm}"].to_numpy(dtype=float), p_same, alpha)
         out[f"{arm}_mde"] = mde(se, df, alpha)
-    out["figure4_class"] = [task_class(t, c) for t, c in zip(out["treatment_verdict"], out["control_verdict"])]
+    declines = holm(out["p_control_decline"].to_numpy(dtype=float))
+    out["control_declines"] = np.nan_to_num(declines, nan=1.0) <= alpha
+    out["figure4_class"] = [
+        task_class(t, c, bool(d))
+        for t, c, d in zip(out["treatment_verdict"], out["control_verdict"], out["control_declines"])
+    ]
     return out
 
 

@@ -3,6 +3,8 @@ the paper's paired one-tailed t-test (brorl.stats.tests.paired_one_tailed) of
 
     treatment: the treatment arm at its compared checkpoint against the start checkpoint (did BroRL improve?)
     control:   the control arm at its compared checkpoint against the start checkpoint (did ProRL improve?)
+    decline:   the control's checkpoint nearest half its compared hours against its compared one (did ProRL fall
+               from its own earlier level? ``midpoint_step``, one-tailed)
     ahead:     the treatment against the control over the trajectory: per problem, the mean over the treatment's
                checkpoints up to its compared one of (treatment - the control's checkpoint nearest in training hours,
                up to the control's compared one); with no hours, the two compared checkpoints only
@@ -33,6 +35,8 @@ COLUMNS = [
     "control_delta",
     "control_se",
     "lead_share",
+    "control_mid_step",
+    "p_control_decline",
 ]
 
 
@@ -53,6 +57,18 @@ def trajectory_pairs(
     return [(t, min(control_steps, key=lambda c: (abs(c_hours[c] - t_hours[t]), c))) for t in treatment_steps]
 
 
+def midpoint_step(steps: list[int], compared: int, hours: Mapping[int, float] | None) -> int | None:
+    """The control's own earlier checkpoint its decline is tested against, declared before any score is read: the
+    evaluated step nearest half the compared checkpoint's training hours (without hours: half its step; ties: the
+    earlier). None when the control has no other evaluated checkpoint."""
+    earlier = [s for s in steps if s < compared]
+    if not earlier:
+        return None
+    if hours and compared in hours and all(s in hours for s in earlier):
+        return min(earlier, key=lambda s: (abs(hours[s] - hours[compared] / 2), s))
+    return min(earlier, key=lambda s: (abs(s - compared / 2), s))
+
+
 def task_tests(
     units: pd.DataFrame,
     control: str,
@@ -70,8 +86,10 @@ def task_tests(
         for arm in (control, treatment)
     }
     pairs = trajectory_pairs(evaluated[treatment], evaluated[control], hours, treatment, control)
+    mid = midpoint_step(evaluated[control], steps[control], (hours or {}).get(control))
     needed = {(base_arm, start_step), (control, steps[control]), (treatment, steps[treatment])}
     needed |= {(treatment, t) for t, _ in pairs} | {(control, c) for _, c in pairs}
+    needed |= {(control, mid)} if mid is not None else set()
     keep = units[[(a, int(s)) in needed for a, s in zip(units["arm"], units["step"])]]
     wide = keep.pivot_table(index=["task", "benchmark", "id"], columns=["arm", "step"], values="score")
     cols = sorted(needed)
@@ -102,6 +120,13 @@ def task_tests(
                 "control_delta": 100 * gain[control].delta,
                 "control_se": 100 * gain[control].se,
                 "lead_share": float(np.mean(leads)) if leads else float("nan"),
+                "control_mid_step": mid,
+                # one-tailed: the control's midpoint above its compared checkpoint (ProRL declines)
+                "p_control_decline": (
+                    paired_one_tailed(g[(control, steps[control])].to_numpy(), g[(control, mid)].to_numpy()).p
+                    if mid is not None
+                    else float("nan")
+                ),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
