@@ -1189,3 +1189,42 @@ def test_an_evaluated_model_is_compared_with_its_paper_row_by_gain_and_says_what
     )
     left_out = model_lines({**spec, "evaluation": {"include_start": False}}, table, [])
     assert left_out[0] == START_LEFT_OUT.format(names="`released`") and "steps: not known" in left_out[1]
+
+
+def test_the_lr_ablation_arm_is_compared_with_the_control_at_equal_compute_when_enabled():
+    from brorl.analysis.cmd_significance import lr_ablation
+    from brorl.analysis.summary_statistics import compute_lines
+
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.2, 0.6, 200)
+    units = units_frame({("base", 0): p, ("ctl", 2): p + 0.01, ("abl", 1): p, ("abl", 2): p + 0.1}, rng)
+    clocks = {"hours": {"ctl": {2: 2.0}, "abl": {1: 1.0, 2: 2.1}}, "samples": {}, "startup": {}}
+    cfg = {"comparison": {"control": "ctl", "treatment": "trt"}, "lr_ablation": "abl", "equal_time_hours": 2.0}
+    cfg |= {"alternative": "greater"}
+    test = {"alpha": 0.05, "correction": "holm", "resamples": 200, "seed": 0}
+    spec = {"analysis": cfg, "arms": [{"name": "ctl"}, {"name": "trt"}, {"name": "abl"}]}
+    out = lr_ablation(units, spec, clocks, test)
+    assert out["status"] == "ok" and out["treatment"]["step"] == 2 and out["pooled"]["reject"]
+    assert out["pooled"]["delta"] == pytest.approx(0.09, abs=0.03)
+    sig = {"selection": {}, "control": {"arm": "ctl", "step": 2}, "treatment": {"arm": "trt", "step": 2}}
+    assert any("The lr-rule ablation (`abl`" in line for line in compute_lines(sig | {"lr_ablation": out}))
+    off = lr_ablation(units, spec | {"arms": [{"name": "ctl"}]}, clocks, test)
+    assert off == {"status": "off", "arm": "abl"}
+    assert any("is not an enabled arm" in line for line in compute_lines(sig | {"lr_ablation": off}))
+    missing = lr_ablation(units[units["arm"] != "abl"], spec, clocks, test)
+    assert missing["status"] == "not run" and "'abl' has no evaluated checkpoint" in missing["reason"]
+
+
+def test_the_task_clustered_interval_widens_when_tasks_move_together():
+    from brorl.stats import bootstrap_ci
+    from brorl.stats.cluster_bootstrap import cluster_bootstrap_ci
+
+    rng = np.random.default_rng(0)
+    tasks = np.repeat(np.arange(20), 50)  # 20 tasks x 50 problems
+    together = rng.normal(0.02, 0.05, 20)[tasks] + rng.normal(0, 0.01, len(tasks))  # each task shifts as a whole
+    by_task = cluster_bootstrap_ci(together, tasks, resamples=2000, rng=np.random.default_rng(1))
+    by_problem = bootstrap_ci(together, resamples=2000, rng=np.random.default_rng(1))
+    assert by_task.clusters == 20 and by_task.estimate == pytest.approx(together.mean())
+    assert (by_task.high - by_task.low) > 3 * (by_problem.high - by_problem.low)
+    with pytest.raises(ValueError, match="one length"):
+        cluster_bootstrap_ci([0.1, 0.2], [1], rng=np.random.default_rng(0))

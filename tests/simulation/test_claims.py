@@ -53,7 +53,7 @@ GOOD = {
 
 
 def _holds(table: pd.DataFrame, column: str = "holds") -> dict[str, str]:
-    return {k: v for k, v in zip(table["claim"], table[column]) if k != "axes"}
+    return {k: v for k, v in zip(table["claim"], table[column]) if k not in ("axes", "variance")}
 
 
 def test_claims_read_at_the_figures_scale_and_whether_the_curves_fill_its_axes() -> None:
@@ -116,7 +116,7 @@ def test_thresholds_decide_claims_3_and_4() -> None:
 
 def test_claims_without_their_n_are_not_run_not_dropped() -> None:
     table = claims_table(_runs({4: GOOD[4]}), 0.01, 99.9)
-    assert list(table["claim"]) == ["1", "2", "3", "4", "ref", "axes"]
+    assert list(table["claim"]) == ["1", "2", "3", "4", "variance", "ref", "axes"]
     assert _holds(table) == {"1": "not run", "2": "yes", "3": "not run", "4": "not run", "ref": "not run"}
     assert "N = 8 not run" in table.set_index("claim").loc["2", "note"]
 
@@ -237,3 +237,21 @@ def test_provenance_outside_git(tmp_path) -> None:
     from brorl.provenance import git_state
 
     assert git_state(tmp_path) == {"commit": None, "dirty": None, "root": None}
+
+
+def test_the_variance_claim_reads_the_spread_of_the_step_to_step_change_of_q_pos() -> None:
+    """Section 4.1: small-N updates vary more. Scatter of the update shrinking with N holds, whatever the update's
+    drift (a larger N here also moves Q_pos faster and faster); a smooth path at the smallest N does not."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for n, noise, drift in ((4, 1e-3, 0.0), (16, 5e-4, 1e-5), (512, 1e-4, 1e-4)):
+        for seed in (0, 1):
+            update = drift * np.arange(200) + rng.normal(0.0, noise, 200)
+            q = 0.6 + np.cumsum(update)
+            rows += [{"step": s, "q_pos": v, "n": n, "seed": seed} for s, v in enumerate(q)]
+    runs = pd.DataFrame(rows).assign(label="main", pct_improved=50.0, worst_drop=0.0, correct=C)
+    row = claims_table(runs, 0.01, 99.9).set_index("claim").loc["variance"]
+    assert row["holds"] == "yes" and row["seeds holding"] == "2/2", row["measured"]
+    assert "N=4: 0.001, N=16: 5.09e-4" in row["measured"], row["measured"]  # the scatter drawn: 1e-3, 5e-4
+    smooth = runs.assign(n=runs["n"].replace({4: 1024}))  # the noisiest path now at the largest N
+    assert claims_table(smooth, 0.01, 99.9).set_index("claim").loc["variance", "holds"] == "no"

@@ -48,6 +48,7 @@ def cmd_significance(a: argparse.Namespace) -> None:
         result["equal_samples"] = equal_samples(units, roles, evaluated, clocks, cfg["alternative"], test)
     except SelectionError as err:
         result.update(status="not run", reason=str(err))
+    result["lr_ablation"] = lr_ablation(units, spec, clocks, test)
     # the learning effect is one-tailed always: the question is whether training improved the start model
     base = (spec["base_arm"], spec["start_step"])
     arms = [arm["name"] for arm in spec["arms"]]
@@ -66,6 +67,8 @@ def cmd_significance(a: argparse.Namespace) -> None:
         "delta",
         "ci_low",
         "ci_high",
+        "ci_low_tasks",
+        "ci_high_tasks",
         "t",
         "p",
         "p_holm",
@@ -100,6 +103,8 @@ def cmd_significance(a: argparse.Namespace) -> None:
         title="Paired one-tailed t-test, treatment vs control",
         printed_groups={
             "95% CI": ("ci_low", "ci_high"),
+            "95% CI, tasks resampled": ("ci_low_tasks", "ci_high_tasks"),
+            "p Holm / adjusted": ("p_holm", "p_adjusted"),
             "mean control / treatment": ("baseline_mean", "treatment_mean"),
             "reject (raw / Holm)": ("reject", "reject_holm"),
         },
@@ -116,6 +121,28 @@ def cmd_significance(a: argparse.Namespace) -> None:
     )
 
 
+def lr_ablation(units, spec: dict, clocks: dict, test: dict) -> dict | None:
+    """The control against the lr-rule ablation arm (analysis.lr_ablation) at equal compute, when that arm is
+    enabled: status, the compared checkpoints and the pooled row; status "off" when the named arm is not enabled
+    (None when unset)."""
+    from .checkpoints import SelectionError
+    from .equal_compute import equal_hours
+
+    cfg = spec["analysis"]
+    arm = cfg.get("lr_ablation")
+    if arm is None:
+        return None
+    if arm not in {a["name"] for a in spec["arms"]}:
+        return {"status": "off", "arm": arm}
+    roles = {"control": cfg["comparison"]["control"], "treatment": arm}
+    evaluated = evaluated_steps(units, roles.values())
+    try:
+        rows = equal_hours(units, roles, evaluated, clocks, cfg["equal_time_hours"], cfg["alternative"], test)
+    except (SelectionError, ValueError) as err:
+        return {"status": "not run", "arm": arm, "reason": str(err)}
+    return {"status": "ok", **{k: rows[k] for k in ("control", "treatment", "selection", "pooled")}}
+
+
 def _equal_compute_rows(result: dict) -> list[dict]:
     """The significance table's rows beside the pooled test: the equal-samples comparison, and the unequal-compute
     flag where the chosen checkpoints' hours differ by more than 10%."""
@@ -127,6 +154,15 @@ def _equal_compute_rows(result: dict) -> list[dict]:
                 "level": "equal samples",
                 "group": f"pooled, {same['samples_k']:.4g}k generated samples",
                 **{k: same["pooled"].get(k) for k in ("n", "delta", "ci_low", "ci_high", "t", "p", "reject")},
+            }
+        )
+    ablation = result.get("lr_ablation") or {}
+    if ablation.get("status") == "ok":
+        rows.append(
+            {
+                "level": "lr ablation",
+                "group": f"pooled, {ablation['treatment']['arm']} vs {ablation['control']['arm']}",
+                **{k: ablation["pooled"].get(k) for k in ("n", "delta", "ci_low", "ci_high", "t", "p", "reject")},
             }
         )
     flag = result["selection"].get("flag")

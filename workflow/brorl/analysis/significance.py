@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import paired_bootstrap_ci
+from ..stats.cluster_bootstrap import cluster_bootstrap_ci
 from ..stats.units import compare_arms
 
 
@@ -137,6 +138,19 @@ def compare_checkpoints(
                 ci_resamples=resamples,
             )
             out[level_name].append({k: _clean(v) for k, v in row.items()})
+    if (
+        "task" in sides["control"]
+    ):  # the pooled delta's interval with whole tasks resampled (brorl.stats.cluster_bootstrap)
+        labels = sides["control"][["benchmark", "id", "task"]].drop_duplicates(["benchmark", "id"])
+        tasks = merged[["benchmark", "id"]].merge(labels, on=["benchmark", "id"], how="left")  # merged's order
+        clustered = cluster_bootstrap_ci(
+            (merged["score_t"] - merged["score_b"]).to_numpy(),
+            (tasks["benchmark"] + "/" + tasks["task"].astype(str)).to_numpy(),
+            level=level,
+            resamples=resamples,
+            rng=np.random.default_rng([seed, 1]),
+        )
+        out["pooled"][0].update(ci_low_tasks=clustered.low, ci_high_tasks=clustered.high, tasks=clustered.clusters)
     return {
         "pooled": out["pooled"][0],
         "family": out["family"],

@@ -30,6 +30,12 @@ def statistics_lines(sig: Mapping) -> list[str]:
         f"{sum(r['reject'] for r in sig['benchmark'])} of {len(sig['benchmark'])} raw, "
         f"{sum(r['reject_holm'] for r in sig['benchmark'])} after Holm."
     )
+    if p.get("ci_low_tasks") is not None:
+        lines.append(
+            f"Resampling whole tasks instead of problems (problems of one task move together): 95% CI "
+            f"{p['ci_low_tasks']:.4f} .. {p['ci_high_tasks']:.4f} over {p['tasks']} tasks. Either interval covers "
+            "evaluation sampling and problem heterogeneity, not training variance: each arm is one training run."
+        )
     lines += ["", *compute_lines(sig)]
     return lines + [""]
 
@@ -63,4 +69,21 @@ def compute_lines(sig: Mapping) -> list[str]:
         )
     elif same:
         lines.append(f"At equal generated samples: not run ({same.get('reason')}).")
+    ablation = sig.get("lr_ablation")
+    if ablation and ablation.get("status") == "ok":
+        q = ablation["pooled"]
+        lines.append(
+            f"The lr-rule ablation (`{ablation['treatment']['arm']}`: BroRL's N at the unscaled lr0) against "
+            f"`{ablation['control']['arm']}` by the same test ({ablation['selection']['rule']}): delta {q['delta']:.4f} "
+            f"(95% CI {q['ci_low']:.4f} .. {q['ci_high']:.4f}), p {q['p']:.3g}; significant: "
+            f"**{'yes' if q['reject'] else 'no'}**. BroRL differs from ProRL in N and in lr (x 2.83): this pair "
+            "keeps the lr."
+        )
+    elif ablation and ablation.get("status") == "off":
+        lines.append(
+            f"The lr-rule ablation `{ablation['arm']}` is not an enabled arm: BroRL's N and its lr (x 2.83) are "
+            "not separated here (enable that arm to compare it with the control)."
+        )
+    elif ablation:
+        lines.append(f"The lr-rule ablation `{ablation['arm']}`: not run ({ablation['reason']}).")
     return lines

@@ -272,6 +272,36 @@ def _reference(f: _Family) -> dict:
     }
 
 
+def update_spread(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run (n, seed): the noise of the update, the standard deviation of dQ(t) - dQ(t-1) over steps divided by
+    sqrt(2), with dQ(t) = Q_pos(t) - Q_pos(t-1). Differencing twice removes the slow drift of the update (its size
+    changes over the run), so what is left is the step-to-step scatter that sampling N tokens causes."""
+    ordered = runs.sort_values(["n", "seed", "step"])
+    change = ordered.groupby(["n", "seed"])["q_pos"].diff()
+    jitter = change.groupby([ordered["n"], ordered["seed"]]).diff()
+    spread = jitter.groupby([ordered["n"], ordered["seed"]]).std() / np.sqrt(2.0)
+    return spread.rename("spread").reset_index()
+
+
+def _variance(runs: pd.DataFrame) -> dict:
+    """Section 4.1's "small-N updates exhibit higher variance": the step-to-step noise of the update
+    (``update_spread``) falls as N grows (seed means; strictly, across every N run)."""
+    spread = update_spread(runs)
+    means = spread.groupby("n")["spread"].mean().sort_index()
+    if len(means) < 2:
+        return {"N": "-", "measured": "-", "holds": NOT_RUN, "note": "needs runs at two or more N"}
+    holds = bool(np.all(np.diff(means.to_numpy()) < 0))
+    pivot = spread.pivot_table(index="seed", columns="n", values="spread").dropna()
+    per_seed = pd.Series([bool(np.all(np.diff(r.to_numpy()) < 0)) for _, r in pivot.iterrows()], dtype=bool)
+    return {
+        "N": ", ".join(str(int(n)) for n in means.index),
+        "measured": "noise of dQ_pos per step: " + ", ".join(f"N={int(n)}: {_fmt(v, 3)}" for n, v in means.items()),
+        "holds": YES if holds else NO,
+        "seeds holding": _holding(per_seed),
+        "note": f"criterion: strictly decreasing in N; {_agree(per_seed, holds)}",
+    }
+
+
 def _evaluate(runs: pd.DataFrame, tol: float, pct: float) -> tuple[_Family, dict[int | str, dict]]:
     f = _Family.of(runs)
     return f, {1: _claim1(f), 2: _claim2(f), 3: _claim3(f, tol), 4: _claim4(f, pct), "ref": _reference(f)}
@@ -314,6 +344,15 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
                 "holds (figure units)": figure_units(f, cid),
             }
         )
+    rows.append(
+        {
+            "claim": "variance",
+            "statement": "Small N: the update varies more from step to step",
+            "paper": "small-N updates exhibit higher variance (Section 4.1; no number)",
+            "holds (figure units)": INFO,
+            **_variance(fam),
+        }
+    )
     rows.append(
         {
             "claim": "ref",

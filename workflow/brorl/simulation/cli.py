@@ -20,8 +20,8 @@ def _add_problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--anchor-class",
         choices=("incorrect", "correct"),
-        default="incorrect",
-        help="reward class of the anchor token (the paper does not say)",
+        default="correct",
+        help="reward class of the anchor token (the paper does not say; config.yaml's default)",
     )
     p.add_argument(
         "--freeze-anchor",
@@ -35,7 +35,7 @@ def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), metavar=("BETA1", "BETA2"))
     p.add_argument("--eps", type=float, default=1e-8, help="Adam epsilon")
-    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.01, help="torch AdamW's default, as config.yaml's")
 
 
 def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
