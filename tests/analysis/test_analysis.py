@@ -917,6 +917,8 @@ def test_cli_from_score_files_to_summary(tmp_path):
     # ctl's step 1 (0.5 h) against trt's only checkpoint (1.4 h): unequal compute, flagged here and in the table
     assert sig["selection"]["t_star_hours"] == 0.6 and "differ by 180%" in sig["selection"]["flag"]
     assert "**Warning: unequal compute: the compared checkpoints' training hours differ by 180%" in text
+    assert "ProRL +535 10,439k and BroRL +191 20,039k; the comparable BroRL row is +107 (11,226k)" in text
+    assert "Resampling whole tasks instead of problems" in text and sig["pooled"]["tasks"] == 3
     assert "| flag | unequal compute: the compared checkpoints' training hours differ by 180%" in out["md"].read_text()
     assert "flag" in set(pd.read_csv(out["csv"])["level"])
     assert f"{float(base['Math']):.2f} ± {float(base['Math se']):.2f} (n 6 x 16) (" in text

@@ -162,3 +162,37 @@ def test_prorl_falling_from_its_own_midpoint_is_tested_and_files_the_task_as_bro
     assert out.loc["peak_then_fall", "control_verdict"] == "improves"  # still above the start
     assert out.loc["peak_then_fall", "figure4_class"] == "brorl_only"
     assert not out.loc["steady", "control_declines"] and out.loc["steady", "figure4_class"] == "both"
+
+
+def test_the_n_sweep_task_by_task_beside_the_tasks_brorl_did_not_improve():
+    from brorl.analysis.summary_figure4 import figure4_lines
+    from brorl.analysis.sweep_tasks import sweep_columns
+
+    rng = np.random.default_rng(9)
+    rows = []
+    for task, gain_512, gain_1024 in (("hard", 0.0, 0.15), ("easy", 0.15, 0.15), ("flat", 0.0, 0.0)):
+        p0 = rng.uniform(0.2, 0.5, PROBLEMS)
+        for (arm, step), g in {("base", 0): 0.0, ("n512", 5): gain_512, ("n1024", 5): gain_1024}.items():
+            scores = rng.binomial(SAMPLES, np.clip(p0 + g, 0, 1)) / SAMPLES
+            rows += [
+                {"arm": arm, "step": step, "benchmark": "rg_x", "task": task, "id": i, "score": s}
+                for i, s in enumerate(scores)
+            ]
+    units = pd.DataFrame(rows)
+    sweep = [{"name": "n512", "n": 512}, {"name": "n1024", "n": 1024}]
+    out = sweep_columns(units, sweep, 5, ("base", 0), 0.05, 1.0).set_index("task")
+    assert set(out["sweep_largest_arm"]) == {"n1024"} and out.loc["hard", "sweep_n1024"] > 10
+    assert (
+        out.loc["hard", "sweep_largest_verdict"] == "improves"
+        and out.loc["flat", "sweep_largest_verdict"] != "improves"
+    )
+    assert sweep_columns(units, [{"name": "n2048", "n": 2048}], 5, ("base", 0), 0.05, 1.0).columns.tolist() == ["task"]
+    # SUMMARY.md: of the tasks BroRL (N = 512) did not improve, which the largest N does
+    classified = out.reset_index().assign(
+        treatment_verdict=lambda d: d["task"].map({"hard": "undetermined", "easy": "improves", "flat": "no gain"}),
+        pattern=3,
+        paper_pattern=None,
+    )
+    text = "\n".join(figure4_lines(classified))
+    assert "The N sweep on the 2 tasks BroRL did not improve: the largest N (`n1024`) improves 1 of them" in text
+    assert "): hard." in text

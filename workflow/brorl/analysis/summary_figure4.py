@@ -31,6 +31,8 @@ def figure4_lines(classified: pd.DataFrame | None) -> list[str]:
         return lines + [f"{NOT_RUN}: no task has the start checkpoint and both arms evaluated.", ""]
     if "figure4_class" in classified:
         lines += _classes(classified)
+    if "sweep_largest_verdict" in classified:
+        lines += _sweep(classified)
     shares = pattern_shares(classified)
     lines += [
         f"- pattern {k} ({PATTERNS[k]}): {int((classified['pattern'] == k).sum())} of {len(classified)} "
@@ -86,3 +88,21 @@ def _classes(classified: pd.DataFrame) -> list[str]:
             f"{100 * classified['lead_share'].median():.0f}% of the matched checkpoints of a task's trajectory"
         )
     return lines + [""]
+
+
+def _sweep(classified: pd.DataFrame) -> list[str]:
+    """Section 4.2.2's "N = 512 might not be large enough for some harder problems", on the tasks BroRL did not
+    improve: does the sweep's largest N (brorl.analysis.sweep_tasks)?"""
+    has = classified.dropna(subset=["sweep_largest_verdict"])
+    if has.empty:
+        return []
+    arm = has["sweep_largest_arm"].iloc[0]
+    column = "treatment_verdict" if "treatment_verdict" in has else None
+    stuck = has[has[column] != "improves"] if column else has[has["pattern"] == 3]
+    moved = stuck[stuck["sweep_largest_verdict"] == "improves"]
+    names = ", ".join(map(str, moved["task"].head(10))) + (", ..." if len(moved) > 10 else "")
+    return [
+        f"- The N sweep on the {len(stuck)} tasks BroRL did not improve: the largest N (`{arm}`) improves "
+        f"{len(moved)} of them (paired test against the start, Holm over the tasks){': ' + names if names else ''}.",
+        "",
+    ]

@@ -58,6 +58,7 @@ def compute_lines(sig: Mapping) -> list[str]:
     flag = sig["selection"].get("flag")
     if flag:
         lines.append(f"**Warning: {flag}.** The test above compares unequal training time; read it with that.")
+    lines.append(_paper_samples())
     same = sig.get("equal_samples") or {}
     if same.get("status") == "ok":
         q = same["pooled"]
@@ -87,3 +88,19 @@ def compute_lines(sig: Mapping) -> list[str]:
     elif ablation:
         lines.append(f"The lr-rule ablation `{ablation['arm']}`: not run ({ablation['reason']}).")
     return lines
+
+
+def _paper_samples() -> str:
+    """Appendix D's "a comparable number of total generated samples" against the paper's own Table 1 cells."""
+    from .paper import load_paper
+
+    rows = [r for r in load_paper()["table1"] if r.get("samples_k")]
+    control = max((r for r in rows if r["role"] == "control"), key=lambda r: r["continued_steps"])
+    treatment = sorted((r for r in rows if r["role"] == "treatment"), key=lambda r: r["continued_steps"])
+    nearest = min(treatment, key=lambda r: abs(r["samples_k"] - control["samples_k"]))
+    return (
+        f'Paper (Appendix D): the arms used "a comparable number of total generated samples"; its Table 1 gives ProRL '
+        f"+{control['continued_steps']} {control['samples_k']:,}k and BroRL +{treatment[-1]['continued_steps']} "
+        f"{treatment[-1]['samples_k']:,}k; the comparable BroRL row is +{nearest['continued_steps']} "
+        f"({nearest['samples_k']:,}k)."
+    )
