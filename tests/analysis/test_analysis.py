@@ -1082,17 +1082,18 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
                 folder = work / f"results/eval/{arm}/step{step}"
                 samples = folder / f"{bench}.samples.parquet"
                 folder.mkdir(parents=True, exist_ok=True)
+                n = 32 if arm == "base" else 16  # the start's two draws (evaluation.start_draws)
                 pd.DataFrame(
                     {
-                        "id": np.repeat(ids, 16),
-                        "sample_idx": np.tile(np.arange(16), len(ids)),
+                        "id": np.repeat(ids, n),
+                        "sample_idx": np.tile(np.arange(n), len(ids)),
                         "response": "synthetic",
                         "n_tokens": 8,
                         "finish_reason": "stop",
                     }
                 ).to_parquet(samples)
                 shift = 0.2 if arm == "brorl_n16" else 0.0  # a known effect of the tiny "BroRL" arm
-                scores = write_scores(folder / f"{bench}.scores.parquet", ids, np.clip(p + shift, 0, 1), rng)
+                scores = write_scores(folder / f"{bench}.scores.parquet", ids, np.clip(p + shift, 0, 1), rng, n=n)
                 Path(f"{samples}.json").write_text("{}")  # the generation sidecar
                 older += [samples, Path(f"{samples}.json")]
                 newer.append(scores)
@@ -1135,7 +1136,9 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
             assert " ± " in text and " x 16 |" in text, table
         t3 = pd.read_csv(results / "tables/table3.csv", keep_default_na=False)
         shown = t3[t3["pass@1"] != NOT_RUN]
-        assert len(shown) >= 1 and (shown["pass@1 n"] == "4 x 16").all()  # synthetic_math's evaluated rows
+        # synthetic_math's evaluated rows; the start's two draws are one cell of 32 samples
+        assert len(shown) >= 1 and set(shown["pass@1 n"]) == {"4 x 16", "4 x 32"}
+        assert (shown.loc[shown["method"].str.startswith("Baseline"), "pass@1 n"] == "4 x 32").all()
         assert all(float(x) > 0 for x in shown["pass@1 se"])
         agreement = pd.read_csv(results / "tables/math_verify_agreement.csv")
         assert set(agreement["benchmark"]) == {"synthetic_math", "Math avg"} and len(agreement) == 8
@@ -1230,3 +1233,30 @@ def test_the_task_clustered_interval_widens_when_tasks_move_together():
     assert (by_task.high - by_task.low) > 3 * (by_problem.high - by_problem.low)
     with pytest.raises(ValueError, match="one length"):
         cluster_bootstrap_ci([0.1, 0.2], [1], rng=np.random.default_rng(0))
+
+
+def test_the_start_checkpoint_has_two_draws_and_each_arms_test_takes_its_own(tmp_path):
+    from brorl.analysis.task_tests import task_tests
+    from brorl.stats import paired_one_tailed
+
+    rng = np.random.default_rng(12)
+    bench = write_benchmark(tmp_path, "rg_arithmetic", "reasoning_gym", {"basic_arithmetic": 40})
+    ids = [f"rg_arithmetic/basic_arithmetic/{i}" for i in range(40)]
+    p = rng.uniform(0.2, 0.7, 40)
+    files = [write_scores(tmp_path / "eval/base/step0/rg_arithmetic.scores.parquet", ids, p, rng, n=32)]
+    for arm, shift in (("ctl", 0.05), ("trt", 0.1)):
+        files.append(write_scores(tmp_path / f"eval/{arm}/step2/rg_arithmetic.scores.parquet", ids, p + shift, rng))
+    units = load_units(files, [bench], expected_samples=16, start=("base", 0, 2))
+    base = units[units["arm"] == "base"]
+    assert (base["n_samples"] == 32).all() and base[["score_first", "score_second"]].notna().all().all()
+    assert np.allclose((base["score_first"] + base["score_second"]) / 2, base["score"])  # two halves of 16
+    assert units.loc[units["arm"] != "base", "score_first"].isna().all()
+    with pytest.raises(AnalysisInputError, match="do not have 16 samples .e.g. base step 0"):
+        load_units(files, [bench], expected_samples=16, start=("base", 0, 1))  # one draw configured: 32 is wrong
+    # the treatment's test against the first draw, the control's against the second
+    tests = task_tests(units, "ctl", "trt", "base", 0, {"ctl": 2, "trt": 2}).set_index("task")
+    wide = units.pivot_table(index="id", columns="arm", values=["score", "score_first", "score_second"])
+    first = paired_one_tailed(wide[("score_first", "base")].to_numpy(), wide[("score", "trt")].to_numpy())
+    second = paired_one_tailed(wide[("score_second", "base")].to_numpy(), wide[("score", "ctl")].to_numpy())
+    assert tests.loc["basic_arithmetic", "p_treatment"] == pytest.approx(first.p)
+    assert tests.loc["basic_arithmetic", "p_control"] == pytest.approx(second.p)

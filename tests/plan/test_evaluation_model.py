@@ -46,6 +46,10 @@ def test_the_arithmetic_of_one_benchmark_with_priors_and_with_measurements():
     assert aime.gpus == 1 and aime.job_hours == pytest.approx(aime.compute_gpu_hours + 0.1)
     assert aime.gpu_hours_on(8) == pytest.approx(aime.compute_gpu_hours + 0.8)  # a whole node waits for start-up
     assert aime.total_gpu_hours == pytest.approx(33 * aime.job_gpu_hours)
+    # two draws of the start checkpoint: its job generates the samples twice (one more draw's compute, no start-up)
+    (drawn,) = evaluation_costs({"aime24": 30}, 16, 33, PRIOR, 8, start_extra=1)
+    assert drawn.total_gpu_hours == pytest.approx(33 * aime.job_gpu_hours + aime.compute_gpu_hours)
+    assert drawn.start_job_hours == pytest.approx(aime.job_hours + aime.compute_gpu_hours / aime.gpus)
     (measured,) = evaluation_costs(
         {"aime24": 30}, 16, 1, PRIOR, 8, mean_tokens={"aime24": Measured(12000, 3)}, tokens_per_s=Measured(6000, 5)
     )

@@ -71,8 +71,8 @@ def paper_run(root: Path) -> Path:
     """A run at the paper's scale: aime24 and math500 of the start checkpoint generated and scored, one
     prepare_benchmark job, 2 training steps of prorl_n16, and brorl_n512's one step as the one-step 16K preset
     (workflow/presets/step_16k.yaml) records it: OpenRLHF's command on 8 nodes at the 16K budget, 1.8 h."""
-    sidecar(root, "base", 3000, "aime24", "cluster", 30, 16, 32768, 12000.0)
-    sidecar(root, "base", 3000, "math500", "cluster", 500, 16, 32768, 4000.0)
+    sidecar(root, "base", 3000, "aime24", "cluster", 30, 32, 32768, 12000.0)
+    sidecar(root, "base", 3000, "math500", "cluster", 500, 32, 32768, 4000.0)
     timing(root / "results/timings/generate_samples/base/step3000/aime24.tsv", 600.0)
     timing(root / "results/timings/generate_samples/base/step3000/math500.tsv", 1800.0)
     timing(root / "results/timings/score_samples/base/step3000/aime24.tsv", 100.0, 140.0)
@@ -93,7 +93,7 @@ def paper_run(root: Path) -> Path:
 def tiny_run(root: Path) -> Path:
     """The tiny CPU preset's files: embedded engine, 32 tokens, every synthetic_math problem (32)."""
     sidecar(root, "prorl_n4", 16, "synthetic_math", "embedded", 32, 16, 32, 10.0)
-    sidecar(root, "base", 0, "aime24", "embedded", 4, 16, 32, 10.0)
+    sidecar(root, "base", 0, "aime24", "embedded", 4, 32, 32, 10.0)
     timing(root / "results/timings/generate_samples/base/step0/aime24.tsv", 8.0)
     timing(root / "results/timings/score_samples/base/step0/aime24.tsv", 2.0)
     timing(root / "results/timings/prepare_benchmark/synthetic_math.tsv", 0.55)
@@ -170,9 +170,10 @@ def test_a_paper_scale_run_replaces_estimates_and_feeds_the_evaluation_model(tmp
     assert priced["score_samples"].source == "measured (1 jobs)"
     assert priced["train_ppo[prorl_n16]"].hours_per_job == pytest.approx(0.25)
     assert priced["train_ppo[prorl_n16]"].source == "measured (2 steps)"
-    # tokens/s per GPU over the timed jobs, on the profile's 8 GPUs: (480 x 12,000 + 8,000 x 4,000) / (2,400 s x 8)
+    # tokens/s per GPU over the timed jobs, on the profile's 8 GPUs: the start's jobs generate its two draws of 16
+    # samples (evaluation.start_draws), (960 x 12,000 + 16,000 x 4,000) / (2,400 s x 8)
     tps, jobs = measured_tokens_per_s(run.eval_jobs, 8)
-    assert jobs == 2 and tps == pytest.approx((480 * 12000 + 8000 * 4000) / (2400 * 8))
+    assert jobs == 2 and tps == pytest.approx((960 * 12000 + 16000 * 4000) / (2400 * 8))
     assert measured_mean_tokens(run.eval_jobs) == {"aime24": (12000.0, 1), "math500": (4000.0, 1)}
 
     gen = Resources(1, 8, 96)
@@ -225,10 +226,10 @@ def test_plan_command_with_a_measured_run_says_which_hours_are_measured(tmp_path
 def test_measured_tokens_per_s_counts_the_gpus_each_job_had(tmp_path):
     """A job sized to its benchmark (e.g. 1 GPU for AIME, 8 for MATH500) records its GPUs in its sidecar; tokens/s
     per GPU divides each job's time by those, the profile's size only where a sidecar lacks them."""
-    sidecar(tmp_path, "base", 3000, "aime24", "cluster", 30, 16, 32768, 12000.0, gpus=1)
-    sidecar(tmp_path, "base", 3000, "math500", "cluster", 500, 16, 32768, 4000.0, gpus=4)
-    timing(tmp_path / "results/timings/generate_samples/base/step3000/aime24.tsv", 600.0)
-    timing(tmp_path / "results/timings/generate_samples/base/step3000/math500.tsv", 1800.0)
+    sidecar(tmp_path, "prorl_n16", 25, "aime24", "cluster", 30, 16, 32768, 12000.0, gpus=1)
+    sidecar(tmp_path, "prorl_n16", 25, "math500", "cluster", 500, 16, 32768, 4000.0, gpus=4)
+    timing(tmp_path / "results/timings/generate_samples/prorl_n16/step25/aime24.tsv", 600.0)
+    timing(tmp_path / "results/timings/generate_samples/prorl_n16/step25/math500.tsv", 1800.0)
     run = read_measured(tmp_path, PAPER, PROBLEMS, {})
     assert sorted(j.gpus for j in run.eval_jobs) == [1, 4]
     tps, jobs = measured_tokens_per_s(run.eval_jobs, 8)

@@ -187,12 +187,14 @@ def plan_values(record: dict) -> SimpleNamespace:
         train_jobs={name[10:-1]: r["jobs"] for name, r in rows.items() if name.startswith("train_ppo[")},
         eval_jobs=int(model["jobs"]),
         eval_old=model["old_gpu_hours"],
-        eval_generation=sum(b["gpu_hours_per_checkpoint"] * b["checkpoints"] for b in model["benchmarks"]),
+        eval_generation=sum(
+            b["gpu_hours_per_checkpoint"] * (b["checkpoints"] + b["start_extra_draws"]) for b in model["benchmarks"]
+        ),
         eval_node_per_job=model["model_gpu_hours_profile_size"],
         eval_sized=model["model_gpu_hours_sized"],
         checkpoints=max(b["checkpoints"] for b in model["benchmarks"]),
         problems=sum(b["problems"] for b in model["benchmarks"]),
-        samples_m=sum(b["samples"] * b["checkpoints"] for b in model["benchmarks"]) / 1e6,
+        samples_m=sum(b["samples"] * (b["checkpoints"] + b["start_extra_draws"]) for b in model["benchmarks"]) / 1e6,
         tokens_b=model["tokens"] / 1e9,
     )
 

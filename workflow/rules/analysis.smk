@@ -27,12 +27,14 @@ rule collect_units:
     params:
         code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         n=EVAL["n_samples"],
+        start=f"{BASE_ARM}:{config['base_model']['start_step']}:{EVAL['start_draws']}",
     shell:
         """
         python -m brorl.analysis units \
             --scores {input.scores:q} \
             --benchmarks {input.benchmarks:q} \
             --n {params.n} \
+            --start {params.start:q} \
             --out {output:q} \
             >{log:q} 2>&1
         """

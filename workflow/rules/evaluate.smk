@@ -32,7 +32,7 @@ rule generate_samples:
         gpu=generation_gpus,
     params:
         engine=config["engine"],
-        n=EVAL["n_samples"],
+        n=samples_of,
         temperature=EVAL["temperature"],
         top_p=EVAL["top_p"],
         max_tokens=EVAL["max_tokens"],
@@ -83,7 +83,7 @@ rule score_samples:
         mem_mb=4096,
         runtime=120,
     params:
-        n=EVAL["n_samples"],
+        n=samples_of,
         max_items=max_items_flag(),
         verifier_sha256=code_sha256("scoring"),  # rerun trigger only: a verifier change rescores
         # model-written code runs under bubblewrap, or not at all unless the config accepts weaker isolation
@@ -120,7 +120,7 @@ rule summarize_evaluation:
         mem_mb=2048,
         runtime=10,
     params:
-        n=EVAL["n_samples"],
+        n=samples_of,
         max_items=max_items_flag(),
     shell:
         """

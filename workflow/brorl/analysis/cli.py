@@ -20,7 +20,11 @@ from .cmd_significance import cmd_significance
 def _cmd_units(a: argparse.Namespace) -> None:
     from .load import load_units
 
-    units = load_units(a.scores, a.benchmarks, expected_samples=a.n)
+    start = None
+    if a.start:
+        arm, step, draws = a.start.rsplit(":", 2)
+        start = (arm, int(step), int(draws))
+    units = load_units(a.scores, a.benchmarks, expected_samples=a.n, start=start)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     units.to_parquet(a.out, index=False)
     print(
@@ -134,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--scores", nargs="+", required=True, type=Path, help="<arm>/step<k>/<bench>.scores.parquet")
     u.add_argument("--benchmarks", nargs="+", required=True, type=Path, help="resources/benchmarks/<bench>.jsonl")
     u.add_argument("--n", type=int, default=None, help="samples every instance must have")
+    u.add_argument(
+        "--start",
+        default=None,
+        help="ARM:STEP:DRAWS: the start checkpoint has DRAWS x --n samples (each arm's own draw)",
+    )
     u.add_argument("--out", required=True, type=Path)
     u.set_defaults(func=_cmd_units)
 

@@ -32,7 +32,10 @@ UNIT_COLUMNS = (
     "score_var",
     "tests_passed",
     "tests_passed_var",
+    "score_first",
+    "score_second",
 )
+Start = tuple[str, int, int]  # the start checkpoint's (arm, step) and its draws of n samples (evaluation.start_draws)
 TESTS_PASSED = "tests_passed"  # the scores' optional code column (brorl.evaluation.score.TESTS_PASSED_COLUMN)
 
 
@@ -59,12 +62,18 @@ def item_table(benchmark_files: Iterable[Path | str]) -> pd.DataFrame:
 
 
 def load_units(
-    scores_files: Iterable[Path | str], benchmark_files: Iterable[Path | str], expected_samples: int | None = None
+    scores_files: Iterable[Path | str],
+    benchmark_files: Iterable[Path | str],
+    expected_samples: int | None = None,
+    start: Start | None = None,
 ) -> pd.DataFrame:
     """Per-instance units of every (arm, step, benchmark) scores file: ``UNIT_COLUMNS``, score = mean over samples.
 
     Every scored id must be an item of its benchmark's records file (else AnalysisInputError naming the file);
-    with ``expected_samples`` every instance must have exactly that many samples.
+    with ``expected_samples`` every instance must have exactly that many samples, the start checkpoint's ``start``
+    (arm, step, draws) that many times its draws. With two or more draws the start's units also carry the means of
+    its first and second draw of ``expected_samples`` (``score_first``, ``score_second``: each arm's test against the
+    start takes its own, brorl.analysis.task_tests); NaN elsewhere.
     """
     items = item_table(benchmark_files)
     known = set(items["benchmark"])
@@ -88,19 +97,55 @@ def load_units(
     if not frames:
         raise AnalysisInputError("no scores files given")
     samples = pd.concat(frames, ignore_index=True)
+    is_start = _is_start(samples, start)
     try:
-        units = instance_means(
-            samples, keys=("arm", "step", "benchmark", "id"), expected_samples=expected_samples, carry=()
-        )
+        units = instance_means(samples, keys=("arm", "step", "benchmark", "id"), carry=())
     except ValueError as err:
         raise AnalysisInputError(f"scores: {err}") from err
-    units = _with_tests_passed(units, samples, expected_samples)
+    if expected_samples is not None:
+        _check_counts(units, expected_samples, start)
+    units = _with_tests_passed(units, samples)
+    units = _with_draws(units, samples[is_start], expected_samples, start)
     units = units.merge(items, on=["benchmark", "id"], how="left", validate="many_to_one")
     units["step"] = units["step"].astype(int)
     return units[list(UNIT_COLUMNS)].sort_values(["arm", "step", "benchmark", "id"]).reset_index(drop=True)
 
 
-def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame, expected_samples: int | None) -> pd.DataFrame:
+def _is_start(frame: pd.DataFrame, start: Start | None) -> pd.Series:
+    if start is None:
+        return pd.Series(False, index=frame.index)
+    return (frame["arm"] == start[0]) & (frame["step"].astype(int) == int(start[1]))
+
+
+def _check_counts(units: pd.DataFrame, n: int, start: Start | None) -> None:
+    """Every instance has n samples, the start checkpoint's n x its draws (AnalysisInputError naming how many)."""
+    for rows, want in (
+        (units[~_is_start(units, start)], n),
+        (units[_is_start(units, start)], n * (start or (0, 0, 1))[2]),
+    ):
+        bad = rows[rows["n_samples"] != want]
+        if len(bad):
+            r = bad.iloc[0]
+            raise AnalysisInputError(
+                f"scores: {len(bad)} instance(s) do not have {want} samples (e.g. {r['arm']} step {r['step']} "
+                f"{r['benchmark']} {r['id']}: {int(r['n_samples'])})"
+            )
+
+
+def _with_draws(units: pd.DataFrame, start_samples: pd.DataFrame, n: int | None, start: Start | None) -> pd.DataFrame:
+    """``units`` with the start checkpoint's first and second draw means (NaN without two draws)."""
+    out = units.assign(score_first=float("nan"), score_second=float("nan"))
+    if start is None or start[2] < 2 or not n or not len(start_samples):
+        return out
+    keys = ["arm", "step", "benchmark", "id"]
+    draw = start_samples["sample_idx"].astype(int) // n
+    means = start_samples.assign(draw=draw)[draw < 2].groupby([*keys, "draw"])["score"].mean().unstack("draw")
+    means = means.rename(columns={0: "score_first", 1: "score_second"}).reset_index()
+    out = out.drop(columns=["score_first", "score_second"]).merge(means, on=keys, how="left", validate="one_to_one")
+    return out
+
+
+def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """``units`` with each code instance's mean fraction of tests passed and its variance (``tests_passed``,
     ``tests_passed_var``; NaN for other families and for code scored before the fraction was recorded)."""
     keys = ["arm", "step", "benchmark", "id"]
@@ -108,13 +153,7 @@ def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame, expected_samp
     if not len(scored):
         return units.assign(tests_passed=float("nan"), tests_passed_var=float("nan"))
     try:
-        fractions = instance_means(
-            scored.astype({TESTS_PASSED: float}),
-            keys=keys,
-            score=TESTS_PASSED,
-            expected_samples=expected_samples,
-            carry=(),
-        )
+        fractions = instance_means(scored.astype({TESTS_PASSED: float}), keys=keys, score=TESTS_PASSED, carry=())
     except ValueError as err:
         raise AnalysisInputError(f"scores ({TESTS_PASSED}): {err}") from err
     fractions = fractions[[*keys, TESTS_PASSED, f"{TESTS_PASSED}_var"]]

@@ -10,7 +10,8 @@ the paper's paired one-tailed t-test (brorl.stats.tests.paired_one_tailed) of
                up to the control's compared one); with no hours, the two compared checkpoints only
 
 A problem counts once per task (its score: the mean over its samples). The compared checkpoints are the equal-time
-ones (brorl.analysis.checkpoints.select_checkpoints).
+ones (brorl.analysis.checkpoints.select_checkpoints). With two draws of the start checkpoint (evaluation.start_draws),
+the treatment's test uses the first and the control's the second, so the two are not tied to one draw of the start.
 """
 
 from __future__ import annotations
@@ -69,6 +70,17 @@ def midpoint_step(steps: list[int], compared: int, hours: Mapping[int, float] | 
     return min(earlier, key=lambda s: (abs(s - compared / 2), s))
 
 
+def _start_draws(units: pd.DataFrame, base_arm: str, start_step: int) -> pd.DataFrame | None:
+    """The start checkpoint's two draw means per (task, benchmark, id) (brorl.analysis.load: evaluation.start_draws),
+    or None where the start has one draw."""
+    if "score_first" not in units:
+        return None
+    rows = units[(units["arm"] == base_arm) & (units["step"] == start_step)]
+    if rows.empty or rows[["score_first", "score_second"]].isna().any().any():
+        return None
+    return rows.set_index(["task", "benchmark", "id"])[["score_first", "score_second"]]
+
+
 def task_tests(
     units: pd.DataFrame,
     control: str,
@@ -95,16 +107,20 @@ def task_tests(
     cols = sorted(needed)
     if any(c not in wide.columns for c in cols):  # a checkpoint with no units at all: no task can be tested
         return pd.DataFrame(columns=COLUMNS)
+    draws = _start_draws(units, base_arm, start_step)
     rows = []
     for task, g in wide.groupby(level="task", sort=True):
         g = g[cols].dropna()
         if g.empty:
             continue
-        start = g[(base_arm, start_step)].to_numpy()
+        start = {arm: g[(base_arm, start_step)].to_numpy() for arm in (treatment, control)}
+        if draws is not None:  # each arm against its own draw of the start: two tests not tied to one draw
+            start = {treatment: draws["score_first"].loc[g.index].to_numpy()}
+            start[control] = draws["score_second"].loc[g.index].to_numpy()
         t_traj = np.mean([g[(treatment, t)].to_numpy() for t, _ in pairs], axis=0)
         c_traj = np.mean([g[(control, c)].to_numpy() for _, c in pairs], axis=0)
         ahead = paired_one_tailed(c_traj, t_traj)
-        gain = {arm: paired_one_tailed(start, g[(arm, steps[arm])].to_numpy()) for arm in (treatment, control)}
+        gain = {arm: paired_one_tailed(start[arm], g[(arm, steps[arm])].to_numpy()) for arm in (treatment, control)}
         leads = [g[(treatment, t)].mean() > g[(control, c)].mean() for t, c in pairs]
         rows.append(
             {

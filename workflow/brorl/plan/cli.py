@@ -287,6 +287,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     gpus_per_node = max(1, resources["train_ppo"].gpus // max(1, resources["train_ppo"].nodes))
     benchmarks = max(1, len(config["evaluation"]["benchmarks"]))
     checkpoints = max(dag.get("generate_samples", 0), planned.get("generate_samples", 0)) // benchmarks
+    start_extra = (config["evaluation"]["start_draws"] - 1) if config["evaluation"]["steps"]["include_start"] else 0
     eval_rows, eval_totals, eval_price = evaluation_model(
         problems,
         int(config["evaluation"]["n_samples"]),
@@ -295,6 +296,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         resources["generate_samples"],
         gpus_per_node,
         run,
+        start_extra if checkpoints else 0,
     )
     families = [registry[b].family for b in config["evaluation"]["benchmarks"]]
     priced = {"score_samples": scoring_price(families, checkpoints, estimates), **measured_prices(run)}
@@ -394,6 +396,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
                         "proposed_gpus": r.gpus,
                         "job_hours": r.job_hours,
                         "checkpoints": r.checkpoints,
+                        "start_extra_draws": r.start_extra,
                     }
                     for r in eval_rows
                 ],

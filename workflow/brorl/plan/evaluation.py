@@ -54,6 +54,7 @@ class BenchmarkCost:
     overhead_hours: float  # per GPU of the job (0 when tokens/s is measured: the measured job times include it)
     gpus: int  # proposed GPUs per job
     checkpoints: int
+    start_extra: int = 0  # extra draws of samples_per_problem the start checkpoint's job generates (start_draws - 1)
 
     @property
     def tokens(self) -> float:
@@ -77,8 +78,17 @@ class BenchmarkCost:
         return self.compute_gpu_hours + self.overhead_hours * gpus
 
     @property
+    def start_job_hours(self) -> float:
+        """Wall-clock hours of the start checkpoint's job, which generates its extra draws too."""
+        return self.job_hours + self.start_extra * self.compute_gpu_hours / self.gpus
+
+    @property
+    def total_job_hours(self) -> float:
+        return self.job_hours * self.checkpoints + self.start_extra * self.compute_gpu_hours / self.gpus
+
+    @property
     def total_gpu_hours(self) -> float:
-        return self.job_gpu_hours * self.checkpoints
+        return self.job_gpu_hours * self.checkpoints + self.start_extra * self.compute_gpu_hours
 
 
 def size_gpus(compute_gpu_hours: float, target_job_hours: float, gpus_per_node: int) -> int:
@@ -113,9 +123,11 @@ def evaluation_costs(
     gpus_per_node: int,
     mean_tokens: Mapping[str, Measured] | None = None,
     tokens_per_s: Measured | None = None,
+    start_extra: int = 0,
 ) -> list[BenchmarkCost]:
     """The model's line per benchmark. mean_tokens: measured mean response tokens per benchmark; tokens_per_s:
-    measured generated tokens per second per GPU (whole generation jobs, start-up included)."""
+    measured generated tokens per second per GPU (whole generation jobs, start-up included); start_extra: extra
+    draws the start checkpoint's job generates (evaluation.start_draws - 1, 0 when the start is not evaluated)."""
     mean_tokens = mean_tokens or {}
     sizes = job_gpus(problems, samples_per_problem, prior, gpus_per_node)
     if tokens_per_s:
@@ -139,6 +151,7 @@ def evaluation_costs(
                 overhead_hours=prior.job_overhead_hours if overhead is None else overhead,
                 gpus=sizes[bench],
                 checkpoints=checkpoints,
+                start_extra=start_extra,
             )
         )
     return rows
@@ -151,7 +164,9 @@ def summary(rows: list[BenchmarkCost], profile_gpus: int, old_hours_per_job: flo
     return {
         "jobs": float(jobs),
         "old_gpu_hours": jobs * old_hours_per_job * profile_gpus,
-        "model_gpu_hours_profile_size": math.fsum(r.gpu_hours_on(profile_gpus) * r.checkpoints for r in rows),
+        "model_gpu_hours_profile_size": math.fsum(
+            r.gpu_hours_on(profile_gpus) * r.checkpoints + r.start_extra * r.compute_gpu_hours for r in rows
+        ),
         "model_gpu_hours_sized": math.fsum(r.total_gpu_hours for r in rows),
-        "tokens": math.fsum(r.tokens * r.checkpoints for r in rows),
+        "tokens": math.fsum(r.tokens * (r.checkpoints + r.start_extra) for r in rows),
     }

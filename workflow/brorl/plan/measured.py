@@ -73,9 +73,13 @@ def read_timing(path: Path) -> float:
     return math.fsum(seconds) / len(seconds)
 
 
-def eval_scale_mismatch(sidecar: Mapping[str, Any], config: Mapping[str, Any], problems: int | None) -> str | None:
-    """Why a generation sidecar is not at the planned scale, or None when it is."""
+def eval_scale_mismatch(
+    sidecar: Mapping[str, Any], config: Mapping[str, Any], problems: int | None, start: bool = False
+) -> str | None:
+    """Why a generation sidecar is not at the planned scale, or None when it is (``start``: the start checkpoint's,
+    which generates evaluation.start_draws draws of the samples)."""
     evaluation = config["evaluation"]
+    planned_n = evaluation["n_samples"] * (evaluation["start_draws"] if start else 1)
     engine = (sidecar.get("engine") or {}).get("kind")
     sampling = sidecar.get("sampling") or {}
     items = (sidecar.get("benchmark") or {}).get("items")
@@ -83,8 +87,8 @@ def eval_scale_mismatch(sidecar: Mapping[str, Any], config: Mapping[str, Any], p
         return f"engine {engine}, planned {config['engine']}"
     if sampling.get("max_tokens") != evaluation["max_tokens"]:
         return f"max_tokens {sampling.get('max_tokens')}, planned {evaluation['max_tokens']}"
-    if sampling.get("n") != evaluation["n_samples"]:
-        return f"{sampling.get('n')} samples per problem, planned {evaluation['n_samples']}"
+    if sampling.get("n") != planned_n:
+        return f"{sampling.get('n')} samples per problem, planned {planned_n}"
     if problems is not None and items != problems:
         return f"{items} problems, planned {problems}"
     return None
@@ -151,7 +155,8 @@ def read_measured(
     for sidecar in sorted((results / "eval").glob("*/step*/*.samples.parquet.json")):
         key = (sidecar.parents[1].name, sidecar.parent.name, sidecar.name.removesuffix(".samples.parquet.json"))
         meta = _json(sidecar)
-        why = eval_scale_mismatch(meta, config, problems.get(key[2]))
+        start = key[:2] == ("base", f"step{config['base_model']['start_step']}")
+        why = eval_scale_mismatch(meta, config, problems.get(key[2]), start)
         checked, differs = checked + 1, differs + bool(why)
         at_scale[key] = why is None
         if why:

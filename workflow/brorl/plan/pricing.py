@@ -44,6 +44,7 @@ def evaluation_model(
     gen: Resources,
     gpus_per_node: int,
     run: MeasuredRun | None,
+    start_extra: int = 0,
 ) -> tuple[list[BenchmarkCost], dict[str, float], Priced]:
     """The model's lines, its before/after summary, and the generate_samples price at the sizes its jobs ask for:
     the rule's per-benchmark sizes, or one size for all where the profile forces it (`gen.gpus`: a `gpu:` under
@@ -60,6 +61,7 @@ def evaluation_model(
         gpus_per_node,
         mean_tokens=means,
         tokens_per_s=Measured(*tps) if tps else None,
+        start_extra=start_extra,
     )
     if gen.gpus:
         rows = [dataclasses.replace(r, gpus=gen.gpus) for r in rows]
@@ -68,9 +70,9 @@ def evaluation_model(
     source = f"model ({'measured' if tps else 'prior'} tokens/s, {measured}/{len(rows)} measured lengths)"
     price = Priced(
         hours_per_job=0.0,
-        longest_job_hours=max((r.job_hours for r in rows), default=0.0),
+        longest_job_hours=max((r.start_job_hours for r in rows), default=0.0),
         source=source,
-        total_hours=math.fsum(r.job_hours * r.checkpoints for r in rows),
+        total_hours=math.fsum(r.total_job_hours for r in rows),
         gpu_hours=totals["model_gpu_hours_sized"],
     )
     return rows, totals, price
@@ -115,7 +117,13 @@ def render_evaluation(
     )
     lines = [
         f"evaluation model, per checkpoint ({rows[0].checkpoints if rows else 0} checkpoints): "
-        "GPU-h = samples x mean tokens / tok/s/GPU; GPUs = the job's size; job h = GPU-h / GPUs + start-up",
+        "GPU-h = samples x mean tokens / tok/s/GPU; GPUs = the job's size; job h = GPU-h / GPUs + start-up"
+        + (
+            f"; the start checkpoint's jobs generate {1 + rows[0].start_extra} draws of the samples (each arm's test "
+            "gets its own)"
+            if rows and rows[0].start_extra
+            else ""
+        ),
         head,
     ]
     for r in rows:

@@ -52,6 +52,15 @@ def evaluation_model(wildcards):
     return model_dir(wildcards.arm, wildcards.step)
 
 
+def samples_of(wildcards):
+    """Samples per problem of the checkpoint of the {arm} and {step} wildcards: evaluation.n_samples, times
+    evaluation.start_draws for the start checkpoint (each arm's test against the start gets its own draw)."""
+    start = wildcards.arm == BASE_ARM and int(wildcards.step) == int(
+        config["base_model"]["start_step"]
+    )
+    return EVAL["n_samples"] * (EVAL["start_draws"] if start else 1)
+
+
 def max_items_flag():
     """--max-items of generation, scoring and summaries (the first K problems), empty when evaluation.max_items is null."""
     return [] if EVAL["max_items"] is None else ["--max-items", str(EVAL["max_items"])]
