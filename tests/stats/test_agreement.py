@@ -101,7 +101,7 @@ def test_units_carry_each_problems_variance_into_the_benchmark_table():
 
 
 def test_summary_counts_the_verdicts_and_names_the_cells_that_do_not_agree():
-    from brorl.analysis.summary import _verdicts
+    from brorl.analysis.summary_tables import _verdicts
 
     both = pd.DataFrame(
         {
@@ -120,7 +120,7 @@ def test_summary_counts_the_verdicts_and_names_the_cells_that_do_not_agree():
 
 
 def test_summary_says_which_code_score_reproduces_the_papers_baseline():
-    from brorl.analysis.summary import _code_scoring
+    from brorl.analysis.summary_tables import _code_scoring
 
     both = pd.DataFrame(
         {

@@ -22,3 +22,9 @@ def points(x: object) -> str:
     """A 0-1 difference as signed points."""
     v = as_number(x)
     return "n/a" if v is None else f"{100 * v:+.2f}"
+
+
+def cell(x: object, digits: int = 2, sign: str = "") -> str:
+    """A table cell: numbers rounded (signed for differences), markers as they are."""
+    v = as_number(x)
+    return str(x) if v is None else f"{round(v, digits) + 0.0:{sign}.{digits}f}"
