@@ -16,15 +16,10 @@ TASKS = {"both": (10, 16), "only_brorl": (-5, 10), "flat": (0, 0), "tied": (10, 
 HOURS = {"ctl": {1: 1.0, 2: 2.0}, "trt": {1: 1.1, 2: 2.2}}
 
 
-def synthetic_units(seed: int = 3) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
+def units_of(curves: dict[str, dict[tuple[str, int], np.ndarray]], rng: np.random.Generator) -> pd.DataFrame:
+    """Units drawn from each task's per-checkpoint pass rates ({task: {(arm, step): rates}}), SAMPLES per problem."""
     rows = []
-    for task, (gain_c, gain_t) in TASKS.items():
-        p0 = rng.uniform(0.25, 0.65, PROBLEMS)  # each problem's own difficulty, shared by every checkpoint
-        points = {("base", 0): p0}
-        for arm, gain in (("ctl", gain_c), ("trt", gain_t)):
-            points[(arm, 1)] = p0 + gain / 200
-            points[(arm, 2)] = p0 + gain / 100
+    for task, points in curves.items():
         for (arm, step), p in points.items():
             scores = rng.binomial(SAMPLES, np.clip(p, 0, 1)) / SAMPLES
             rows += [
@@ -33,6 +28,19 @@ def synthetic_units(seed: int = 3) -> pd.DataFrame:
                 for i, s in enumerate(scores)
             ]
     return pd.DataFrame(rows)
+
+
+def synthetic_units(seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frames = []
+    for task, (gain_c, gain_t) in TASKS.items():
+        p0 = rng.uniform(0.25, 0.65, PROBLEMS)  # each problem's own difficulty, shared by every checkpoint
+        points = {("base", 0): p0}
+        for arm, gain in (("ctl", gain_c), ("trt", gain_t)):
+            points[(arm, 1)] = p0 + gain / 200
+            points[(arm, 2)] = p0 + gain / 100
+        frames.append(units_of({task: points}, rng))  # draws in the order the seed's verdicts were read in
+    return pd.concat(frames, ignore_index=True)
 
 
 def test_trajectory_pairs_match_checkpoints_by_training_hours():
@@ -142,19 +150,12 @@ def test_prorl_falling_from_its_own_midpoint_is_tested_and_files_the_task_as_bro
     assert midpoint_step([1, 2, 3, 4], 4, {1: 1.0, 2: 2.1, 3: 3.0, 4: 4.0}) == 2  # nearest 2.0 h
     assert midpoint_step([2, 4, 6], 6, None) == 2 and midpoint_step([6], 6, None) is None  # half of step 6: 3, tie
     rng = np.random.default_rng(5)
-    rows = []
+    frames = []
     for task, rise, fall in (("peak_then_fall", 20, 12), ("steady", 10, 0)):
         p0 = rng.uniform(0.25, 0.55, PROBLEMS)
         curve = {("base", 0): p0, ("ctl", 1): p0 + rise / 100, ("ctl", 2): p0 + (rise - fall) / 100}
-        curve |= {("trt", 1): p0 + 0.1, ("trt", 2): p0 + 0.2}
-        for (arm, step), p in curve.items():
-            scores = rng.binomial(SAMPLES, np.clip(p, 0, 1)) / SAMPLES
-            rows += [
-                {"arm": arm, "step": step, "benchmark": "rg_x", "family": "reasoning_gym", "task": task, "id": i}
-                | {"n_samples": SAMPLES, "score": s}
-                for i, s in enumerate(scores)
-            ]
-    units, steps = pd.DataFrame(rows), {"ctl": 2, "trt": 2}
+        frames.append(units_of({task: curve | {("trt", 1): p0 + 0.1, ("trt", 2): p0 + 0.2}}, rng))
+    units, steps = pd.concat(frames, ignore_index=True), {"ctl": 2, "trt": 2}
     tests = task_tests(units, "ctl", "trt", "base", 0, steps, HOURS)
     out = apply_tests(classify_tasks(task_pass1(units), "ctl", "trt", "base", 0, steps=steps), tests, 0.05)
     out = out.set_index("task")

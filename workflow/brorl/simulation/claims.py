@@ -208,6 +208,18 @@ def fits_figure_axes(runs: pd.DataFrame) -> tuple[str, str, str]:
     return (YES if seeds and fitting == len(seeds) else NO), f"{fitting}/{len(seeds)}", text
 
 
+def _row(n: int, measured: str, holds: bool, at_t: bool, per_seed: pd.Series, note: str) -> dict:
+    """A claim row judged over the run, with the final step's verdict beside it."""
+    return {
+        "N": str(n),
+        "measured": measured,
+        "holds": YES if holds else NO,
+        "holds at T": YES if at_t else NO,
+        "seeds holding": _holding(per_seed),
+        "note": note,
+    }
+
+
 def _claim3(f: _Family, tol: float) -> dict:
     n = NEAR_ZERO_N
     if n not in f.ns:
@@ -222,14 +234,7 @@ def _claim3(f: _Family, tol: float) -> dict:
         f"{_fmt(m['p0'])} (at T {_fmt(m['drop_at_T'])}); {m['pct_improved']:.1f}% improved at T"
     )
     note = f"criterion |worst drop over the run| <= {tol:g} x p_i(0) = {_fmt(tol * m['p0'])}; {_agree(per_seed, holds)}"
-    return {
-        "N": str(n),
-        "measured": measured,
-        "holds": YES if holds else NO,
-        "holds at T": YES if at_t else NO,
-        "seeds holding": _holding(per_seed),
-        "note": note,
-    }
+    return _row(n, measured, holds, at_t, per_seed, note)
 
 
 def _claim4(f: _Family, pct: float) -> dict:
@@ -248,14 +253,7 @@ def _claim4(f: _Family, pct: float) -> dict:
     note = (
         f"criterion worst drop over the run >= 0 and >= {pct:g}% improved at the final step; {_agree(per_seed, holds)}"
     )
-    return {
-        "N": str(n),
-        "measured": measured,
-        "holds": YES if holds else NO,
-        "holds at T": YES if at_t else NO,
-        "seeds holding": _holding(per_seed),
-        "note": note,
-    }
+    return _row(n, measured, holds, at_t, per_seed, note)
 
 
 def _reference(f: _Family) -> dict:
