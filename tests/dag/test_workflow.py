@@ -23,7 +23,14 @@ SMALL_SIMULATION = {
         "sensitivity": {
             "n_values": [4, 64],
             "seeds": [0],
-            "variants": [{"name": "sgd", "optimizer": {"name": "sgd", "lr": 1000.0}}],
+            # the config's sgd variant: an incorrect anchor and no decay (SGD couples weight decay: 0.01 at this lr diverges)
+            "variants": [
+                {
+                    "name": "sgd",
+                    "anchor_class": "incorrect",
+                    "optimizer": {"name": "sgd", "lr": 1000.0, "weight_decay": 0.0},
+                }
+            ],
         },
         "theory": {"mc_trials": 50, "n_values": [4, 64], "theorem_draws": 5},
         "n_grid": {"n_values": [4, 16, 64], "seeds": [0]},

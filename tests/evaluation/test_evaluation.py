@@ -478,6 +478,7 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
                 "benchmarks": ["synthetic_math", "rg_arithmetic"],
                 "max_items": 3,
                 "n_samples": 16,
+                "start_draws": 1,  # as workflow/presets/released.yaml: no two arms to give each its own draw
                 "max_tokens": 16,
                 "shard_size": 1,
                 "models": TINY_MODELS,  # the tiny twin of workflow/presets/released.yaml: checkpoints, no training

@@ -284,3 +284,16 @@ def test_the_n_grid_table_says_whether_the_gain_is_monotonic_and_concave_in_log_
     assert shape_verdict(concave) == {"monotonic": True, "concave_in_log_n": True, "first_non_concave_N": None}
     convex = shape_verdict(n_grid_table(runs({4: 0.0, 8: 0.001, 16: 0.005, 32: 0.004})))
     assert convex == {"monotonic": False, "concave_in_log_n": False, "first_non_concave_N": 16}
+
+
+def test_a_diverging_optimizer_is_named_instead_of_sampling_from_nan() -> None:
+    """SGD at lr 1e3 with weight decay 0.01 (coupled: each step pulls z by 10 x itself, so the logits blow up): a
+    clear error, not numpy's NaN pvals."""
+    from brorl.simulation.spec import SimulationError
+
+    small = dict(vocab=2000, correct=200, steps=50)
+    spec = SimulationSpec(
+        **small, n=64, seed=0, anchor_correct=True, optimizer=OptimizerSpec("sgd", lr=1000.0, weight_decay=0.01)
+    )
+    with pytest.raises(SimulationError, match="the optimizer diverged"):
+        simulate(spec)

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from .optimizers import optimizer_step
 from .slots import Slots
-from .spec import R_CORRECT, R_WRONG, SimulationSpec
+from .spec import R_CORRECT, R_WRONG, SimulationError, SimulationSpec
 from .theory import TheoremTerms, theorem1_components
 
 # Columns of the per-step table; the first four are the stage's contract (figure, claims).
@@ -69,6 +69,8 @@ def _softmax(s: Slots) -> np.ndarray:
     s.torch("p").exp_()
     masses = np.array([s.weighted_sum(g, p) for g in s.groups])
     total = masses.sum()
+    if not np.isfinite(total) or total <= 0:  # logits became inf or NaN: say so instead of sampling from NaN
+        raise SimulationError("the logits overflowed: the optimizer diverged (lower its lr)")
     p /= total
     return masses / total
 

@@ -54,7 +54,8 @@ def evaluation_model(wildcards):
 
 def samples_of(wildcards):
     """Samples per problem of the checkpoint of the {arm} and {step} wildcards: evaluation.n_samples, times
-    evaluation.start_draws for the start checkpoint (each arm's test against the start gets its own draw)."""
+    evaluation.start_draws for the start checkpoint (each arm's test against the start gets its own draw).
+    """
     start = wildcards.arm == BASE_ARM and int(wildcards.step) == int(
         config["base_model"]["start_step"]
     )
