@@ -82,8 +82,8 @@ def compute_lines(sig: Mapping) -> list[str]:
         )
     elif ablation and ablation.get("status") == "off":
         lines.append(
-            f"The lr-rule ablation `{ablation['arm']}` is not an enabled arm: BroRL's N and its lr (x 2.83) are "
-            "not separated here (enable that arm to compare it with the control)."
+            f"The lr-rule ablation `{ablation['arm']}` is not an enabled arm: BroRL's N and its learning-rate rule "
+            "(the paper's sqrt rule: x 2.83) are not separated here (enable that arm to compare it with the control)."
         )
     elif ablation:
         lines.append(f"The lr-rule ablation `{ablation['arm']}`: not run ({ablation['reason']}).")
