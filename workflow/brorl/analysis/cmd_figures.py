@@ -57,14 +57,12 @@ def cmd_figures(a: argparse.Namespace) -> None:
     if compared is not None:  # the paired tests per task decide the patterns (the point rule stays as a column)
         tests = task_tests(units, *arms, spec["base_arm"], spec["start_step"], compared, by_step)
         classified = apply_tests(classified, tests, cfg["alpha"], cfg["practical_margin"])
+    enabled = {arm["name"]: arm for arm in spec["arms"]}
+    sweep, step = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled], cfg["n_sweep"]["step"]
     if a.sweep_png:  # with two or more sweep arms (the sweep figure's rule): task by task, beside Figure 4's tasks
         from .sweep_tasks import sweep_columns
 
-        enabled_arms = {arm["name"]: arm for arm in spec["arms"]}
-        sweep_arms = [enabled_arms[n] for n in cfg["n_sweep"]["arms"] if n in enabled_arms]
-        per_task = sweep_columns(
-            units, sweep_arms, cfg["n_sweep"]["step"], start, cfg["alpha"], cfg["practical_margin"]
-        )
+        per_task = sweep_columns(units, sweep, step, start, cfg["alpha"], cfg["practical_margin"])
         if len(per_task.columns) > 1:
             classified = classified.merge(per_task, on="task", how="left")
     a.patterns_csv.parent.mkdir(parents=True, exist_ok=True)
@@ -90,9 +88,6 @@ def cmd_figures(a: argparse.Namespace) -> None:
         + f", shown {rows}"
     )
     if a.sweep_png:
-        enabled = {arm["name"]: arm for arm in spec["arms"]}
-        sweep = [enabled[n] for n in cfg["n_sweep"]["arms"] if n in enabled]
-        step = cfg["n_sweep"]["step"]
         points["n_sweep"] = plot_n_sweep(fam, sweep, step, a.sweep_png, a.sweep_pdf, note, published)
         print(f"N sweep over {[s['name'] for s in sweep]} at step {step}")
     for name in (n for n, count in points.items() if not count):

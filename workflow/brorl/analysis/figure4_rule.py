@@ -69,6 +69,14 @@ def verdicts(p_up: np.ndarray, p_equivalent: np.ndarray, alpha: float) -> np.nda
     return out
 
 
+def change_verdicts(
+    p_up: np.ndarray, delta: np.ndarray, se: np.ndarray, df: np.ndarray, alpha: float, margin: float
+) -> np.ndarray:
+    """``verdicts`` of one arm's change per task from its paired tests: the gain's p, and the change and its
+    standard error (points) for the equivalence test within ``margin``."""
+    return verdicts(p_up, equivalence_p(delta, se, df, margin), alpha)
+
+
 def task_class(treatment: str, control: str, control_declines: bool = False) -> str:
     """The task's class (a key of CLASSES) from the verdicts on BroRL (treatment) and ProRL (control) against the
     start, and whether ProRL's decline from its own earlier checkpoint is shown (``control_declines``)."""

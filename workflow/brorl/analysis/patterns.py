@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats.tests import holm
-from .figure4_rule import equivalence_p, mde, task_class, verdicts
+from .figure4_rule import change_verdicts, mde, task_class
 
 PATTERNS = {1: "both improve", 2: "ProRL stalls or degrades, BroRL improves", 3: "BroRL does not improve"}
 MARGIN = 1.0  # pass@1 points; NOT PUBLISHED
@@ -133,8 +133,7 @@ def with_verdicts(tests: pd.DataFrame, alpha: float, margin: float) -> pd.DataFr
     df = out["n_problems"].to_numpy(dtype=float) - 1
     for arm in ("treatment", "control"):
         delta, se = out[f"{arm}_delta"].to_numpy(dtype=float), out[f"{arm}_se"].to_numpy(dtype=float)
-        p_same = equivalence_p(delta, se, df, margin)
-        out[f"{arm}_verdict"] = verdicts(out[f"p_{arm}"].to_numpy(dtype=float), p_same, alpha)
+        out[f"{arm}_verdict"] = change_verdicts(out[f"p_{arm}"].to_numpy(dtype=float), delta, se, df, alpha, margin)
         out[f"{arm}_mde"] = mde(se, df, alpha)
     declines = holm(out["p_control_decline"].to_numpy(dtype=float))
     out["control_declines"] = np.nan_to_num(declines, nan=1.0) <= alpha

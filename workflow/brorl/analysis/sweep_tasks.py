@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats.tests import paired_one_tailed
-from .figure4_rule import equivalence_p, verdicts
+from .figure4_rule import change_verdicts
 
 
 def sweep_columns(
@@ -44,7 +44,12 @@ def sweep_columns(
                 row.update(sweep_largest_arm=arm["name"], sweep_largest_p=test.p, _se=100 * test.se, _n=test.n)
     out = pd.DataFrame(list(rows.values()))
     if "sweep_largest_p" in out:
-        delta = out[f"sweep_{largest['name']}"].to_numpy(dtype=float)
-        same = equivalence_p(delta, out["_se"].to_numpy(dtype=float), out["_n"].to_numpy(dtype=float) - 1, margin)
-        out["sweep_largest_verdict"] = verdicts(out["sweep_largest_p"].to_numpy(dtype=float), same, alpha)
+        out["sweep_largest_verdict"] = change_verdicts(
+            out["sweep_largest_p"].to_numpy(dtype=float),
+            out[f"sweep_{largest['name']}"].to_numpy(dtype=float),
+            out["_se"].to_numpy(dtype=float),
+            out["_n"].to_numpy(dtype=float) - 1,
+            alpha,
+            margin,
+        )
     return out.drop(columns=["_se", "_n"], errors="ignore").replace({np.nan: None})
