@@ -1260,3 +1260,19 @@ def test_the_start_checkpoint_has_two_draws_and_each_arms_test_takes_its_own(tmp
     second = paired_one_tailed(wide[("score_second", "base")].to_numpy(), wide[("score", "ctl")].to_numpy())
     assert tests.loc["basic_arithmetic", "p_treatment"] == pytest.approx(first.p)
     assert tests.loc["basic_arithmetic", "p_control"] == pytest.approx(second.p)
+
+
+def test_a_code_instance_whose_samples_lack_their_fraction_of_tests_passed_is_refused(tmp_path):
+    rng = np.random.default_rng(3)
+    # the loader reads the optional column wherever it is (a code benchmark's scores carry it)
+    bench = write_benchmark(tmp_path, "synthetic_math", "math", {"synthetic_math": 2})
+    ids = ["synthetic_math/synthetic_math/0", "synthetic_math/synthetic_math/1"]
+    path = write_scores(tmp_path / "eval/base/step0/synthetic_math.scores.parquet", ids, np.array([0.3, 0.6]), rng)
+    scores = pd.read_parquet(path).assign(tests_passed=0.5)
+    scores.to_parquet(path, index=False)
+    units = load_units([path], [bench], expected_samples=16)
+    assert (units["tests_passed"] == 0.5).all()
+    scores.loc[3, "tests_passed"] = None  # one sample of the first problem scored before the fraction was recorded
+    scores.to_parquet(path, index=False)
+    with pytest.raises(AnalysisInputError, match=r"scores \(tests_passed\): 1 instance\(s\) do not have 16 samples"):
+        load_units([path], [bench], expected_samples=16)

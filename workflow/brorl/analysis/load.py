@@ -103,8 +103,8 @@ def load_units(
     except ValueError as err:
         raise AnalysisInputError(f"scores: {err}") from err
     if expected_samples is not None:
-        _check_counts(units, expected_samples, start)
-    units = _with_tests_passed(units, samples)
+        _check_counts(units, expected_samples, start, "scores")
+    units = _with_tests_passed(units, samples, expected_samples, start)
     units = _with_draws(units, samples[is_start], expected_samples, start)
     units = units.merge(items, on=["benchmark", "id"], how="left", validate="many_to_one")
     units["step"] = units["step"].astype(int)
@@ -117,17 +117,16 @@ def _is_start(frame: pd.DataFrame, start: Start | None) -> pd.Series:
     return (frame["arm"] == start[0]) & (frame["step"].astype(int) == int(start[1]))
 
 
-def _check_counts(units: pd.DataFrame, n: int, start: Start | None) -> None:
+def _check_counts(units: pd.DataFrame, n: int, start: Start | None, what: str) -> None:
     """Every instance has n samples, the start checkpoint's n x its draws (AnalysisInputError naming how many)."""
-    for rows, want in (
-        (units[~_is_start(units, start)], n),
-        (units[_is_start(units, start)], n * (start or (0, 0, 1))[2]),
-    ):
+    is_start = _is_start(units, start)
+    draws = start[2] if start else 1
+    for rows, want in ((units[~is_start], n), (units[is_start], n * draws)):
         bad = rows[rows["n_samples"] != want]
         if len(bad):
             r = bad.iloc[0]
             raise AnalysisInputError(
-                f"scores: {len(bad)} instance(s) do not have {want} samples (e.g. {r['arm']} step {r['step']} "
+                f"{what}: {len(bad)} instance(s) do not have {want} samples (e.g. {r['arm']} step {r['step']} "
                 f"{r['benchmark']} {r['id']}: {int(r['n_samples'])})"
             )
 
@@ -145,7 +144,9 @@ def _with_draws(units: pd.DataFrame, start_samples: pd.DataFrame, n: int | None,
     return out
 
 
-def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+def _with_tests_passed(
+    units: pd.DataFrame, samples: pd.DataFrame, expected_samples: int | None, start: Start | None
+) -> pd.DataFrame:
     """``units`` with each code instance's mean fraction of tests passed and its variance (``tests_passed``,
     ``tests_passed_var``; NaN for other families and for code scored before the fraction was recorded)."""
     keys = ["arm", "step", "benchmark", "id"]
@@ -156,6 +157,8 @@ def _with_tests_passed(units: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFra
         fractions = instance_means(scored.astype({TESTS_PASSED: float}), keys=keys, score=TESTS_PASSED, carry=())
     except ValueError as err:
         raise AnalysisInputError(f"scores ({TESTS_PASSED}): {err}") from err
+    if expected_samples is not None:  # every sample of a code instance carries its fraction
+        _check_counts(fractions, expected_samples, start, f"scores ({TESTS_PASSED})")
     fractions = fractions[[*keys, TESTS_PASSED, f"{TESTS_PASSED}_var"]]
     return units.merge(fractions, on=keys, how="left", validate="one_to_one")
 
