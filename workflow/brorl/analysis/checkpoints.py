@@ -85,14 +85,21 @@ def select_checkpoints(
     evaluated step (the final checkpoints), without needing hours. Raises SelectionError when an arm has no
     evaluated step after the start or, with a target, an evaluated step has no hours.
     """
-    point = equal_point(evaluated, hours, target_hours)
+    return nearest_checkpoints(evaluated, hours, equal_point(evaluated, hours, target_hours))
+
+
+def nearest_checkpoints(
+    evaluated: Mapping[str, Iterable[int]], clock: Mapping[str, Mapping[int, float]], point: float | None
+) -> dict[str, int]:
+    """For each arm, the evaluated step whose ``clock`` reading is nearest ``point`` (ties: the earlier step; None:
+    the last evaluated step). ``point`` comes from ``equal_point``, which has checked that every step has a reading."""
     chosen: dict[str, int] = {}
     for arm, candidates in _candidates(evaluated).items():
         if point is None:
             chosen[arm] = candidates[-1]
             continue
-        arm_hours = hours[arm]
-        chosen[arm] = min(candidates, key=lambda s: (abs(arm_hours[s] - point), s))
+        readings = clock[arm]
+        chosen[arm] = min(candidates, key=lambda s: (abs(readings[s] - point), s))
     return chosen
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ..cli import run_command
-from .cli_inputs import hours_of, read_units, spec_of
+from .cli_inputs import clocks_of, hours_of, read_units, spec_of
 from .cmd_figures import cmd_figures
 from .cmd_significance import cmd_significance
 
@@ -37,8 +37,6 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     import pandas as pd
 
     from ..tables import write_table
-    from .checkpoints import samples_by_step
-    from .load import load_hours
     from .paper import FAMILIES, is_tiny_scale, load_paper
     from .paper_tables import benchmark_table, checkpoint_rows, display, table1, table1_long
     from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
@@ -46,9 +44,10 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     spec, paper = spec_of(a), load_paper()
     tiny = is_tiny_scale(spec["engine"])
     units = read_units(a.units)
-    _, hours = hours_of(a, spec)
+    clocks = clocks_of(a)
+    _, hours = hours_of(a, spec, clocks)
     samples = pd.DataFrame(
-        [(arm, step, k) for arm, by in load_hours(a.metrics or [], samples_by_step).items() for step, k in by.items()],
+        [(arm, step, k) for arm, by in clocks["samples"].items() for step, k in by.items()],
         columns=["arm", "step", "samples_k"],
     )
     evaluated = set(map(tuple, units[["arm", "step"]].drop_duplicates().itertuples(index=False)))

@@ -21,10 +21,18 @@ def read_units(path: Path):
     return pd.read_parquet(path)
 
 
-def hours_of(a: argparse.Namespace, spec: dict):
-    from .load import hours_table, load_hours
+def clocks_of(a: argparse.Namespace) -> dict:
+    """The training clocks of the --metrics files (brorl.analysis.load.load_clocks: hours, samples, startup)."""
+    from .load import load_clocks
 
-    hours = load_hours(a.metrics or [])
+    return load_clocks(a.metrics or [])
+
+
+def hours_of(a: argparse.Namespace, spec: dict, clocks: dict | None = None):
+    """(arm -> {step: training hours}, the long table of them with the start at 0 h), from ``clocks`` when read."""
+    from .load import hours_table
+
+    hours = (clocks or clocks_of(a))["hours"]
     return hours, hours_table(hours, spec["base_arm"], spec["start_step"])
 
 

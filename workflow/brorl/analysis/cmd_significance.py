@@ -6,27 +6,21 @@ from __future__ import annotations
 import argparse
 import json
 
-from .cli_inputs import evaluated_steps, hours_of, read_units, spec_of
+from .cli_inputs import clocks_of, evaluated_steps, read_units, spec_of
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
     from ..provenance import provenance
     from ..tables import write_table
-    from .checkpoints import SelectionError, samples_by_step, startup_hours
+    from .checkpoints import SelectionError
     from .equal_compute import equal_hours, equal_samples
-    from .load import load_hours
     from .paper import load_paper
     from .significance import learning_effects, paper_comparison
 
     spec, paper = spec_of(a), load_paper()
     cfg = spec["analysis"]
     units = read_units(a.units)
-    hours, _ = hours_of(a, spec)
-    clocks = {
-        "hours": hours,
-        "samples": load_hours(a.metrics or [], samples_by_step),
-        "startup": load_hours(a.metrics or [], startup_hours),
-    }
+    clocks = clocks_of(a)
     roles = cfg["comparison"]
     evaluated = evaluated_steps(units, roles.values())
     test = {  # both comparisons' settings (the arms' also takes analysis.alternative)

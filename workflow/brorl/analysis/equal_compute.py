@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .checkpoints import SelectionError, equal_point, select_checkpoints, unequal_compute
+from .checkpoints import SelectionError, equal_point, nearest_checkpoints, unequal_compute
 from .significance import compare_checkpoints
 
 
@@ -45,7 +45,7 @@ def equal_hours(
     Raises SelectionError when no checkpoint can be chosen."""
     hours, samples, startup = clocks["hours"], clocks["samples"], clocks["startup"]
     point = equal_point(evaluated, hours, target)
-    chosen = select_checkpoints(evaluated, hours, target)
+    chosen = nearest_checkpoints(evaluated, hours, point)
     out: dict[str, Any] = {role: _side(arm, chosen[arm], hours, samples, startup) for role, arm in roles.items()}
     if target is None:
         rule = "final checkpoints"
@@ -84,7 +84,7 @@ def equal_samples(
     samples = clocks["samples"]
     try:
         point = equal_point(evaluated, samples, float("inf"))
-        chosen = select_checkpoints(evaluated, samples, float("inf"))
+        chosen = nearest_checkpoints(evaluated, samples, point)
         rows = compare_checkpoints(
             units,
             (roles["control"], chosen[roles["control"]]),

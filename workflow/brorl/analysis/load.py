@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 
 from ..benchmarks.records import read_records
 from ..stats.units import instance_means
-from .checkpoints import hours_by_step
+from .checkpoints import hours_by_step, samples_by_step, startup_hours
 
 SCORES_PATH = re.compile(r"(?:^|/)(?P<arm>[^/]+)/step(?P<step>\d+)/(?P<benchmark>[^/]+)\.scores\.parquet$")
 UNIT_COLUMNS = (
@@ -163,16 +164,20 @@ def _with_tests_passed(
     return units.merge(fractions, on=keys, how="left", validate="one_to_one")
 
 
-def load_hours(metrics_files: Iterable[Path | str], per_step=hours_by_step) -> dict[str, dict[int, float]]:
-    """arm -> {continued step: training hours} from ``results/train/{arm}/metrics.jsonl`` files (arm = folder);
-    ``per_step=samples_by_step`` gives the generated samples (thousands) instead."""
+def load_clocks(metrics_files: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
+    """The training clocks of ``results/train/{arm}/metrics.jsonl`` files (arm = folder), each file read once:
+    ``hours`` arm -> {continued step: training-clock hours}, ``samples`` arm -> {step: generated samples, thousands},
+    ``startup`` arm -> hours of start-ups kept apart (brorl.analysis.checkpoints)."""
     from ..training.metrics import MetricsError, read_metrics
 
-    out: dict[str, dict[int, float]] = {}
+    clocks = {"hours": hours_by_step, "samples": samples_by_step, "startup": startup_hours}
+    out: dict[str, dict[str, Any]] = {name: {} for name in clocks}
     for path in metrics_files:
         path = Path(path)
         try:
-            out[path.parent.name] = per_step(read_metrics(path))
+            records = read_metrics(path)
+            for name, clock in clocks.items():
+                out[name][path.parent.name] = clock(records)
         except (MetricsError, ValueError, KeyError) as err:
             raise AnalysisInputError(f"{path}: {err}") from err
     return out
