@@ -25,6 +25,10 @@ onstart:
     _smoke = smoke_gate_stop(workflow) if "smoke_gate_stop" in globals() else ""
     if _smoke:
         raise WorkflowError(f"not started: {_smoke}")
+    # one trainer per run folder (helpers/train.smk): no second job for an arm another job still trains
+    _trainers = trainer_stop(workflow) if "trainer_stop" in globals() else ""
+    if _trainers:
+        raise WorkflowError(f"not started: {_trainers}")
     _notify.notify(
         "BroRL: workflow started",
         _notify.start_message(os.getcwd(), _rerun_command(), log),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -29,7 +30,9 @@ def engine(name: str) -> ModuleType:
 
 def cmd_segment(args: argparse.Namespace) -> None:
     from .layout import record_layout
+    from .lease import Lease
     from .segments import write_segment_manifest
+    from .stop import Stopped, StopRequests
 
     config = load_job_config(text_or_file(args.config))
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
@@ -37,26 +40,47 @@ def cmd_segment(args: argparse.Namespace) -> None:
         raise RecipeError(f"arm {args.arm!r} has segments 0..{len(plan.segments) - 1}, not {args.segment}")
     tracking = Tracking.from_json(args.tracking or os.environ.get(TRACKING_ENV))
     check_key(tracking.wandb)  # before any training: online W&B without its key fails here
-    job = SegmentJob(
-        plan,
-        args.segment,
-        Path(args.start_model),
-        Path(args.train_data),
-        Path(args.out_dir),
-        stop_after=args.stop_after,
-        ray_emulated=args.ray_emulated,
-        tracking=tracking,
-    )
-    record_layout(config, args.arm, job.out_dir)  # the arm's segment length, frozen from its first job on
-    records, extra = engine(args.engine).run_segment(config, job)
-    if args.stop_after is not None and records and records[-1]["step"] < job.segment.last_step:
-        return  # stopped early on purpose: no manifest, the job is not finished
-    write_segment_manifest(Path(args.manifest), plan, job.segment, records, job.out_dir / "run", extra)
+    out_dir = Path(args.out_dir)
+    # one trainer per run folder (brorl.training.lease): taken before any engine starts, given back at a normal end
+    with Lease(out_dir / "run", args.segment) as lease, StopRequests(out_dir / "run" / "stop_watch.log") as stop:
+        job = SegmentJob(
+            plan,
+            args.segment,
+            Path(args.start_model),
+            Path(args.train_data),
+            out_dir,
+            stop_after=args.stop_after,
+            ray_emulated=args.ray_emulated,
+            tracking=tracking,
+            stop=stop,
+        )
+        record_layout(config, args.arm, job.out_dir)  # the arm's segment length, frozen from its first job on
+        records, extra = engine(args.engine).run_segment(config, job)
+        unfinished = not records or records[-1]["step"] < job.segment.last_step
+        if not unfinished:
+            lease.wait_for_contenders()  # a refused job's cleanup must not delete the manifest (brorl.training.lease)
+            write_segment_manifest(Path(args.manifest), plan, job.segment, records, job.out_dir / "run", extra)
+    if unfinished and stop.reason:  # the lease is given back: the retry is another job
+        last = records[-1]["step"] if records else job.segment.first_step - 1
+        raise Stopped(f"{args.arm} stopped after step {last} on {stop.reason}; step {last} is saved: the retry resumes")
+    if unfinished:
+        return  # --stop-after: stopped early on purpose, no manifest, the job is not finished
     rewards = [r["reward_mean"] for r in records if r["reward_mean"] is not None]  # null where OpenRLHF lacks it
     mean = f"{sum(rewards) / len(rewards):.4f}" if rewards else "not logged"
     print(
         f"segment {args.segment} of {args.arm}: steps {records[0]['step']}..{records[-1]['step']}, mean reward {mean}"
     )
+
+
+def exit_on_stop(args: argparse.Namespace) -> None:
+    """cmd_segment; a stop request answered at a step boundary ends the job with STOP_EXIT (brorl.training.stop)."""
+    from .stop import STOP_EXIT, Stopped
+
+    try:
+        cmd_segment(args)
+    except Stopped as stopped:
+        print(f"stopped: {stopped}", file=sys.stderr, flush=True)
+        sys.exit(STOP_EXIT)
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -138,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
         help="config `logging` as JSON (W&B and TensorBoard; default: $BRORL_TRACKING, which the workflow sets, "
         "else off); the W&B key comes from WANDB_API_KEY only",
     )
-    p.set_defaults(func=cmd_segment)
+    p.set_defaults(func=exit_on_stop)
 
     p = sub.add_parser("export", help="link a saved step's export into results/train/<arm>/step<k>/")
     p.add_argument("--manifest", required=True)
@@ -183,6 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     from brorl.config import ConfigError
     from brorl.models.check import ModelError
 
+    from .lease import LeaseHeld
+
     engine_errors = [error for name in ENGINES for error in engine(name).ERRORS]
     run_command(
         args,
@@ -194,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
             ModelError,
             TrackingError,
             FileNotFoundError,
+            LeaseHeld,
             *engine_errors,
         ),
     )

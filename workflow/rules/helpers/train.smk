@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 from brorl.config import training_engine
 from brorl.training.job_shape import profile_shape_problem, train_job_resources
 from brorl.training.layout import freeze_layouts
+from brorl.training.lease import driver_check as trainers_driver_check
 from brorl.training.recipe import (
     OPERATIONS_ENV,
     arm_plan,
@@ -63,6 +64,19 @@ def smoke_gate_stop(workflow):
     """The smoke gate's message when jobs of this run would train (empty: none, or the gate passed)."""
     training = any(job.rule.name == "train_ppo" for job in workflow.dag.needrun_jobs())
     return SMOKE_GATE if training else ""
+
+
+def trainer_stop(workflow):
+    """Before any sbatch: why this run must not start while another job trains an arm it would train (the lease,
+    brorl.training.lease; empty: none). With BRORL_TRAINERS=wait it waits for those jobs instead.
+    """
+    segments = {}
+    for job in workflow.dag.needrun_jobs():
+        if job.rule.name == "train_ppo":
+            segments.setdefault(job.wildcards.arm, []).append(
+                int(job.wildcards.segment)
+            )
+    return trainers_driver_check(Path("results/train"), segments) if segments else ""
 
 
 def train_recipe(wildcards):

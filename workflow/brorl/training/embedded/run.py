@@ -38,7 +38,7 @@ ERRORS = (TrainingError,)  # the errors that end a job of this engine with one `
 def run_segment(config: Mapping[str, Any], job: SegmentJob) -> tuple[list[dict], dict]:
     """Train segment `job.index` of `job.plan` in this process; returns (its metrics records, manifest extras)."""
     run = EmbeddedRun(config, job.plan, job.start_model, job.train_data, job.out_dir)
-    records = run.run_segment(job.index, stop_after=job.stop_after, tracking=job.tracking)
+    records = run.run_segment(job.index, stop_after=job.stop_after, tracking=job.tracking, stop=job.stop)
     return records, {"engine": "embedded", "dropped_prompts": getattr(run, "dropped_prompts", None)}
 
 
@@ -327,10 +327,13 @@ class EmbeddedRun:
             },
         )
 
-    def run_segment(self, index: int, stop_after: int | None = None, tracking: Tracking | None = None) -> list[dict]:
+    def run_segment(
+        self, index: int, stop_after: int | None = None, tracking: Tracking | None = None, stop: Any = None
+    ) -> list[dict]:
         """Run segment `index` from the committed step to its last step; returns its metrics records.
         `stop_after` ends early after that step (tests of resumption); `tracking` also sends each committed step's
-        record to W&B and TensorBoard (config `logging`; default: off)."""
+        record to W&B and TensorBoard (config `logging`; default: off); `stop` (brorl.training.stop.StopRequests)
+        ends it after the step under way once a stop request came (every step is saved whole: _commit)."""
         from tqdm import tqdm
 
         segment = self.plan.segments[index]
@@ -351,6 +354,9 @@ class EmbeddedRun:
                             reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
                         )
                         if stop_after is not None and step >= stop_after:
+                            break
+                        if stop is not None and stop.reason:
+                            print(f"stopped after step {step} ({stop.reason}): saved", flush=True)
                             break
             finally:
                 if self._pool is not None:

@@ -1,0 +1,115 @@
+"""One trainer per run folder (brorl.training.lease) and stop requests (brorl.training.stop), without Slurm: the
+decision rules, the lease file's life, the driver's refusal and wait, and signals turned into a stop reason. The same
+through the real local Slurm: tests/cluster/test_slurm.py::test_a_training_job_survives_a_dead_driver_a_stop_and_a_requeue."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+
+import pytest
+from brorl.training.lease import (
+    CONTENDER_GRACE_S,
+    STALE_S,
+    Holder,
+    Lease,
+    LeaseHeld,
+    decide,
+    driver_check,
+    holder_alive,
+    manifest_wait_s,
+    read_lease,
+    write_lease,
+)
+from brorl.training.stop import StopRequests
+
+
+def holder(job_id=None, host="node7", pid=12345, heartbeat=None, started=None, **kw) -> Holder:
+    now = time.time()
+    return Holder(job_id, host, pid, 0, started or now, now if heartbeat is None else heartbeat, **kw)
+
+
+def test_decide_keeps_a_requeued_job_takes_over_a_dead_one_and_refuses_a_live_one():
+    mine = holder("42")
+    assert decide(None, mine, alive=False) == "free"
+    assert decide(holder("42", host="other"), mine, alive=True) == "requeued"  # same Slurm job id, restarted
+    assert decide(holder("41"), mine, alive=False) == "taken_over"
+    assert decide(holder("41"), mine, alive=True) == "held"
+    assert decide(holder(None), holder(None, host="x"), alive=True) == "held"  # outside Slurm: host and pid
+
+
+def test_the_manifest_waits_until_the_last_refused_job_is_old_enough():
+    now = 1000.0
+    assert manifest_wait_s([], now) == 0.0
+    assert manifest_wait_s([{"refused_at": now - 100}, {"refused_at": now - 250}], now) == CONTENDER_GRACE_S - 100
+    assert manifest_wait_s([{"refused_at": now - CONTENDER_GRACE_S - 1}], now) == 0.0
+
+
+def test_alive_asks_slurm_for_a_job_and_the_heartbeat_for_another_host():
+    assert holder_alive(holder("7"), state=lambda job: "REQUEUED") is True  # requeued: still alive
+    assert holder_alive(holder("7"), state=lambda job: None) is False
+    assert holder_alive(holder(None, heartbeat=time.time() - STALE_S - 1), state=lambda job: "RUNNING") is False
+    assert holder_alive(holder(None, heartbeat=time.time()), state=lambda job: None) is True
+    assert holder_alive(holder(None, host=socket.gethostname(), pid=os.getpid())) is True
+
+
+def test_a_live_holder_refuses_the_job_and_records_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    write_lease(tmp_path, holder(None, host="elsewhere"))
+    with pytest.raises(LeaseHeld, match=r"process 12345 on elsewhere \(segment 0, heartbeat \d+ s ago\) trains"):
+        with Lease(tmp_path, 0):
+            pytest.fail("trained beside a live holder")
+    contenders = json.loads((tmp_path / "lease.json").read_text())["contenders"]
+    assert [c["pid"] for c in contenders] == [os.getpid()] and read_lease(tmp_path).host == "elsewhere"
+
+
+def test_a_dead_holder_is_taken_over_and_a_normal_end_gives_the_lease_back(tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    write_lease(tmp_path, holder(None, host="elsewhere", heartbeat=time.time() - STALE_S - 5))
+    said = []
+    with Lease(tmp_path, 3, log=said.append):
+        assert read_lease(tmp_path).pid == os.getpid() and read_lease(tmp_path).segment == 3
+    assert "taken over from process 12345 on elsewhere" in said[0]
+    assert not (tmp_path / "lease.json").exists()
+    # a job that fails keeps it (a requeue of the same job keeps training; another job takes it over)
+    with pytest.raises(RuntimeError), Lease(tmp_path, 3):
+        raise RuntimeError("crash")
+    assert read_lease(tmp_path).pid == os.getpid()
+
+
+def test_a_requeued_slurm_job_keeps_its_lease(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    first = holder("77", host="gpu03", started=123.0, contenders=({"refused_at": 5.0},))
+    write_lease(tmp_path, first)
+    said = []
+    with Lease(tmp_path, 0, log=said.append) as lease:
+        kept = read_lease(tmp_path)
+        assert (kept.started, kept.restarts, kept.contenders) == (123.0, 1, ({"refused_at": 5.0},))
+        lease.beat()
+    assert said == ["lease: kept by this job after a restart (Slurm restart count 1)"]
+
+
+def test_the_driver_refuses_names_the_job_or_waits_for_it(tmp_path):
+    write_lease(tmp_path / "brorl_n8" / "run", holder("501", host="gpu01"))
+    states = iter(["RUNNING", "RUNNING", None])
+    message = driver_check(tmp_path, {"brorl_n8": [1]}, env={}, state=lambda job: "RUNNING")
+    assert "arm brorl_n8 (segments to run: 1): Slurm job 501 on gpu01" in message and "scancel" in message
+    assert driver_check(tmp_path, {"prorl_n8": [0]}, env={}, state=lambda job: "RUNNING") == ""  # another arm
+    waited = []
+    env = {"BRORL_TRAINERS": "wait"}
+    assert driver_check(tmp_path, {"brorl_n8": [1]}, env, waited.append, 0.0, lambda job: next(states)) == ""
+    assert len(waited) == 2 and "Slurm job 501" in waited[0]
+
+
+def test_a_stop_request_sets_the_reason_instead_of_ending_the_process():
+    before = signal.getsignal(signal.SIGUSR1)
+    with StopRequests(env={}) as stop:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        os.kill(os.getpid(), signal.SIGTERM)  # the first request is the reason
+        time.sleep(0.1)
+        assert stop.reason == "the walltime warning (SIGUSR1)"
+    assert signal.getsignal(signal.SIGUSR1) == before
