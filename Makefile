@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # checkouts (whose editable install points at one of them)
 export PYTHONPATH := $(CURDIR)/workflow$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help setup sandbox demo report evaluate test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
+.PHONY: help setup sandbox demo report evaluate status test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
@@ -151,6 +151,13 @@ submit: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
+
+## Where a run stands, in a few seconds, changing nothing: per arm the last step, segments done and the job holding its
+## lease; per stage the jobs done, pending, running and failed (with their logs); outputs a stopped driver left.
+## DIR= another working directory (default: here). docs/cluster.md#a-run-that-lasts-weeks
+DIR ?= .
+status: setup
+	$(VENV)/bin/python -m brorl.status --directory '$(DIR)'
 
 ## Evaluate one checkpoint with the paper's protocol: MODEL=<folder> or MODEL=<owner/name>@<revision>; optional NAME=,
 ## BENCHMARKS=a,b, BASE=1 (the start checkpoint too), PROFILE=local (this machine), CONFIG=<presets>. Prints its plan,

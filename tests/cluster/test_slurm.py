@@ -8,6 +8,7 @@ Debian installs and starts both; `make slurm-up` does it by hand).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -406,6 +407,114 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
     print(
         f"\ntiny subset through sbatch (run with a cancel + rerun): {elapsed:.0f} s, {len(accounted)} sbatch calls "
         f"in sacct ({predicted.jobs} jobs: {predicted.on_driver} local, {predicted.in_groups} in a group, 1 resubmitted)"
+    )
+
+    # 4. the same working directory trains an arm: a stop request, a dead driver, a refused second driver, a requeue
+    training_drill(repo, work, tmp_path, args, env)
+
+
+TRAIN_TARGET = "results/train/prorl_n4/train.json"
+TRAIN_STEPS = 16  # the tiny arm's own length (analysis.n_sweep.step reads step 16)
+
+
+def train_override(tmp_path: Path) -> Path:
+    """The tiny ProRL arm alone, TRAIN_STEPS steps in one segment, saved at its end."""
+    arms = yaml.safe_load(Path(TINY).read_text())["arms"]
+    for arm in arms:
+        arm["enabled"] = arm["name"] == "prorl_n4"
+        if arm["enabled"]:
+            arm |= {"continued_steps": TRAIN_STEPS, "report_steps": [TRAIN_STEPS], "segment_max_steps": TRAIN_STEPS}
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump({"arms": arms, "training": {"checkpoint_every": TRAIN_STEPS}}))
+    return path
+
+
+def running_train_job(work: Path) -> str | None:
+    """The RUNNING train_ppo job of this working directory, if any."""
+    queue = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k|%Z"], capture_output=True, text=True).stdout
+    for job_id, state, comment, workdir in (line.split("|") for line in queue.splitlines() if line):
+        if state == "RUNNING" and comment.startswith("rule_train_ppo") and workdir == str(work):
+            return job_id
+    return None
+
+
+def in_queue(job_id: str) -> bool:
+    return bool(subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True).stdout.strip())
+
+
+def committed_steps(work: Path) -> int:
+    metrics = work / "results/train/prorl_n4/run/metrics.jsonl"
+    return len(metrics.read_text().splitlines()) if metrics.is_file() else 0
+
+
+def wait_for(what: str, check, timeout: float = 300.0, poll: float = 0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def training_drill(repo: Path, work: Path, tmp_path: Path, base_args: tuple, env: dict) -> None:
+    """A run that lasts weeks, drilled on the embedded engine through the real local Slurm
+    (docs/cluster.md#a-run-that-lasts-weeks): a time limit brought near (`scontrol update`) stops the job after the
+    step under way and the retry resumes from it; the driver is killed, and a second driver refuses while the job
+    trains; `scontrol requeue` keeps the job's lease; the job finishes alone, the next driver completes the arm
+    without training again, and the one after does nothing."""
+    args = (TRAIN_TARGET, *base_args[1:], train_override(tmp_path), "--rerun-incomplete")
+    full = {**os.environ, **CI_SITE, **env, "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])}
+    started = time.time()
+    cmd = ["timeout", "-k", "15", "900", *DRIVER_SNAKEMAKE, *map(str, args), "--retries", "1"]
+    with open(tmp_path / "train1.log", "w") as log:
+        first = subprocess.Popen(cmd, cwd=repo, env=full, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # the time limit comes near: 3 to 4 minutes left, less than one step, one save and the margin
+        job1 = wait_for("the training job's first step", lambda: committed_steps(work) >= 1 and running_train_job(work))
+        elapsed = subprocess.run(["squeue", "-h", "-j", job1, "-o", "%M"], capture_output=True, text=True).stdout
+        minutes = sum(int(x) * 60**i for i, x in enumerate(reversed(elapsed.strip().split(":")))) // 60
+        subprocess.run(["scontrol", "update", f"JobId={job1}", f"TimeLimit={minutes + 4}"], check=True)
+        job2 = wait_for("the retry", lambda: (j := running_train_job(work)) not in (None, job1) and j)
+        stopped_at = committed_steps(work)
+        assert 1 <= stopped_at < TRAIN_STEPS, stopped_at
+        wait_for("a step of the retry", lambda: committed_steps(work) > stopped_at)
+    finally:
+        os.killpg(first.pid, 9)  # the driver dies (a login node's reboot); its Slurm job trains on
+        first.wait()
+    text1 = (tmp_path / "train1.log").read_text()
+    log1 = sacct("-X", "-j", job1, "-o", "State,ExitCode")[0]
+    assert log1 == ["FAILED", "75:0"], (log1, text1[-3000:])  # STOP_EXIT: stopped at a step boundary
+    assert "stopped: prorl_n4 stopped after step" in text1 and "the time limit (" in text1, text1[-3000:]
+    assert driver(*args, "--unlock", cwd=repo, env=env).returncode == 0
+
+    # a second driver refuses before any sbatch, naming the job that holds the arm's lease
+    second = driver(*args, cwd=repo, env=env)
+    text2 = output_of(second)
+    assert second.returncode != 0 and f"Slurm job {job2} on" in text2 and "scancel" in text2, text2[-3000:]
+    assert "has been submitted" not in text2
+
+    # a requeue (preemption's way back) restarts the same job id, which keeps the lease
+    restarts_before = committed_steps(work)
+    subprocess.run(["scontrol", "requeue", job2], check=True)
+    wait_for("the requeued job to end", lambda: not in_queue(job2), timeout=600, poll=2)
+    segment_log = (work / "results/logs/train_ppo/prorl_n4/segment0.log").read_text()
+    assert "lease: kept by this job after a restart (Slurm restart count 1)" in segment_log, segment_log[-3000:]
+    assert (work / "results/train/prorl_n4/segment0.json").is_file(), segment_log[-3000:]
+    assert not (work / "results/train/prorl_n4/run/lease.json").exists()  # given back at the end
+
+    # the next driver completes the arm without training again; then nothing is left to do
+    third = driver(*args, cwd=repo, env=env)
+    text3 = output_of(third)
+    assert third.returncode == 0, text3[-4000:]
+    assert "rule train_ppo" not in text3, text3[-3000:]
+    records = [json.loads(line) for line in (work / "results/train/prorl_n4/metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(1, TRAIN_STEPS + 1))  # each step once: nothing lost or redone
+    fourth = driver(*args, cwd=repo, env=env)
+    assert fourth.returncode == 0 and "Nothing to be done" in output_of(fourth), output_of(fourth)[-3000:]
+    print(
+        f"training drill: stopped at step {stopped_at} (job {job1}), retry {job2} requeued after step "
+        f"{restarts_before}, arm done in {time.time() - started:.0f} s"
     )
 
 

@@ -1,5 +1,5 @@
-"""One trainer per run folder (brorl.training.lease) and stop requests (brorl.training.stop), without Slurm: the
-decision rules, the lease file's life, the driver's refusal and wait, and signals turned into a stop reason. The same
+"""One trainer per run folder (brorl.training.lease) and stopping at a step boundary (brorl.training.stop), without
+Slurm: the decision rules, the lease file's life, the driver's refusal and wait, the time-limit rule and SIGTERM. The same
 through the real local Slurm: tests/cluster/test_slurm.py::test_a_training_job_survives_a_dead_driver_a_stop_and_a_requeue."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from brorl.training.lease import (
     read_lease,
     write_lease,
 )
-from brorl.training.stop import StopRequests
+from brorl.training.stop import StopRequests, parse_end_time, too_close
 
 
 def holder(job_id=None, host="node7", pid=12345, heartbeat=None, started=None, **kw) -> Holder:
@@ -105,11 +105,22 @@ def test_the_driver_refuses_names_the_job_or_waits_for_it(tmp_path):
     assert len(waited) == 2 and "Slurm job 501" in waited[0]
 
 
-def test_a_stop_request_sets_the_reason_instead_of_ending_the_process():
-    before = signal.getsignal(signal.SIGUSR1)
-    with StopRequests(env={}) as stop:
-        os.kill(os.getpid(), signal.SIGUSR1)
-        os.kill(os.getpid(), signal.SIGTERM)  # the first request is the reason
+def test_a_step_that_could_not_be_saved_before_the_limit_is_not_started():
+    assert parse_end_time("2026-12-04T23:23:58") == time.mktime((2026, 12, 4, 23, 23, 58, 0, 0, -1))
+    assert parse_end_time("N/A") is None and parse_end_time("Unknown\n") is None
+    assert too_close(left_s=400, longest_step_s=60, longest_save_s=50) and not too_close(1000, 60, 50)
+    end = [time.time() + 10_000]
+    stop = StopRequests(end_time=lambda: end[0])
+    assert stop.after_step(5.0, 1.0) is None
+    end[0] = time.time() + 200  # `scontrol update TimeLimit=...`: read again at the next step
+    stop._queried = -float("inf")
+    assert "the time limit (" in stop.after_step(5.0, 1.0) and "longest step took 5 s" in stop.reason
+
+
+def test_sigterm_becomes_a_stop_at_the_next_step_boundary():
+    before = signal.getsignal(signal.SIGTERM)
+    with StopRequests(end_time=lambda: None) as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.1)
-        assert stop.reason == "the walltime warning (SIGUSR1)"
-    assert signal.getsignal(signal.SIGUSR1) == before
+        assert stop.after_step(1.0, 1.0) == "SIGTERM (preemption, a requeue or cancellation)"
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -84,6 +84,7 @@ rule train_ppo:
     # other GPU rules run in the image and this one in envs/train.yaml (docs/gpu-software.md#two-ways-to-get-it).
     threads: 2
     resources:
+        **TRAIN_LAYOUT,
         mem_mb=8192,
         runtime=1440,
         # the launcher's RAY_SLURM_EMULATED: auto = decide from the job's nodes; the slurm profile sets 0
@@ -91,6 +92,7 @@ rule train_ppo:
         # training.cluster.nodes, one task (Ray node) each: the one source of the job's size (brorl.training.job_shape)
         nodes=TRAIN_JOB["nodes"],
         tasks=TRAIN_JOB["tasks"],
+        # mpi=srun for multi-node jobs (the rule's srun owns the allocation; brorl.training.job_shape.train_job_layout)
     params:
         recipe=train_recipe,
         engine=TRAIN_ENGINE,

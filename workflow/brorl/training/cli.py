@@ -42,7 +42,7 @@ def cmd_segment(args: argparse.Namespace) -> None:
     check_key(tracking.wandb)  # before any training: online W&B without its key fails here
     out_dir = Path(args.out_dir)
     # one trainer per run folder (brorl.training.lease): taken before any engine starts, given back at a normal end
-    with Lease(out_dir / "run", args.segment) as lease, StopRequests(out_dir / "run" / "stop_watch.log") as stop:
+    with Lease(out_dir / "run", args.segment) as lease, StopRequests() as stop:
         job = SegmentJob(
             plan,
             args.segment,

@@ -24,6 +24,15 @@ def train_job_resources(config: Mapping[str, Any]) -> dict[str, int]:
     return {"nodes": nodes, "tasks": nodes}
 
 
+def train_job_layout(config: Mapping[str, Any]) -> dict[str, str]:
+    """The Slurm plugin's `mpi` resource of train_ppo: set for a multi-node job, so that the jobstep plugin runs the
+    rule in the batch step and the launcher's own srun starts one Ray node per Slurm node. A one-node job goes
+    without: snakemake-executor-plugin-slurm 2.8.0 refuses an MPI job of one task at submission (`submit_string.py`:
+    "For MPI jobs, 'tasks' must be greater than 1"), so its rule runs in the jobstep plugin's `srun -n1` step and
+    the launcher's srun opens a step beside it (--overlap)."""
+    return {"mpi": "srun"} if train_job_resources(config)["tasks"] > 1 else {}
+
+
 def gres_gpus(gres: Any) -> int | None:
     """The GPU count of a per-node gres request (gpu:h100:8 -> 8), None when there is none."""
     match = re.fullmatch(r"gpu(?::[\w.]+)?:(\d+)", str(gres or ""))
@@ -43,6 +52,11 @@ def profile_shape_problem(profiled: Mapping[str, Any] | None, config: Mapping[st
                 f"remove {key} from the profile's train_ppo settings (the rule asks for training.cluster.nodes), or "
                 "set training.cluster.nodes in the config"
             )
+    if "mpi" in profiled:
+        return (
+            f"{where} sets train_ppo's mpi; the rule sets it itself, for multi-node jobs only (the Slurm plugin "
+            "refuses an MPI job of one task): remove mpi from the profile's train_ppo settings"
+        )
     gpus = gres_gpus(profiled.get("gres"))
     # on GPUs only: the CPU rehearsal's "GPUs" are Ray's logical ones, not the Slurm node's gres
     on_gpus = training_engine(dict(config)) == "cluster" and cluster["device"] == "gpu"

@@ -40,7 +40,7 @@ class SegmentJob:
     stop_after: int | None = None  # embedded: end after this step, without a manifest (tests of resumption)
     ray_emulated: str | None = None  # cluster: the launcher's RAY_SLURM_EMULATED (None: leave it as it is)
     tracking: Tracking = dataclasses.field(default_factory=Tracking)  # config `logging` (default: off)
-    stop: Any = None  # brorl.training.stop.StopRequests: its `reason`, once set, ends the segment at a step boundary
+    stop: Any = None  # brorl.training.stop.StopRequests: asked after each saved step whether to stop there
 
     @property
     def segment(self) -> Segment:

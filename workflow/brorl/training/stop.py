@@ -1,86 +1,95 @@
-"""Stop requests of a training job: the walltime warning and preemption, answered at the next step boundary.
+"""Stopping a training job at a step boundary before Slurm ends it: the time limit ahead, and preemption.
 
-  SIGUSR1  the walltime warning (the slurm profile's `--signal=USR1@<s>` on train_ppo: one step plus one save before
-           the time limit), or a user's `scancel --signal=USR1 <job>`
-  SIGTERM  preemption, cancellation or the time limit itself; Slurm sends SIGKILL after the site's GraceTime (or
-           KillWait), so the step boundary is reached only if it comes within that time: otherwise the job dies and
-           the retry resumes from the last save
+  the time limit  after each saved step the runner reads its job's end time from Slurm (squeue %e, so a limit
+                  changed with `scontrol update` counts) and stops when what is left is less than the longest step
+                  and the longest save seen in this job plus MARGIN_S: the step it would start could not be saved
+  SIGTERM         preemption, cancellation, a requeue, or the time limit itself: Slurm sends SIGKILL after the
+                  site's GraceTime (or KillWait), so the step under way is saved only if it ends within that time;
+                  otherwise the job dies and its retry resumes from the last save
 
-The engine finishes the step under way, saves it, and the job exits with STOP_EXIT: Snakemake's retry (the profile's
-`retries`) or Slurm's requeue resumes from that save. Slurm signals a job's steps, not its batch step, and a training
-job's runner is its batch step (`mpi: srun`), so inside Slurm the runner starts a one-task watcher step
-(`stop_watch`, `srun --overlap`) that passes each SIGUSR1 on to it.
+The job then exits with STOP_EXIT: Snakemake's retry (the profile's `retries`) or Slurm's requeue resumes from the
+saved step. Why not sbatch --signal (a warning signal before the limit): without `B:` Slurm sends it to every job
+step, which holds Snakemake's own jobstep process in a one-node job (`srun -n1`) and Ray's node processes, and ends
+them; with `B:` only the batch shell gets it, which it ends, failing the job (both seen on the local Slurm,
+docs/cluster.md#a-run-that-lasts-weeks). Neither reaches the runner.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
-STOP_EXIT = 75  # EX_TEMPFAIL: stopped on request at a step boundary; a retry resumes from the saved step
-SIGNALS = {signal.SIGUSR1: "the walltime warning (SIGUSR1)", signal.SIGTERM: "SIGTERM (preemption or cancellation)"}
+STOP_EXIT = 75  # EX_TEMPFAIL: stopped at a step boundary; a retry resumes from the saved step
+MARGIN_S = 300.0  # beyond one step and one save: the manifest, the exports' hashes, Slurm's own teardown
+QUERY_EVERY_S = 5.0  # read the end time at most this often (steps of the tiny runs take about a second)
 
 
 class Stopped(RuntimeError):
-    """The job stopped at a step boundary on a stop request (exit status STOP_EXIT)."""
+    """The job stopped at a step boundary (exit status STOP_EXIT)."""
+
+
+def parse_end_time(text: str) -> float | None:
+    """squeue's %e (local time, 2026-12-04T23:23:58) as epoch seconds; None for N/A, Unknown or no limit."""
+    text = text.strip()
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def too_close(left_s: float, longest_step_s: float, longest_save_s: float, margin_s: float = MARGIN_S) -> bool:
+    """Whether a step started now could not be saved before the limit (pure)."""
+    return left_s < longest_step_s + longest_save_s + margin_s
+
+
+def slurm_end_time(env: Mapping[str, str] = os.environ) -> float | None:
+    """This job's end time from Slurm (None outside Slurm, or without a limit)."""
+    job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
+    squeue = shutil.which("squeue")
+    if not job or squeue is None:
+        return None
+    proc = subprocess.run([squeue, "-h", "-j", job, "-o", "%e"], capture_output=True, text=True, timeout=60)
+    return parse_end_time(proc.stdout) if proc.returncode == 0 else None
 
 
 class StopRequests:
-    """`with StopRequests() as stop:` makes SIGUSR1 and SIGTERM set `stop.reason` (first one wins) instead of ending
-    the process; the engine reads `stop.reason` after each saved step. Inside a Slurm job it also runs the watcher
-    step (module docstring), logging to `watch_log`."""
+    """`with StopRequests() as stop:` turns SIGTERM into a stop at the next step boundary; after each saved step
+    the engine calls `stop.after_step(step_s, save_s)`, which returns why to stop now (None: go on)."""
 
-    def __init__(self, watch_log: Path | None = None, env: dict | None = None) -> None:
+    def __init__(self, end_time: Callable[[], float | None] = slurm_end_time, margin_s: float = MARGIN_S) -> None:
         self.reason: str | None = None
-        self.at: float | None = None
-        self._previous: dict = {}
-        self._watch: subprocess.Popen | None = None
-        self._watch_log = watch_log
-        self._env = os.environ if env is None else env
+        self._end_time, self._margin = end_time, margin_s
+        self._longest_step = self._longest_save = 0.0
+        self._queried, self._end = -float("inf"), None
+        self._previous = None
 
     def _handle(self, signum, frame) -> None:
         if self.reason is None:
-            self.reason, self.at = SIGNALS[signal.Signals(signum)], time.time()
-            print(f"stop request: {self.reason}; stopping after the step under way is saved", flush=True)
+            self.reason = "SIGTERM (preemption, a requeue or cancellation)"
+            print(f"stop request: {self.reason}; stopping once the step under way is saved", flush=True)
+
+    def after_step(self, step_s: float, save_s: float) -> str | None:
+        self._longest_step = max(self._longest_step, step_s)
+        self._longest_save = max(self._longest_save, save_s)
+        now = time.time()
+        if self.reason is None and now - self._queried >= QUERY_EVERY_S:
+            self._queried, self._end = now, self._end_time()
+        if self.reason is None and self._end is not None:
+            left = self._end - now
+            if too_close(left, self._longest_step, self._longest_save, self._margin):
+                self.reason = (
+                    f"the time limit ({left:.0f} s left; the longest step took {self._longest_step:.0f} s and the "
+                    f"longest save {self._longest_save:.0f} s)"
+                )
+        return self.reason
 
     def __enter__(self) -> StopRequests:
-        for sig in SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._handle)
-        if self._env.get("SLURM_JOB_ID") and self._watch_log is not None:
-            self._watch = start_watch(os.getpid(), self._watch_log, self._env)
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
         return self
 
     def __exit__(self, *exc) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        if self._watch is not None and self._watch.poll() is None:
-            self._watch.terminate()  # the srun client: ends the watcher step
-            try:
-                self._watch.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._watch.kill()
-
-
-def start_watch(pid: int, log: Path, env: dict) -> subprocess.Popen:
-    """The watcher step on this node: one task sharing the job's resources (--overlap), forwarding SIGUSR1 to `pid`."""
-    node = env.get("SLURMD_NODENAME")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    command = [
-        "srun",
-        "--overlap",
-        "--nodes=1",
-        "--ntasks=1",
-        "--cpu-bind=none",
-        *([f"--nodelist={node}"] if node else []),
-        "--job-name=brorl_stop_watch",
-        f"--output={log}",
-        sys.executable,
-        "-m",
-        "brorl.training.stop_watch",
-        str(pid),
-    ]
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        signal.signal(signal.SIGTERM, self._previous)

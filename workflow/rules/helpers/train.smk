@@ -4,7 +4,11 @@ import json
 from snakemake.exceptions import WorkflowError
 
 from brorl.config import training_engine
-from brorl.training.job_shape import profile_shape_problem, train_job_resources
+from brorl.training.job_shape import (
+    profile_shape_problem,
+    train_job_layout,
+    train_job_resources,
+)
 from brorl.training.layout import freeze_layouts
 from brorl.training.lease import driver_check as trainers_driver_check
 from brorl.training.recipe import (
@@ -23,6 +27,7 @@ TRAIN_ENGINE = training_engine(config)
 # the job's nodes and tasks come from training.cluster; a profile that sets others for train_ppo is refused here,
 # before any job is submitted (each job would wait for its nodes, then the launcher would refuse them)
 TRAIN_JOB = train_job_resources(config)
+TRAIN_LAYOUT = train_job_layout(config)
 # (Resource objects once parsed: their raw value is what the profile wrote)
 _profiled = workflow.resource_settings.overwrite_resources.get("train_ppo") or {}
 _shape = profile_shape_problem(

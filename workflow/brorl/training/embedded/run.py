@@ -333,7 +333,7 @@ class EmbeddedRun:
         """Run segment `index` from the committed step to its last step; returns its metrics records.
         `stop_after` ends early after that step (tests of resumption); `tracking` also sends each committed step's
         record to W&B and TensorBoard (config `logging`; default: off); `stop` (brorl.training.stop.StopRequests)
-        ends it after the step under way once a stop request came (every step is saved whole: _commit)."""
+        ends it after a saved step when the time limit is near or SIGTERM came (every step is saved whole: _commit)."""
         from tqdm import tqdm
 
         segment = self.plan.segments[index]
@@ -348,15 +348,17 @@ class EmbeddedRun:
                 with SegmentLogger(tracking or Tracking(), self.arm, index, self.run_dir, self.config) as logger:
                     for step in bar:
                         record = self._step(step, segment)
+                        saving = time.perf_counter()
                         self._commit(step, record)
+                        save_s = time.perf_counter() - saving
                         logger.log(record)
                         bar.set_postfix(
                             reward=f"{record['reward_mean']:.3f}", kept=f"{record['dynamic_sampling_pass_rate']:.2f}"
                         )
                         if stop_after is not None and step >= stop_after:
                             break
-                        if stop is not None and stop.reason:
-                            print(f"stopped after step {step} ({stop.reason}): saved", flush=True)
+                        if stop is not None and stop.after_step(record["step_s"], save_s):
+                            print(f"stopped after step {step} ({stop.reason}): it is saved", flush=True)
                             break
             finally:
                 if self._pool is not None:
