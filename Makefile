@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # checkouts (whose editable install points at one of them)
 export PYTHONPATH := $(CURDIR)/workflow$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help setup sandbox demo report evaluate status test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
+.PHONY: help setup sandbox demo report evaluate status driver-job test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox
@@ -151,6 +151,17 @@ submit: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
+
+## The driver itself as a chain of CPU jobs, each submitting the next before its time limit (instead of tmux on the
+## login node): DRIVER_PARTITION= (default: the profile's cpu partition), DRIVER_TIME= (default 3 days), SUBMIT_ARGS.
+## docs/cluster.md#the-driver-as-a-slurm-job
+DRIVER_PARTITION ?= $(or $(BRORL_SLURM_CPU_PARTITION),cpu)
+DRIVER_TIME ?= 3-00:00:00
+driver-job: setup slurm-env
+	$(SITE_CHECK) $(SUBMIT_ARGS)
+	$(ROUTE_CHECK) $(SUBMIT_ARGS)
+	mkdir -p results/logs/driver
+	sbatch --partition='$(DRIVER_PARTITION)' --time='$(DRIVER_TIME)' workflow/scripts/driver_job.sh $(SUBMIT_ARGS)
 
 ## Where a run stands, in a few seconds, changing nothing: per arm the last step, segments done and the job holding its
 ## lease; per stage the jobs done, pending, running and failed (with their logs); outputs a stopped driver left.

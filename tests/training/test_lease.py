@@ -51,6 +51,7 @@ def test_the_manifest_waits_until_the_last_refused_job_is_old_enough():
 def test_alive_asks_slurm_for_a_job_and_the_heartbeat_for_another_host():
     assert holder_alive(holder("7"), state=lambda job: "REQUEUED") is True  # requeued: still alive
     assert holder_alive(holder("7"), state=lambda job: None) is False
+    assert holder_alive(holder("7"), state=lambda job: "COMPLETING") is False  # its processes have ended
     assert holder_alive(holder(None, heartbeat=time.time() - STALE_S - 1), state=lambda job: "RUNNING") is False
     assert holder_alive(holder(None, heartbeat=time.time()), state=lambda job: None) is True
     assert holder_alive(holder(None, host=socket.gethostname(), pid=os.getpid())) is True
@@ -77,6 +78,10 @@ def test_a_dead_holder_is_taken_over_and_a_normal_end_gives_the_lease_back(tmp_p
     # a job that fails keeps it (a requeue of the same job keeps training; another job takes it over)
     with pytest.raises(RuntimeError), Lease(tmp_path, 3):
         raise RuntimeError("crash")
+    assert read_lease(tmp_path).pid == os.getpid()
+    (tmp_path / "lease.json").unlink()
+    with Lease(tmp_path, 3) as lease:  # stopped before the segment's end: kept for a requeue of this job
+        lease.keep()
     assert read_lease(tmp_path).pid == os.getpid()
 
 

@@ -41,7 +41,8 @@ def cmd_segment(args: argparse.Namespace) -> None:
     tracking = Tracking.from_json(args.tracking or os.environ.get(TRACKING_ENV))
     check_key(tracking.wandb)  # before any training: online W&B without its key fails here
     out_dir = Path(args.out_dir)
-    # one trainer per run folder (brorl.training.lease): taken before any engine starts, given back at a normal end
+    # one trainer per run folder (brorl.training.lease): taken before any engine starts, given back once the segment
+    # is done
     with Lease(out_dir / "run", args.segment) as lease, StopRequests() as stop:
         job = SegmentJob(
             plan,
@@ -57,10 +58,12 @@ def cmd_segment(args: argparse.Namespace) -> None:
         record_layout(config, args.arm, job.out_dir)  # the arm's segment length, frozen from its first job on
         records, extra = engine(args.engine).run_segment(config, job)
         unfinished = not records or records[-1]["step"] < job.segment.last_step
-        if not unfinished:
+        if unfinished:
+            lease.keep()  # a requeue (same job id) keeps it; the retry of a stopped job takes it over
+        else:
             lease.wait_for_contenders()  # a refused job's cleanup must not delete the manifest (brorl.training.lease)
             write_segment_manifest(Path(args.manifest), plan, job.segment, records, job.out_dir / "run", extra)
-    if unfinished and stop.reason:  # the lease is given back: the retry is another job
+    if unfinished and stop.reason:
         last = records[-1]["step"] if records else job.segment.first_step - 1
         raise Stopped(f"{args.arm} stopped after step {last} on {stop.reason}; step {last} is saved: the retry resumes")
     if unfinished:

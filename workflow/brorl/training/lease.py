@@ -7,8 +7,8 @@ Who may train, decided by `decide` (pure):
   a holder that is no longer alive       take it over, and say so in the job's log
   a live holder (another job)            refuse: exit before anything starts, naming the holder
 
-Alive means: for a Slurm job, listed by squeue (pending, running, requeued, completing: any state), since a
-requeued job keeps its id and comes back; outside Slurm, the holder's process exists on this host, or, from another
+Alive means: for a Slurm job, listed by squeue as pending, running, requeued or suspended (any state but completing),
+since a requeued job keeps its id and comes back; outside Slurm, the holder's process exists on this host, or, from another
 host, its heartbeat is younger than STALE_S.
 
 A refused job is recorded in the lease (`contenders`). Snakemake removes the outputs of a failed job when it sees the
@@ -146,7 +146,8 @@ def holder_alive(holder: Holder, now: float | None = None, state: State | None =
     if state is None and shutil.which("squeue"):
         state = slurm_state
     if holder.job_id is not None and state is not None:
-        return state(holder.job_id) is not None
+        # COMPLETING: the job's processes have ended, Slurm is cleaning up its nodes
+        return state(holder.job_id) not in (None, "COMPLETING")
     if holder.host == socket.gethostname():
         return pid_alive(holder.pid)
     return now - holder.heartbeat < STALE_S
@@ -154,15 +155,16 @@ def holder_alive(holder: Holder, now: float | None = None, state: State | None =
 
 class Lease:
     """The job side: `with Lease(run_dir, segment, log):` takes the lease (LeaseHeld if another live job holds
-    it), keeps its heartbeat while the block runs, and gives it back at a normal end or a LeaseHeld. A job killed
-    (time limit, preemption, node failure) leaves it: a requeue of the same job keeps it, any other job takes it over
-    once the holder is gone."""
+    it), keeps its heartbeat while the block runs, and gives it back when the block ends normally unless `keep()` was
+    called. A job that stopped early (keep) or was killed (time limit, preemption, node failure) leaves it: a requeue
+    of the same job keeps it, any other job takes it over once the holder is gone."""
 
     def __init__(self, run_dir: Path, segment: int, log: Callable[[str], None] = print) -> None:
         self.run_dir, self.segment, self.log = Path(run_dir), segment, log
         self.holder: Holder | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.kept = False  # keep(): the job stopped before the segment's end, the lease stays with its job id
 
     def acquire(self) -> Holder:
         mine = me(self.segment)
@@ -203,6 +205,11 @@ class Lease:
             self.log(f"lease: a refused job's failure is {CONTENDER_GRACE_S - wait:.0f} s old; waiting {wait:.0f} s")
             sleep(wait)
 
+    def keep(self) -> None:
+        """Do not give the lease back at the end of the block: the job stopped early (a time limit, preemption or a
+        requeue); its job id keeps the lease if Slurm requeues it, another job takes it over once it is gone."""
+        self.kept = True
+
     def release(self) -> None:
         current = read_lease(self.run_dir)
         if self.holder is not None and current is not None and decide(current, self.holder, True) == "requeued":
@@ -224,7 +231,7 @@ class Lease:
 
     def __exit__(self, kind, error, trace) -> None:
         self._stop.set()
-        if kind is None:
+        if kind is None and not self.kept:
             self.release()
         # on an exception the job ends abnormally: the lease stays, to be kept by a requeue or taken over
 
