@@ -14,7 +14,10 @@
 #      Snakemake SIGTERM: Snakemake then submits nothing more and waits for its running jobs until Slurm ends this
 #      job. SIGKILL at the limit leaves those jobs running (Snakemake cancels its jobs only on Ctrl-C/SIGINT or an
 #      error of its own: the Slurm plugin's cancel_jobs).
-# The chain ends when Snakemake ends by itself, or after BRORL_DRIVER_LINKS links (default 20). The Slurm plugin warns
+# The chain ends when Snakemake ends by itself, or after BRORL_DRIVER_LINKS links (default 20). Other settings, from
+# the environment of the first sbatch: BRORL_DRIVER_SNAKEMAKE (the Snakemake command; default
+# .venv-slurm/bin/snakemake), BRORL_DRIVER_WORKDIR (the run's working directory when the options give --directory),
+# BRORL_DRIVER_POLL_S (seconds between looks at the queue, default 120). The Slurm plugin warns
 # that it runs inside a Slurm job ("You are running snakemake in a SLURM job context. This is not recommended") and
 # removes the job's SLURM_* variables before it submits: expected here.
 #SBATCH --job-name=brorl_driver
@@ -51,7 +54,8 @@ warned() {
 trap 'warned "$@"' USR1
 
 # 1. the previous link's jobs
-others() { squeue -h -u "$(id -un)" -o "%i %Z" | awk -v me="$job" -v dir="$root" '$1 != me && $2 == dir {print $1}'; }
+workdir=${BRORL_DRIVER_WORKDIR:-$root} # where the run's jobs work (snakemake --directory, if given)
+others() { squeue -h -u "$(id -un)" -o "%i %Z" | awk -v me="$job" -v dir="$workdir" '$1 != me && $2 == dir {print $1}'; }
 while left=$(others | tr '\n' ' ') && [[ -n ${left// /} ]]; do
   say "waiting for jobs of this directory to end: $left"
   sleep "${BRORL_DRIVER_POLL_S:-120}" &
@@ -60,7 +64,8 @@ done
 
 # 2. the driver
 export PATH=$root/.venv/bin:$PATH
-snakemake=("$root/.venv-slurm/bin/snakemake" --profile slurm)
+read -r -a snakemake <<<"${BRORL_DRIVER_SNAKEMAKE:-$root/.venv-slurm/bin/snakemake}"
+snakemake+=(--profile slurm)
 "${snakemake[@]}" --unlock "$@" >/dev/null 2>&1 || true
 say "starting: ${snakemake[*]} $*"
 "${snakemake[@]}" "$@" &

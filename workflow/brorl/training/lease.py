@@ -55,7 +55,6 @@ class Holder:
     segment: int
     started: float
     heartbeat: float
-    restarts: int = 0  # SLURM_RESTART_COUNT when taken (a requeue raises it)
     contenders: tuple[dict, ...] = field(default_factory=tuple)  # jobs refused while this one held the lease
 
     def describe(self, now: float) -> str:
@@ -67,7 +66,7 @@ def me(segment: int, env: Mapping[str, str] = os.environ, now: float | None = No
     """This process as a lease holder."""
     now = time.time() if now is None else now
     job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or None
-    return Holder(job, socket.gethostname(), os.getpid(), segment, now, now, int(env.get("SLURM_RESTART_COUNT") or 0))
+    return Holder(job, socket.gethostname(), os.getpid(), segment, now, now)
 
 
 def decide(current: Holder | None, mine: Holder, alive: bool) -> str:
@@ -181,7 +180,7 @@ class Lease:
         if verdict == "requeued":
             assert current is not None
             mine = replace(mine, started=current.started, contenders=current.contenders)
-            self.log(f"lease: kept by this job after a restart (Slurm restart count {mine.restarts})")
+            self.log(f"lease: kept by this job after a restart ({mine.describe(time.time()).split(' (')[0]})")
         elif verdict == "taken_over":
             assert current is not None
             self.log(f"lease: taken over from {current.describe(time.time())}, which is no longer running")
