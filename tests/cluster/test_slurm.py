@@ -452,7 +452,8 @@ def driver_chain(repo: Path, work: Path, args: tuple, env: dict) -> list[str]:
         "BRORL_DRIVER_LINKS": "2",
     }
     full = {**os.environ, **CI_SITE, **env, **chain}
-    options = [str(a) for a in args[1:]]  # the profiles and config files; the target comes last
+    assert list(map(str, args[1:3])) == ["--profile", "slurm"]  # the script gives --profile slurm itself
+    options = [str(a) for a in args[3:]]  # the CI profile and the config files; the target comes last
     first = subprocess.run(
         ["sbatch", "--parsable", "--partition=cpu", "--time=30", f"--output={logs}/%j.log"]
         + ["workflow/scripts/driver_job.sh", *options, args[0]],

@@ -42,10 +42,11 @@ warned() {
   if ((link >= links)); then
     say "time limit near; BRORL_DRIVER_LINKS=$links reached: no next link (submit this script again to go on)"
   else
-    local limit next
+    local limit log next
     limit=$(squeue -h -j "$job" -o %l)
+    log=$(scontrol show job -o "$job" | grep -o 'StdOut=[^ ]*' | cut -d= -f2-) # this link's log: the next beside it
     next=$(BRORL_DRIVER_LINK=$((link + 1)) sbatch --parsable --export=ALL --dependency="afterany:$job" \
-      --partition="${SLURM_JOB_PARTITION:-}" --time="$limit" "$script" "$@") &&
+      --partition="${SLURM_JOB_PARTITION:-}" --time="$limit" --output="$(dirname "$log")/%j.log" "$script" "$@") &&
       say "time limit near: next link is job $next (starts when this one ends)"
   fi
   if [[ -z $pid ]]; then exit 0; fi # still waiting (1.): the next link takes over
@@ -56,8 +57,10 @@ trap 'warned "$@"' USR1
 # 1. the previous link's jobs
 workdir=${BRORL_DRIVER_WORKDIR:-$root} # where the run's jobs work (snakemake --directory, if given)
 others() { squeue -h -u "$(id -un)" -o "%i %Z" | awk -v me="$job" -v dir="$workdir" '$1 != me && $2 == dir {print $1}'; }
+said=""
 while left=$(others | tr '\n' ' ') && [[ -n ${left// /} ]]; do
-  say "waiting for jobs of this directory to end: $left"
+  [[ $left == "$said" ]] || say "waiting for jobs of this directory to end: $left"
+  said=$left
   sleep "${BRORL_DRIVER_POLL_S:-120}" &
   wait $! # interruptible: the warning's trap runs at once
 done
