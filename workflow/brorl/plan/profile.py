@@ -74,7 +74,7 @@ def job_resources(
     if gpus and res.get("cpus_per_gpu"):
         cpus = int(res["cpus_per_gpu"]) * gpus
     else:
-        cpus = int(res.get("cpus_per_task") or threads) * (nodes if res.get("mpi") else 1)
+        cpus = int(res.get("cpus_per_task") or threads) * int(res.get("tasks") or 1)  # cores are per task
     return Resources(nodes=nodes, gpus=gpus, cpus=cpus)
 
 
