@@ -252,6 +252,15 @@ def test_the_training_clock_keeps_start_ups_apart_and_equal_time_is_what_every_a
     ]
     assert hours_by_step(records) == {1: 1.0, 2: pytest.approx(2 + 1 / 6), 3: pytest.approx(3 + 1 / 6)}
     assert startup_hours(records) == 1.5
+    # a relaunch inside segment 1 (a job that met its time limit, then its retry): step 4's start-up of 1,200 s
+    # (launch 2) is kept apart too; a record without `launch` (schema 6) counts as one launch per segment
+    relaunched = [
+        *({**r, "launch": 1} for r in records),
+        {"step": 4, "segment": 1, "launch": 2, "wall_s": 16800 + 1200 + 3600, "step_s": 3600, "overhead_s": 1200},
+    ]
+    assert hours_by_step(relaunched)[4] == pytest.approx(4 + 1 / 6) and startup_hours(relaunched) == pytest.approx(
+        1.5 + 1 / 3
+    )
     # ProRL reached 105 h, BroRL 150 h: t* is 105 h, not 140 h, and BroRL's checkpoint is the one nearest 105 h
     evaluated, hours = (
         {"prorl": [100, 200], "brorl": [50, 100]},

@@ -2,10 +2,11 @@
 
 Pure functions on plain mappings (no file I/O). The training clock of a step is read from its record in
 ``results/train/<arm>/metrics.jsonl``: ``wall_s`` (cumulative wall-clock seconds at the end of the step, across
-segments) less the start-ups before each segment's first step (that record's ``overhead_s``: start-up, and with it
-whatever a relaunch lost), so an arm that needed more segments, or crashed, is not charged for it; those hours are
-kept apart (``startup_hours``). A relaunch inside one segment (a retried job) is not marked in the records: its lost
-time still counts. Equal compute is the nearer of ``analysis.equal_time_hours`` and the hours every arm reached.
+segments) less the start-ups before each launch's first step (that record's ``overhead_s``: start-up, and with it
+whatever the launch before it lost): the first step of each segment, and of each relaunch inside a segment (a retried
+or requeued job; the records' ``launch``), so an arm that needed more segments, crashed, or met more time limits is
+not charged for it; those hours are kept apart (``startup_hours``). Equal compute is the nearer of
+``analysis.equal_time_hours`` and the hours every arm reached.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ class SelectionError(ValueError):
 def _clock(records: Sequence[Mapping]) -> tuple[dict[int, float], float]:
     """({step: training-clock hours}, start-up hours kept apart) of one arm's records (module docstring)."""
     out: dict[int, float] = {}
-    apart, segment = 0.0, object()
+    apart, launch = 0.0, object()
     for record in sorted(records, key=lambda r: int(r["step"])):
         wall = record.get("wall_s")
         if wall is None or not wall >= 0:
             raise SelectionError(f"step {record.get('step')}: wall_s is {wall!r}, not a number of seconds >= 0")
-        if record.get("segment") != segment:  # a segment's first step: its overhead is the start-up
+        if (record.get("segment"), record.get("launch")) != launch:  # a launch's first step: its overhead is start-up
             apart += float(record.get("overhead_s") or 0.0)
-            segment = record.get("segment")
+            launch = (record.get("segment"), record.get("launch"))
         out[int(record["step"])] = (float(wall) - apart) / 3600.0
     return out, apart / 3600.0
 
@@ -41,7 +42,7 @@ def hours_by_step(records: Sequence[Mapping]) -> dict[int, float]:
 
 
 def startup_hours(records: Sequence[Mapping]) -> float:
-    """Hours of start-ups and relaunches before segments' first steps, kept out of the training clock."""
+    """Hours of start-ups and relaunches before launches' first steps, kept out of the training clock."""
     return _clock(records)[1]
 
 

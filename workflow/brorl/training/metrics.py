@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio;
-# 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions
-SCHEMA_VERSION = 6
+# 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions; 7: launch (read as null from older files)
+SCHEMA_VERSION = 7
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
     "segment": "index of the training segment (job) that ran the step",
+    "launch": "which start of its segment ran the step (1, then 2 after a relaunch: a retried or requeued job); its first step's overhead_s holds that start-up (null: not tracked, the embedded engine's wall_s holds no start-up)",
     "wall_s": "cumulative training wall-clock seconds at the end of the step, across segments (start-ups, saves and relaunches included)",
     "step_s": "wall-clock seconds of this step",
     "overhead_s": "seconds since the previous step outside step_s: start-up, checkpoint saves, relaunches (null: not measured)",
@@ -78,6 +79,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise MetricsError(f"{path}:{number}: not JSON ({error})") from None
+            record.setdefault("launch", None)  # schema 6 and older had no launch
             validate_record(record, f"{path}:{number}")
             records.append(record)
     steps = [r["step"] for r in records]

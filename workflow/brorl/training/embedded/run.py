@@ -276,6 +276,7 @@ class EmbeddedRun:
         return {
             "step": step,
             "segment": segment.index,
+            "launch": None,  # wall_s sums step_s: a relaunch's start-up never enters it
             "wall_s": self.wall_s,
             "step_s": step_s,
             "overhead_s": None,  # saves and start-up are not timed here (wall_s sums step_s)

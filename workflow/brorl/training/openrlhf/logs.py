@@ -216,6 +216,11 @@ def arm_wall_before(launches: list[Launch], launch: Launch) -> float:
     return sum(run.end - run.start for run in launches if run.start < launch.start)
 
 
+def launch_number(launches: list[Launch], launch: Launch) -> int:
+    """1 for the first start of `launch`'s segment, 2 for its first relaunch, ..."""
+    return 1 + sum(1 for run in launches if run.segment == launch.segment and run.start < launch.start)
+
+
 def launch_of(launches: list[Launch], when: float) -> Launch:
     """The launch running at time `when` (the latest one started at or before it)."""
     started = [run for run in launches if run.start <= when]
@@ -283,6 +288,7 @@ def to_records(
         record = {
             "step": log.step + offset,
             "segment": segment,
+            "launch": launch_number(launches, launch),
             "wall_s": wall_s,
             "step_s": step_s,
             "overhead_s": wall_s - previous_wall - (step_s or 0.0),
