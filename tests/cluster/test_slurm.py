@@ -163,6 +163,7 @@ def test_the_one_node_preset_dry_runs_with_one_node_training_jobs(tmp_path):
     )
     train = resources["train_ppo"]
     assert (train["nodes"], train["tasks"], train["gres"]) == ("1", "1", "gpu:h100:8"), train
+    assert "mpi" not in train, train  # the plugin refuses an MPI job of one task (gpu-assumptions S-mpi-one-task)
     assert counts["train_ppo"] >= 2 and counts["finish_training"] == 2
     assert "preflight_cross_node" not in counts  # one node: nothing crosses nodes
 
@@ -232,6 +233,7 @@ def test_dry_run_of_the_paper_config_lists_every_job_with_its_sbatch_resources(t
     assert {"simulate_token_level", "simulate_sensitivity", "generate_samples", "score_samples"} <= set(counts)
     assert counts["simulate_token_level"] == 1 and counts["simulate_sensitivity"] == 10  # all runs / one per variant
     assert counts["preflight_eval_node"] == counts["preflight_train_node"] == 1  # each in its own software
+    assert resources["train_ppo"]["mpi"] == "srun"  # 8 nodes: the rule's srun starts Ray across the allocation
     cross = resources["preflight_cross_node"]  # the all-reduce across two nodes before 8-node training
     assert (cross["nodes"], cross["tasks"], cross["gres"], cross["mpi"]) == ("2", "2", "gpu:h100:8", "srun"), cross
     # its srun names the rank count: the batch step's SLURM_NTASKS (2) would otherwise cap it at 2 ranks, not 16
@@ -263,7 +265,7 @@ def test_a_site_mail_address_reaches_every_job_as_sbatch_mail_on_failure(tmp_pat
 @pytest.mark.workflow
 def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training_recipe_resolves(tmp_path):
     # a minimal workflow with the training rule's name: the profile's recipe gives the multi-node sbatch layout, and
-    # leaves the job's size (nodes, tasks) to the rule, which asks for training.cluster.nodes itself
+    # leaves the job's size (nodes, tasks) and mpi to the rule, which asks for training.cluster.nodes itself
     (tmp_path / "Snakefile").write_text(
         'rule train_ppo:\n    output: "done"\n    log: "log"\n    shell: "touch {output} {log}"\n'
     )
@@ -281,9 +283,9 @@ def test_set_resources_of_rules_not_in_the_workflow_are_ignored_and_the_training
     text = output_of(proc)
     assert proc.returncode == 0, text[-3000:]
     res = re.search(r"resources: (.*)", text)[1]
-    assert "nodes=" not in res and "tasks=" not in res.replace("tasks_per_gpu", ""), res
+    # nodes, tasks and (for multi-node jobs) mpi are the rule's own (brorl.training.job_shape), never the profile's
+    assert "nodes=" not in res and "tasks=" not in res.replace("tasks_per_gpu", "") and "mpi=" not in res, res
     for expected in (
-        "mpi=srun",
         "tasks_per_gpu=0",
         "gres=gpu:h100:8",
         "slurm_partition=h100",
