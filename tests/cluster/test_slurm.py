@@ -577,7 +577,7 @@ def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
         "rule train_ppo:\n"
         '    output: "ray_nodes.txt"\n'
         '    log: "train_ppo.log"\n'
-        "    resources: nodes=2, tasks=2\n"  # as the workflow's rule asks for training.cluster.nodes itself
+        '    resources: nodes=2, tasks=2, mpi="srun"\n'  # as the workflow's rule asks (brorl.training.job_shape)
         f'    shell: "{RAY_LAUNCHER} --logs ray_logs --nodes 2 -- python driver.py > {{output}} 2> {{log}}"\n'
     )
     (tmp_path / "slurm").symlink_to(ROOT / "profiles" / "slurm")
