@@ -8,6 +8,7 @@ import copy
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import time
@@ -550,7 +551,7 @@ def test_emulated_launches_on_one_host_take_port_blocks_no_other_launch_holds(fa
     locks = tmp_path / "locks"
     locks.mkdir()
     held = []
-    for k in range(16):  # what other launches would hold: every block but 7
+    for k in range(10):  # what other launches would hold: every block but 7
         if k != 7:
             f = (locks / f"ray_ports_{k}.lock").open("w")
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -568,12 +569,13 @@ def test_emulated_launches_on_one_host_take_port_blocks_no_other_launch_holds(fa
     ]
     result = _run(args, {**env, "RAY_PORT_LOCK_DIR": str(locks)})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"addr=127.0.0.2:{12000 + 7 * 1250}" in result.stdout
+    assert f"addr=127.0.0.2:{20000 + 7 * 1250}" in result.stdout
     # every block's ports (head, dashboard, 100 per node) stay below the kernel's ephemeral range, from which any
-    # outgoing connection may take a port
+    # outgoing connection may take a port, and above the local Slurm's slurmd ports (17001-17009)
     ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
     low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
-    assert 12000 + 15 * 1250 + 1249 < low
+    slurmd = int(re.search(r'ports="\[(\d+)-', (ROOT / "workflow/scripts/local_slurm.sh").read_text())[1])
+    assert not 20000 <= slurmd < 20000 + 10 * 1250 and slurmd + 16 < 20000 and 20000 + 10 * 1250 <= low
     with (locks / "ray_ports_7.lock").open("w") as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again: the launch released it when it ended
         result = _run(args, {**env, "RAY_PORT_LOCK_DIR": str(locks)})  # every block held now

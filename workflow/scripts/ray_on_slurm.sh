@@ -29,7 +29,7 @@
 #     block and loopback IP 127.0.0.<2+i>. The slurm profile's clusters are real: set RAY_SLURM_EMULATED=0 there.
 # Environment knobs: RAY_NUM_CPUS (default: the job's CPUs per task, else the node's CPUTot, else nproc),
 #   RAY_NUM_GPUS (default: entries of CUDA_VISIBLE_DEVICES), RAY_START_TIMEOUT (180 s),
-#   RAY_STOP_TIMEOUT (30 s), RAY_SLURM_EMULATED (auto|1|0), RAY_PORT_BASE (emulated: 12000 + k * 1250 for the first of 16 blocks, from the job id on,
+#   RAY_STOP_TIMEOUT (30 s), RAY_SLURM_EMULATED (auto|1|0), RAY_PORT_BASE (emulated: 20000 + k * 1250 for the first of 10 blocks, from the job id on,
 #   that no other launch on this host holds), RAY_PORT_LOCK_DIR (/tmp: where those blocks' locks live),
 #   RAY_OBJECT_STORE_MEMORY (emulated: 268435456), RAY_EXTRA_START_ARGS, RAY_SLURM_KEEP_TMP=1,
 #   RAY_SLURM_IFACE (real clusters: bind every Ray node, and reach the head, on this interface's IPv4 address, e.g.
@@ -169,10 +169,11 @@ job_number=${job//[^0-9]/}
 # Emulated launches share one host's loopback addresses, so each needs its own port block. Derived from the job id
 # alone, two concurrent jobs (e.g. 21 and 31 with 10 blocks) took the same ports and the second head failed to start.
 # A block is held with flock on $RAY_PORT_LOCK_DIR/ray_ports_<k>.lock (default /tmp) for the launcher's lifetime,
-# released even on SIGKILL. The blocks (12000-31999) stay below Linux's ephemeral ports (32768-60999 by default):
+# released even on SIGKILL. The blocks (20000-32499) stay below Linux's ephemeral ports (32768-60999 by default):
 # a block in that range lost its head port to any process's outgoing connection ("Failed to start GCS ... port
-# 33750 ... Address already in use", seen in CI).
-port_blocks=16 port_block_size=1250 port_first=12000
+# 33750 ... Address already in use", seen in CI); and above the local Slurm's slurmd ports (17001-17009 in CI),
+# which took a block's dashboard port when the blocks began at 12000.
+port_blocks=10 port_block_size=1250 port_first=20000
 claim_port_block() {  # sets port_base; the lock's descriptor stays open in this shell (and what it starts)
   local t k
   for ((t = 0; t < port_blocks; t++)); do
