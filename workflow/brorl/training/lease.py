@@ -57,9 +57,12 @@ class Holder:
     heartbeat: float
     contenders: tuple[dict, ...] = field(default_factory=tuple)  # jobs refused while this one held the lease
 
+    def who(self) -> str:
+        """`Slurm job <id> on <host>`, or `process <pid> on <host>` outside Slurm."""
+        return f"{f'Slurm job {self.job_id}' if self.job_id else f'process {self.pid}'} on {self.host}"
+
     def describe(self, now: float) -> str:
-        job = f"Slurm job {self.job_id}" if self.job_id else f"process {self.pid}"
-        return f"{job} on {self.host} (segment {self.segment}, heartbeat {max(0.0, now - self.heartbeat):.0f} s ago)"
+        return f"{self.who()} (segment {self.segment}, heartbeat {max(0.0, now - self.heartbeat):.0f} s ago)"
 
 
 def me(segment: int, env: Mapping[str, str] = os.environ, now: float | None = None) -> Holder:
@@ -180,7 +183,7 @@ class Lease:
         if verdict == "requeued":
             assert current is not None
             mine = replace(mine, started=current.started, contenders=current.contenders)
-            self.log(f"lease: kept by this job after a restart ({mine.describe(time.time()).split(' (')[0]})")
+            self.log(f"lease: kept by this job after a restart ({mine.who()})")
         elif verdict == "taken_over":
             assert current is not None
             self.log(f"lease: taken over from {current.describe(time.time())}, which is no longer running")
