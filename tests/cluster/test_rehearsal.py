@@ -1,12 +1,14 @@
 """The CPU rehearsal of the paper's training path, and the CPU form of the GPU smoke run, through the real train_ppo
 rule on the local Slurm: OpenRLHF 0.11.2's own train_ppo_ray on a 2-node Ray cluster started by
 workflow/scripts/ray_on_slurm.sh, the device layer of workflow/rehearsal, and the project's segment runner
-(brorl.training.openrlhf.run) with the smoke preset's fault drills (brorl.training.openrlhf.drills). One Snakemake
-run with one retry per job shows:
+(brorl.training.openrlhf.run) with fault drills (brorl.training.openrlhf.drills). One Snakemake run with one retry
+per job shows:
 
-  - segment 0 (steps 1-2): the drill SIGKILLs every process of the launch in the middle of step 2, the job fails,
-    its retry resumes from OpenRLHF's full state of step 1 (global step, optimizer, data-loader position) and no
-    step is repeated;
+  - segment 0 (steps 1-2): while step 1 generates, the drill lowers the job's Slurm time limit to a few minutes; the
+    runner's own time check (squeue's end time) asks the trainer to save at the end of step 1 (the job hook
+    stop_hook), stops the launch there and exits with status 75; the retry resumes from OpenRLHF's full state of
+    step 1 (global step, optimizer, data-loader position) and no step is repeated (this replaces the smoke preset's
+    kill inside step 2, which resumed the same way from the same save);
   - segment 1 (steps 3-4) starts against the exported step 2 as reference (a reset); the drill kills it inside the
     save of step 3 (held open by the job hook's drill_hook so the kill lands in it), and the retry drops the
     half-written save and resumes from step 2;
@@ -128,11 +130,12 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     flow.prepare()
     started = time.time()
 
-    # one run: each training job is killed once by its drill and resumed by its retry; then evaluation
+    # one run: each segment's first job is stopped (segment 0) or killed (segment 1) by its drill and resumed by its
+    # retry; then evaluation
     flow.finish("run", TARGETS)
     elapsed = time.time() - started
 
-    # each segment's first job failed (the drill's SIGKILL), its retry completed
+    # each segment's first job failed (exit status 75 after the stop; the drill's SIGKILL), its retry completed
     jobs = _train_jobs(flow.work)
     assert sorted(jobs) == [0, 1] and all(len(ids) == 2 for ids in jobs.values()), jobs
     for killed, resumed in jobs.values():
@@ -140,11 +143,11 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
         assert sacct("-X", "-j", resumed, "-o", "State")[0][0] == "COMPLETED", resumed
     fired = json.loads((flow.run / "openrlhf" / "drills.json").read_text())
     by_kind = {d["kind"]: d for d in fired}
-    assert len(fired) == 2 and set(by_kind) == {"kill_in_step", "kill_in_save"}, fired
-    # killed inside step 2: step 1 saved, step 2 generating (its rewards arriving), not saved
-    in_step = by_kind["kill_in_step"]
-    assert (in_step["segment"], in_step["step"]) == (0, 2) and in_step["observed"]["latest_global_step"] == 1
-    assert not in_step["observed"]["saving"]
+    assert len(fired) == 2 and set(by_kind) == {"time_limit_in_step", "kill_in_save"}, fired
+    # the limit lowered while step 1 generated (its rewards arriving), by the job itself, on Slurm
+    timed = by_kind["time_limit_in_step"]
+    assert (timed["segment"], timed["step"]) == (0, 1) and timed["observed"]["trainer_done_global_step"] == 0
+    assert timed["observed"]["scontrol"] == 0 and timed["observed"]["time_limit"] >= 3, timed
     # killed inside the save of step 3: its folder written, `latest` still naming step 2
     in_save = by_kind["kill_in_save"]
     assert (in_save["segment"], in_save["step"]) == (1, 3) and in_save["observed"]["latest_global_step"] == 2
@@ -156,9 +159,13 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     # OpenRLHF's own rollout-vs-trainer mismatch metrics (its PolicyLoss, truncated importance sampling on) reach them
     assert all(r["vllm_kl"] is not None and 0.0 <= r["is_filter_ratio"] <= 1.0 for r in records), records
     segments = [json.loads((out / f"segment{i}.json").read_text()) for i in (0, 1)]
-    # each segment: one killed launch, one that we stopped after its last step was saved (SIGTERM)
-    for seg in segments:
-        assert [run["status"] for run in seg["launches"]] == ["killed", "stopped"], seg["launches"]
+    # each segment: one launch stopped early (the time limit near) or killed, one that we stopped after its last step
+    # was saved (SIGTERM)
+    assert [run["status"] for run in segments[0]["launches"]] == ["stop request", "stopped"], segments[0]["launches"]
+    assert [run["status"] for run in segments[1]["launches"]] == ["killed", "stopped"], segments[1]["launches"]
+    # the trainer saved step 1 for the stop request (a regular save too here: resume_every 1), and only that
+    assert [(e["global_step"], e["stop"]) for e in segments[0]["stops"]] == [(1, True)], segments[0]["stops"]
+    assert segments[1]["stops"] == []
     # segment 0's rerun resumed from OpenRLHF's full state of step 1: global step, optimizer, data-loader position
     resumed = (out / "run" / "openrlhf" / "logs" / "segment000-2" / "launcher.log").read_text()
     assert "'global_step': 1" in resumed and "'samples_yielded':" in resumed, resumed[-3000:]
@@ -229,12 +236,15 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     rows = {r["path"]: r for r in json.loads((tmp_path / "verdict" / "verdict.json").read_text())["rows"]}
     gpu = [r for r in rows.values() if r["path"] in {p.name for p in GPU_PATHS}]
     assert len(gpu) == len(GPU_PATHS) and {r["status"] for r in gpu} == {CPU_SUBSTITUTION}, gpu
-    drills = [r for name, r in rows.items() if name.startswith(("kill inside", "reference reset"))]
+    drills = [
+        r for name, r in rows.items() if name.startswith(("kill inside a save", "stop before", "reference reset"))
+    ]
     assert len(drills) == 3 and {r["status"] for r in drills} == {"pass"}, drills
+    assert rows["kill inside a step, resumed"]["status"] == "not run (off in this config)", rows
     # the truncation rule against vLLM's length stops, judged on both devices: the same reward, OpenRLHF and vLLM
     assert all(r["trained_truncated_frac"] is not None for r in records), records
     assert rows["truncation rule = vLLM's length stops (every step)"]["status"] == "pass", rows
     # the engines' scheduler limits are judged on both devices: the CPU engines report them through the same hook
     assert rows["vLLM scheduler limits of the rollout engines"]["status"] == "pass", rows
-    print(f"\nrehearsal with two kills (after the start model was built): {elapsed:.0f} s\n{report.stdout}")
+    print(f"\nrehearsal with a stop and a kill (after the start model was built): {elapsed:.0f} s\n{report.stdout}")
     print(verdict.stdout)

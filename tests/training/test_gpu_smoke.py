@@ -21,6 +21,7 @@ from brorl.training.openrlhf.logs import first_micro_batch_kl
 from brorl.training.openrlhf.parse import parse_argv
 from brorl.training.openrlhf.validate import validate_cluster_config
 from brorl.training.recipe import arm_plan
+from brorl.training.stop import StopRequests
 from helpers import CONFIG, ROOT
 
 SMOKE = ROOT / "workflow" / "presets" / "gpu_smoke.yaml"
@@ -116,6 +117,31 @@ def test_drill_problems_name_the_key():
     problems = drills.drill_problems({"kill_in_step": 1, "kill_in_save": 9}, 3, 5)
     assert any("kill_in_save = 9" in p for p in problems) and any("kill_in_step must be >= 2" in p for p in problems)
     assert any("resume_every: 1" in p for p in problems)
+    # the time-limit drill needs no save every step, but a step that another step of its segment follows
+    assert drills.drill_problems({"time_limit_in_step": 1}, 4, 5, {2, 4}) == []
+    assert "ends a segment" in drills.drill_problems({"time_limit_in_step": 2}, 4, 5, {2, 4})[0]
+
+
+def test_the_time_limit_drill_fires_while_its_step_generates_and_only_lowers_the_limit(tmp_path, monkeypatch):
+    drill = drills.Drill("time_limit_in_step", 1, 1)
+    assert drills.due(drill, latest=0, reward_grew_since_latest=True, saving=False)  # step 1 generating
+    assert not drills.due(drill, latest=0, reward_grew_since_latest=False, saving=False)  # still starting up
+    assert not drills.due(drill, latest=1, reward_grew_since_latest=True, saving=False)  # step 2: too late
+    # whole minutes (Slurm rounds seconds up): at least the target left, less than a minute more
+    assert drills.limit_minutes(elapsed_s=130, target_left_s=150) == 5  # 280 s -> 300 s: 170 s left
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.delenv("SLURM_JOBID", raising=False)
+    monkeypatch.setattr(drills, "kill_launch", lambda *a: pytest.fail("the time-limit drill kills nothing"))
+    record = tmp_path / "drills.json"
+    stop = StopRequests(end_time=lambda: None)
+    watch = drills.DrillWatch([drill], tmp_path, record, 0, "segment000-1", "L", 2, stop)
+    watch.check(0, None, 0)  # started, no reward yet
+    assert not record.exists()
+    watch.check(40, None, 0)  # step 1's rewards arrive
+    watch.check(80, None, 0)  # fires once
+    [fired] = json.loads(record.read_text())
+    assert fired["kind"] == "time_limit_in_step" and fired["observed"]["time_limit"] is None, fired
+    assert "not in a Slurm job" in fired["observed"]["why"] and fired["observed"]["trainer_done_global_step"] == 0
 
 
 def test_kill_marked_kills_only_the_launchs_processes():
@@ -296,6 +322,24 @@ def test_drill_rows_need_the_kill_and_the_resume():
     assert v.reset_row("r", 3, 1, {0: [[0.0]]}, {}).status == v.FAIL  # no training bar after the reset
     segment["checkpoint_repair"]["removed"] = []  # resumed without dropping the half-written save: not proven
     assert v.drill_rows([arm], {"kill_in_save": 3}, "logs")[1].status == v.FAIL
+
+
+def test_the_time_limit_row_needs_the_stop_save_and_the_resume():
+    fired = {"kind": "time_limit_in_step", "step": 1, "global_step": 1, "fired_at": 100.0}
+    fired["observed"] = {"time_limit": 4, "scontrol": 0}
+    saved = {"t": 124.0, "global_step": 1, "stop": True, "forced": False}
+    segment = {"drills": [fired], "launches": [{"status": "stop request"}, {"status": "stopped"}], "stops": [saved]}
+    arm = {"name": "a", "segments": [segment]}
+    [row] = v.time_limit_rows([arm], 1, "logs")
+    assert row.status == v.PASS and row.seconds == 24.0 and "limit lowered to 4 min" in row.detail, row
+    segment["stops"] = []  # stopped, but not after a save the trainer made for the request
+    assert v.time_limit_rows([arm], 1, "logs")[0].status == v.FAIL
+    segment["stops"], segment["launches"] = [saved], [{"status": "killed"}, {"status": "stopped"}]  # the limit hit
+    assert v.time_limit_rows([arm], 1, "logs")[0].status == v.FAIL
+    fired["observed"] = {"time_limit": None, "why": "not in a Slurm job: no time limit to bring near"}
+    assert v.time_limit_rows([arm], 1, "logs")[0].status == v.NO_SLURM  # not a failure: nothing to observe
+    assert v.time_limit_rows([{"name": "a", "segments": [{}]}], 1, "logs")[0].status == v.NOT_REACHED
+    assert v.time_limit_rows([arm], None, "logs")[0].status == v.NOT_CONFIGURED
 
 
 def test_the_first_micro_batch_kl_of_each_step_from_the_launcher_log():

@@ -155,25 +155,73 @@ def test_the_job_hook_wraps_openrlhfs_own_actor_class(tmp_path):
     env |= {
         "BRORL_IPC_LEGACY_SEGMENTS": "1",
         "BRORL_VLLM_SCHEDULER": '{"max_num_seqs": 8, "max_num_batched_tokens": 64}',
+        "BRORL_STEP_LOG_DIR": str(tmp_path / "steps"),
+        "BRORL_STOP_REQUEST": str(tmp_path / "stop_request.json"),
+        "BRORL_LAUNCH_ID": "launch-2",
     }
     # Ray runs an actor's methods through the subclass @ray.remote built (and traced) at decoration: the patch must
     # be there, not only on the original class (actor_patch)
     code = textwrap.dedent(
         """
+        import json, os, pathlib
+        from types import SimpleNamespace as NS
+        from openrlhf.trainer import ppo_trainer
         from openrlhf.trainer.ray import ppo_actor, vllm_engine
         flags = []
         for ray_class, name, marker in (
             (ppo_actor.PolicyModelActor, "fit", "brorl_memory_hook"),
             (ppo_actor.PolicyModelActor, "broadcast_to_vllm", "brorl_ipc_hook"),
             (vllm_engine.RolloutRayActor, "__init__", "brorl_scheduler_hook"),
+            (ppo_trainer.PPOTrainer, "save_logs_and_checkpoints", "brorl_stop_hook"),
         ):
             for cls in (ray_class.__ray_actor_class__, ray_class.__ray_metadata__.modified_class):
                 flags.append(getattr(getattr(cls, name), marker, False))
         print(flags)
+
+        # OpenRLHF's own save_logs_and_checkpoints, as Ray runs it, on a trainer whose actor group records each save
+        saves = []
+        class Group:
+            def async_run_method(self, method_name, tag, **kwargs):
+                saves.append((method_name, tag, kwargs["client_states"]["global_step"]))
+                return []
+        ppo_trainer.ray.get = lambda refs: refs  # no Ray cluster here: the group's refs are already results
+        trainer = NS(
+            args=NS(logger=NS(logging_steps=1), ckpt=NS(save_steps=5)), wandb_logger=None, tensorboard_logger=None,
+            best_eval_metric_key=None, best_eval_metric_value=None, _latest_eval_metric_value=None,
+            actor_model_group=Group(), critic_model_group=None,
+        )
+        method = ppo_trainer.PPOTrainer.__ray_metadata__.modified_class.save_logs_and_checkpoints
+        request = pathlib.Path(os.environ["BRORL_STOP_REQUEST"])
+        for step in range(1, 7):
+            if step == 2:  # an earlier launch's request is not this launch's
+                request.write_text(json.dumps({"launch": "launch-1"}))
+            if step == 3:
+                request.write_text(json.dumps({"launch": "launch-2", "reason": "the time limit"}))
+            if step == 4:
+                request.unlink()
+            method(trainer, step, {"timing/step_total": 2.5}, {"global_step": step})
+        print(json.dumps([saves, trainer.args.ckpt.save_steps]))
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == str([True] * 6), proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and lines[-2] == str([True] * 8), proc.stderr[-2000:]
+    # the request made OpenRLHF save step 3 outside its save interval (5), then the interval came back
+    saves, save_steps = json.loads(lines[-1])
+    assert saves == [["save_checkpoint", "global_step3", 3], ["save_checkpoint", "global_step5", 5]], saves
+    assert save_steps == 5
+    from brorl.training.openrlhf.logs import read_hook_entries
+
+    steps = read_hook_entries(tmp_path / "steps")
+    assert [(e["global_step"], e["saved"], e["stop"], e["forced"]) for e in steps] == [
+        (1, False, False, False),
+        (2, False, False, False),
+        (3, True, True, True),
+        (4, False, False, False),
+        (5, True, False, False),
+        (6, False, False, False),
+    ]
+    assert all(e["step_s"] == 2.5 for e in steps)
 
 
 RAY_PATCH = textwrap.dedent(
@@ -246,3 +294,29 @@ def test_the_tokenizer_reaches_the_engines_once_and_unchanged():
     line = proc.stdout.strip().splitlines()[-1]
     assert line.startswith("1 ")  # one tokenizer object in the engine's process for all four prompts
     assert "['a b', 'c', 'd e f', 'g']" in line  # it encodes and decodes as the original
+
+
+def test_the_stop_watch_asks_for_a_save_when_the_step_after_this_could_not_be_saved(tmp_path, capsys):
+    import time
+
+    from brorl.training.openrlhf.logs import append_hook_entry
+    from brorl.training.openrlhf.stop_watch import StopWatch
+    from brorl.training.stop import StopRequests
+
+    request, steps = tmp_path / "stop_request.json", tmp_path / "steps"
+    request.write_text('{"launch": "an earlier launch"}')
+    end = [time.time() + 10_000]
+    watch = StopWatch(StopRequests(end_time=lambda: end[0]), request, steps, "launch-2", resume_step=4)
+    assert not request.exists()  # an earlier launch's request never stops this one
+    time.sleep(0.01)
+    append_hook_entry(steps, {"t": time.time(), "global_step": 5, "step_s": 20.0, "call_s": 0.1, "saved": False,
+                              "stop": False, "forced": False})  # fmt: skip
+    assert watch.check() is None and watch.done == 5 and not request.exists()
+    # the limit comes near: another step (20 s) + a save + the margin (300 s) would not fit after step 6
+    end[0], watch.stop._queried = time.time() + 320, -float("inf")
+    assert watch.check() is None and json.loads(request.read_text())["launch"] == "launch-2"
+    assert "OpenRLHF saves at the end of the step under way (after global step 5)" in capsys.readouterr().out
+    saved = {"t": time.time(), "global_step": 6, "step_s": 21.0, "call_s": 4.0, "saved": True, "stop": True}
+    append_hook_entry(steps, {**saved, "forced": True})
+    assert watch.check()["global_step"] == 6 and watch.answered["forced"]
+    assert watch.stop.longest == (21.0, 4.0)

@@ -24,7 +24,7 @@ from brorl.training.lease import (
     read_lease,
     write_lease,
 )
-from brorl.training.stop import StopRequests, parse_end_time, too_close
+from brorl.training.stop import StopRequests, last_step_under_way, parse_end_time, too_close
 
 
 def holder(job_id=None, host="node7", pid=12345, heartbeat=None, started=None, **kw) -> Holder:
@@ -119,6 +119,21 @@ def test_a_step_that_could_not_be_saved_before_the_limit_is_not_started():
     end[0] = time.time() + 200  # `scontrol update TimeLimit=...`: read again at the next step
     stop._queried = -float("inf")
     assert "the time limit (" in stop.after_step(5.0, 1.0) and "longest step took 5 s" in stop.reason
+
+
+def test_openrlhfs_step_under_way_is_the_last_when_the_one_after_could_not_be_saved():
+    # steps of 600 s, saves of 60 s, margin 300 s: another step after this one needs 960 s once this one ends
+    assert not last_step_under_way(left_s=2000, in_step_s=100, longest_step_s=600, longest_save_s=60)
+    assert last_step_under_way(left_s=1400, in_step_s=100, longest_step_s=600, longest_save_s=60)  # 500 s + 960 s
+    assert not last_step_under_way(left_s=1400, in_step_s=550, longest_step_s=600, longest_save_s=60)  # 50 s + 960 s
+    # before any step finished in this job only the margin counts
+    assert last_step_under_way(left_s=200, in_step_s=30, longest_step_s=0, longest_save_s=0)
+    end = [time.time() + 10_000]
+    stop = StopRequests(end_time=lambda: end[0])
+    stop.observe(600.0, 60.0)
+    assert stop.during_step(100.0) is None and stop.longest == (600.0, 60.0)
+    end[0], stop._queried = time.time() + 1200, -float("inf")
+    assert "the time limit (" in stop.during_step(100.0)
 
 
 def test_sigterm_becomes_a_stop_at_the_next_step_boundary():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make rehearsal: the CPU rehearsal of the paper's training path (docs/rehearsal.md). OpenRLHF 0.11.2 trains the
-# tiny arm rehearsal_n4 through the train_ppo rule, killed once inside step 2 and once inside the save of step 3 by
-# the preset's drills (each job retried once); the exported steps are then evaluated, the last one also by the
+# tiny arm rehearsal_n4 through the train_ppo rule, stopped once before a lowered time limit (step 1; through Slurm
+# only) and killed once inside the save of step 3 by the preset's drills (each job retried once); the exported steps are then evaluated, the last one also by the
 # mass-balance probe; a report and the verdict follow.
 #   - with the project's local Slurm (started here as root on Debian, or by `make slurm-up`): --profile slurm --profile profiles/ci,
 #     the training job a real 2-node allocation (2 emulated nodes x 2 GPUs);

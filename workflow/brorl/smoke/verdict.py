@@ -63,6 +63,8 @@ MEMORY_ROW = "peak GPU memory per rank"  # + " below <ceiling> GiB"
 SCHEDULER_ROW = "vLLM scheduler limits of the rollout engines"
 TRUNCATION_ROW = "truncation rule = vLLM's length stops (every step)"
 KILL_IN_STEP_ROW, KILL_IN_SAVE_ROW = "kill inside a step, resumed", "kill inside a save, resumed"  # + " (arm, step k)"
+TIME_LIMIT_ROW = "stop before the time limit, resumed"  # + " (arm, step k)"
+NO_SLURM = "not run (no Slurm job)"  # a time_limit_in_step drill outside Slurm: no time limit to bring near
 RESET_ROW = "reference reset"  # + " (arm)"
 EVALUATION_ROW = "evaluation at the full response budget"
 THROUGHPUT_ROW = "throughput layouts"
@@ -75,6 +77,7 @@ ROW_NAMES = (
     TRUNCATION_ROW,
     KILL_IN_STEP_ROW,
     KILL_IN_SAVE_ROW,
+    TIME_LIMIT_ROW,
     RESET_ROW,
     EVALUATION_ROW,
     THROUGHPUT_ROW,
@@ -235,6 +238,7 @@ def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], log
                 resumed = resumed and any(p.endswith(f"global_step{fired[0]['global_step']}") for p in removed)
                 detail += f"; the rerun removed {removed}"
             rows.append(Row(name, PASS if resumed else FAIL, seconds, None, detail, "" if resumed else f"logs: {logs}"))
+    rows += time_limit_rows(arms, drills.get("time_limit_in_step"), logs)
     for arm in arms:
         resets = [s for s in arm["segments"] if s.get("layout", {}).get("reference_step") is not None]
         if len(arm["segments"]) < 2:
@@ -245,6 +249,39 @@ def drill_rows(arms: Sequence[Mapping[str, Any]], drills: Mapping[str, Any], log
             continue
         first = resets[0]["layout"]["reference_step"] + 1
         rows.append(reset_row(name, first, arm["segments"].index(resets[0]), arm.get("first_kl", {}), arm["kl"]))
+    return rows
+
+
+def time_limit_rows(arms: Sequence[Mapping[str, Any]], step: int | None, logs: str) -> list[Row]:
+    """The time-limit drill passes when its job stopped after the trainer saved the drill's step for the stop
+    request (the segment's `stops`) and a later launch of the segment finished it; `seconds`: from the lowered
+    limit to that save."""
+    if step is None:
+        return [
+            Row(TIME_LIMIT_ROW, NOT_CONFIGURED, None, None, "training.cluster.drills.time_limit_in_step is null", "")
+        ]
+    rows = []
+    for arm in arms:
+        name = f"{TIME_LIMIT_ROW} ({arm['name']}, step {step})"
+        fired = [d for s in arm["segments"] for d in s.get("drills", []) if d["kind"] == "time_limit_in_step"]
+        if not fired:
+            rows.append(Row(name, NOT_REACHED, None, None, "the drill did not fire", f"logs: {logs}"))
+            continue
+        drill = fired[0]
+        if drill["observed"].get("time_limit") is None:
+            rows.append(Row(name, NO_SLURM, None, None, drill["observed"].get("why", ""), ""))
+            continue
+        segment = next(s for s in arm["segments"] if drill in s.get("drills", []))
+        statuses = [launch["status"] for launch in segment["launches"]]
+        saves = [e for e in segment.get("stops", []) if e["global_step"] == drill["global_step"]]
+        passed = bool(saves) and statuses[:1] == ["stop request"] and statuses[-1] == "stopped"
+        seconds = saves[0]["t"] - drill["fired_at"] if saves else None
+        detail = (
+            f"launches {statuses}; limit lowered to {drill['observed']['time_limit']} min (scontrol exit "
+            f"{drill['observed'].get('scontrol')}); saved for the stop: "
+            f"{[(e['global_step'], 'forced' if e['forced'] else 'regular') for e in segment.get('stops', [])]}"
+        )
+        rows.append(Row(name, PASS if passed else FAIL, seconds, None, detail, "" if passed else f"logs: {logs}"))
     return rows
 
 

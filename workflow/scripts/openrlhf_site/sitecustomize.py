@@ -17,6 +17,8 @@ imports it everywhere. It edits no installed file and changes no training algori
   * switches expandable segments off around the CUDA-IPC weight sync, so the engines can open the clones without
     ptrace permission (brorl.training.openrlhf.ipc_hook; nothing on a CPU);
   * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook);
+  * records each step's times and saves, and answers the segment runner's stop request before the job's time limit
+    with a save at the end of the step under way (brorl.training.openrlhf.stop_hook);
   * while a `kill_in_save` drill is pending (training.cluster.drills), holds that step's save open so the segment
     runner's kill lands inside it (brorl.training.openrlhf.drill_hook).
 
@@ -132,6 +134,16 @@ def _scheduler(vllm_engine) -> None:
 
 if os.environ.get("BRORL_VLLM_SCHEDULER"):
     after_import("openrlhf.trainer.ray.vllm_engine", _scheduler)
+
+
+def _stop(ppo_trainer) -> None:
+    from brorl.training.openrlhf.stop_hook import install_from_env
+
+    install_from_env(ppo_trainer)
+
+
+if os.environ.get("BRORL_STEP_LOG_DIR"):
+    after_import("openrlhf.trainer.ppo_trainer", _stop)
 
 
 def _hold_save(torch) -> None:

@@ -104,6 +104,14 @@ class ClusterPaths:
     def scheduler_log_dir(self) -> Path:  # one jsonl per vLLM engine: the scheduler limits it runs with
         return self.openrlhf_dir / "scheduler"
 
+    @property
+    def step_log_dir(self) -> Path:  # the trainer's jsonl: each step's times and saves (stop_hook)
+        return self.openrlhf_dir / "steps"
+
+    @property
+    def stop_request(self) -> Path:  # written by the runner to have the trainer save and stop (stop_watch)
+        return self.openrlhf_dir / "stop_request.json"
+
     def ckpt_dir(self, run_index: int) -> Path:
         return self.openrlhf_dir / f"ckpt{run_index}"
 

@@ -22,6 +22,8 @@ from .checkpoint import latest_global_step
 from .command import ClusterPaths, RunLayout
 from .drills import DrillWatch
 from .logs import Launch
+from .stop_hook import REQUEST_ENV, STEP_LOG_ENV
+from .stop_watch import STOP_STATUS, StopWatch
 
 WORKFLOW = Path(__file__).resolve().parents[3]  # the folder holding brorl/, scripts/
 LAUNCHER = WORKFLOW / "scripts" / "ray_on_slurm.sh"
@@ -87,6 +89,9 @@ def launch_env(
             "BRORL_PARTITION": cluster["partition"],
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
             "BRORL_GPU_MEMORY_LOG_DIR": str(paths.gpu_memory_log_dir),  # each rank's peak per step (memory_hook)
+            # each step's times and saves, and the runner's stop request the trainer answers (stop_hook)
+            STEP_LOG_ENV: str(paths.step_log_dir),
+            REQUEST_ENV: str(paths.stop_request),
             "BRORL_TOKENIZER_ONCE": "1",  # the tokenizer goes to the engines once, not with each prompt
             # progress bars print their whole status, never cut to a COLUMNS width: the smoke verdict reads each
             # step's first micro-batch KL from OpenRLHF's training bar (logs.first_micro_batch_kl)
@@ -151,12 +156,14 @@ def launch(
     poll_s: float,
     watchdog_s: float,
     drills: DrillWatch | None = None,
+    stops: StopWatch | None = None,
 ) -> str:
     """Run the launcher until OpenRLHF has fully saved `last_global`, then stop it; returns how it ended
-    ("stopped" or "exited <rc>"). A save is complete once the next step's generation has begun, which the reward
-    log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A launch whose
-    progress (progress) stays the same for `watchdog_s` is stopped with ClusterRunError. `drills` may kill the
-    launch on purpose (drills.py)."""
+    ("stopped", STOP_STATUS or "exited <rc>"). A save is complete once the next step's generation has begun, which
+    the reward log shows: the HF export is written after DeepSpeed's `latest` tag and before the next rollout. A
+    launch whose progress (progress) stays the same for `watchdog_s` is stopped with ClusterRunError. `drills` may
+    kill the launch on purpose (drills.py); `stops` ends it early at a saved step before the job's time limit
+    (stop_watch.py)."""
     process = subprocess.Popen(command, env=env, start_new_session=True)
     handlers = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     seen_at = None  # reward-log size when `latest` first reached last_global
@@ -175,8 +182,11 @@ def launch(
                     f"time limit; see {paths.logs_dir} (training.cluster.watchdog_minutes)"
                 )
             reward_size, _, latest = now
+            if stops is not None and stops.check() is not None:
+                stop(process)  # the trainer saved the step it was asked to stop after
+                return STOP_STATUS
             if drills is not None:
-                drills.check(reward_size, latest)
+                drills.check(reward_size, latest, stops.done if stops is not None else latest)
             if latest is not None and latest >= last_global:
                 if seen_at is None:
                     seen_at = reward_size

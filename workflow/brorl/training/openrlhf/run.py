@@ -7,7 +7,9 @@ rehearsal of the same path with training.cluster.device = cpu).
   3. repair the checkpoint folder (checkpoint.py): resume only from a save that is whole;
   4. launch `ray_on_slurm.sh ... -- python -m openrlhf.cli.train_ppo_ray ...` and stop it once the segment's last
      step is fully saved (OpenRLHF has no max-steps flag: it would train until the prompts run out); a watchdog
-     stops a launch that makes no progress; a fault drill (drills.py) may kill it on purpose, once;
+     stops a launch that makes no progress; a fault drill (drills.py) may kill it on purpose, once; near the job's
+     time limit the trainer is asked to save at the end of the step under way and the job stops there with exit
+     status 75 (stop_watch.py, brorl.training.stop), for the retry to resume;
   5. link the HF export of every saved step (and the last step, which a reference reset starts from) into
      run/exports/step<k>/ after checking each is whole (segments.py then verifies and publishes them), and delete
      OpenRLHF's other exports;
@@ -32,6 +34,7 @@ from ..metrics import append_metrics, read_metrics, truncate_after
 from ..recipe import ArmPlan, recipe_fingerprint
 from ..run_folder import atomic_json, check_fingerprint
 from ..segments import CheckpointError, SegmentJob
+from ..stop import Stopped
 from ..tracking import run_name
 from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
@@ -57,6 +60,7 @@ from .logs import (
     to_records,
 )
 from .parse import OpenRLHFArgError, parse_argv
+from .stop_watch import STOP_STATUS, StopWatch
 from .validate import ClusterConfigError, validate_cluster_config
 
 
@@ -255,8 +259,13 @@ def run_segment(
         hold = [d for d in pending if d.kind == "kill_in_save"]
         if hold:
             env[HOLD_ENV] = f"{hold[0].global_step}:{cluster['drills']['save_hold_s']}"
+        stops = (
+            StopWatch(job.stop, paths.stop_request, paths.step_log_dir, env[LAUNCH_ENV], latest or 0)
+            if job.stop is not None
+            else None
+        )
         watch = (
-            DrillWatch(pending, ckpt, drills_path, segment_index, logs, env[LAUNCH_ENV], cluster["nodes"])
+            DrillWatch(pending, ckpt, drills_path, segment_index, logs, env[LAUNCH_ENV], cluster["nodes"], job.stop)
             if pending
             else None
         )
@@ -287,6 +296,7 @@ def run_segment(
                 cluster["poll_seconds"],
                 cluster["watchdog_minutes"] * 60,
                 watch,
+                stops,
             )
         except ClusterRunError:
             status = "watchdog"
@@ -297,6 +307,13 @@ def run_segment(
         finally:
             record_launch(launches_path, {**entry, "end": time.time(), "status": status})
         latest = latest_global_step(ckpt)
+        if status == STOP_STATUS:
+            saved = stops.answered["global_step"]  # the hook records it once OpenRLHF's save returned on every rank
+            raise Stopped(
+                f"{arm} stopped after step {saved + layout.offset} (global step {saved}, saved for the stop"
+                f"{'' if not stops.answered['forced'] else ' outside the save interval'}) on {job.stop.reason}; "
+                "the retry resumes from it"
+            )
         if latest is None or latest < last_global:
             raise ClusterRunError(
                 f"OpenRLHF stopped ({status}) at global step {latest}, before the segment's "
@@ -379,6 +396,8 @@ def run_segment(
         "vllm_kv_cache_tokens": kv_cache,
         "checkpoint_repair": dataclasses.asdict(fixed),
         "drills": [d for d in read_fired(drills_path) if d["segment"] == segment_index],
+        # the steps the trainer saved for a stop request before the time limit (stop_hook), each ending a launch
+        "stops": [e for e in read_hook_entries(paths.step_log_dir, since=segment_start) if e["stop"]],
         "removed_after_last_step": overshoot,
         "pruned_exports": pruned,
     }

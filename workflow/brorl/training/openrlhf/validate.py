@@ -130,7 +130,10 @@ def plan_problems(config: Mapping[str, Any], plan: ArmPlan) -> list[str]:
             "requires it (choose fewer mini-batches or GPUs)"
         )
     problems += [
-        f"{key}: {p}" for p in drill_problems(cluster["drills"], plan.continued_steps, cluster["resume_every"])
+        f"{key}: {p}"
+        for p in drill_problems(
+            cluster["drills"], plan.continued_steps, cluster["resume_every"], {s.last_step for s in plan.segments}
+        )
     ]
     return problems
 
