@@ -130,16 +130,30 @@ def test_the_algorithms_table_reads_each_pair_by_the_paired_test_and_keeps_pairs
         "b16": {10: 1.0, 20: 2.0},
         "b512": {10: 1.0, 20: 2.0},
     }
+    # lr x RMS advantage per step: the N=512 arm's steps twice the N=16 arm's (GRPO's unnormalised group_norm),
+    # and a step past the compared checkpoint that must not count
+    sizes = {
+        "a16": {s: {"lr": 1e-6, "adv_rms": 1.0, "grad_norm": 0.5} for s in range(1, 21)},
+        "a512": {s: {"lr": 1e-6, "adv_rms": 2.0, "grad_norm": 0.7} for s in range(1, 11)}
+        | {11: {"lr": 1e-6, "adv_rms": 50.0, "grad_norm": 9.0}},
+    }
     table = algorithm_rows(
-        units, hours, pairs, target_hours=1.1, alpha=0.05, alternative="greater", resamples=200, seed=0
-    ).set_index("estimator")
+        units, hours, pairs, target_hours=1.1, alpha=0.05, alternative="greater", resamples=200, seed=0,
+        step_sizes=sizes,
+    ).set_index("estimator")  # fmt: skip
     assert list(table.index) == ["rloo", "group_norm", "dr_grpo"]  # no pair dropped
     rloo, grpo = table.loc["rloo"], table.loc["group_norm"]
     assert (rloo["n16_step"], rloo["n512_step"]) == (10, 10)  # nearest 1.1 h: equal compute, not the last steps
     assert rloo["n"] == 3 * PROBLEMS and rloo["delta"] == pytest.approx(0.03, abs=0.01)
-    assert rloo["p"] < 0.05 and rloo["verdict"] == "N gain holds"
+    assert rloo["n16_step_size"] == pytest.approx(1e-6) and rloo["n512_step_size"] == pytest.approx(2e-6)
+    assert rloo["n512_grad_norm"] == pytest.approx(0.7)  # steps 1-10 only
+    assert np.isnan(grpo["n16_step_size"])  # no step recorded it (metrics before schema 8): unknown, not 0
+    # Holm over the two tested rows: the smaller p doubled, the larger kept (monotone), the untested row out of m
+    assert rloo["p_holm"] == pytest.approx(min(1.0, 2 * rloo["p"])) and grpo["p_holm"] == pytest.approx(grpo["p"])
+    assert rloo["p_holm"] < 0.05 and rloo["verdict"] == "N gain holds"
     assert grpo["p"] >= 0.05 and grpo["verdict"].startswith("not resolved")
     assert table.loc["dr_grpo", "verdict"].startswith("not run: arm 'c16' has no evaluated checkpoint")
+    assert np.isnan(table.loc["dr_grpo", "p_holm"])
 
 
 def test_prorl_falling_from_its_own_midpoint_is_tested_and_files_the_task_as_brorl_only():

@@ -184,6 +184,9 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert first["segment001-1"][0] <= first["segment000-1"][0], first  # step 3, against the export of step 2
     # every step's metrics came from OpenRLHF's events; wall time counts the killed launches and start-ups
     assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
+    # the step size of each step: reinforce_baseline's advantages (normalised over the batch's tokens by OpenRLHF) have
+    # unit RMS as the job hook measured them after OpenRLHF's method, and the last update's gradient norm was logged
+    assert all(abs(r["adv_rms"] - 1.0) < 1e-4 and r["grad_norm"] > 0 for r in records), records
     # no dynamic batching (nothing partitioned) and no CUDA here: both measurements are null, never 0
     assert all(r["partition_s"] is None and r["gpu_mem_peak_gib"] is None for r in records)
     # each launch recorded its engines' KV-cache size (Ray may fold identical lines of its two engines into one)

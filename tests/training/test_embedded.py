@@ -115,6 +115,10 @@ def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
         assert r["wall_s"] >= r["step_s"] > 0 and r["gen_samples_per_s"] > 0
         if r["samples"]:  # PolicyLoss's rollout-vs-trainer mismatch, as OpenRLHF logs it
             assert abs(r["vllm_kl"]) < 0.05 and 0.0 <= r["is_filter_ratio"] <= 1.0
+            # reinforce_baseline's advantages are normalised over the batch's tokens: unit RMS; a real gradient
+            assert r["adv_rms"] == pytest.approx(1.0, abs=1e-6) and r["grad_norm"] > 0
+        else:
+            assert r["adv_rms"] is None and r["grad_norm"] is None  # nothing was updated
     assert records[2]["segment"] == 1 and records[2]["wall_s"] > records[1]["wall_s"]
     start = load_file(root / "start" / "model.safetensors")
     assert any(not torch.equal(start[k], v) for k, v in final_weights(straight).items())

@@ -635,14 +635,21 @@ def experience_maker():
     return Experience, RemoteExperienceMaker
 
 
+@pytest.mark.parametrize("batch_norm", ["native", "every_estimator"])
 @pytest.mark.parametrize("estimator", ["reinforce_baseline", "group_norm", "rloo", "dr_grpo"])
-def test_embedded_advantages_equal_openrlhfs_own_for_every_shared_estimator(config, experience_maker, estimator):
+def test_embedded_advantages_equal_openrlhfs_own_for_every_shared_estimator(
+    config, experience_maker, estimator, batch_norm, tmp_path
+):
     """The engine contract: OpenRLHF 0.11.2's RemoteExperienceMaker.compute_advantages_and_returns, with the args
     our command gives an arm of this estimator, on experiences of random rewards and lengths (one sample each, in
-    shuffled order as its micro-batches hold them), against brorl.training.embedded.advantages on the same inputs."""
+    shuffled order as its micro-batches hold them), against brorl.training.embedded.advantages on the same inputs;
+    with training.advantage_batch_norm every_estimator, OpenRLHF's method runs under the job hook's wrapper
+    (advantage_hook), which also logs the RMS advantage both engines record."""
     import numpy as np
     import torch
-    from brorl.training.embedded.advantages import advantages
+    from brorl.training.embedded.advantages import advantages, token_rms
+    from brorl.training.openrlhf import advantage_hook
+    from brorl.training.openrlhf.logs import read_hook_log
 
     Experience, RemoteExperienceMaker = experience_maker
 
@@ -673,14 +680,21 @@ def test_embedded_advantages_equal_openrlhfs_own_for_every_shared_estimator(conf
             )
         )
     maker = RemoteExperienceMaker(None, None, None, None, SimpleNamespace(value=0.0), SimpleNamespace(args=args), None)
+    module = SimpleNamespace(RemoteExperienceMaker=type("Maker", (RemoteExperienceMaker,), {}))  # wrapped apart
+    advantage_hook.install(module, batch_norm, str(tmp_path))
+    maker.__class__ = module.RemoteExperienceMaker
     out = maker.compute_advantages_and_returns(experiences)
     theirs = np.zeros((3, n))
     for e in out:
         values = e.advantages[0][e.action_mask[0]]
         assert torch.allclose(values, values[0].expand_as(values))  # every token carries the sample's advantage
         theirs.flat[e.index[0]] = values[0].item()
-    ours = advantages(estimator, rewards, lengths, cfg["training"]["advantage_std_norm"])
+    ours = advantages(estimator, rewards, lengths, cfg["training"]["advantage_std_norm"], batch_norm)
     assert np.abs(ours - theirs).max() <= 1e-6
+    [(_, rms)] = read_hook_log(tmp_path, "adv_rms")
+    assert abs(rms - token_rms(ours, lengths)) <= 1e-6
+    if batch_norm == "every_estimator" or estimator == "reinforce_baseline":
+        assert abs(rms - 1.0) <= 1e-6  # normalised over the batch's tokens: unit RMS whatever the estimator
 
 
 @pytest.mark.workflow

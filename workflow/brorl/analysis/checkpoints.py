@@ -130,3 +130,8 @@ def equal_point(
             raise SelectionError(f"arm {arm!r}: no training metrics (wall_s) for evaluated step(s) {missing}")
         reached.append(arm_hours[steps[-1]])
     return min([target_hours, *reached])
+
+
+def step_sizes(records: Sequence[Mapping]) -> dict[int, dict[str, float | None]]:
+    """{continued step: its lr, token-weighted RMS advantage and gradient norm} (brorl.analysis.algorithms)."""
+    return {int(r["step"]): {k: r.get(k) for k in ("lr", "adv_rms", "grad_norm")} for r in records}

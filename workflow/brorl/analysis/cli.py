@@ -81,11 +81,12 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 def _cmd_algorithms(a: argparse.Namespace) -> None:
     from ..tables import write_table
-    from .algorithms import algorithm_rows
+    from .algorithms import NOTE, algorithm_rows
 
     spec = spec_of(a)
     cfg = spec["analysis"]
-    hours, _ = hours_of(a, spec)
+    clocks = clocks_of(a)
+    hours, _ = hours_of(a, spec, clocks)
     table = algorithm_rows(
         read_units(a.units),
         hours,
@@ -95,18 +96,22 @@ def _cmd_algorithms(a: argparse.Namespace) -> None:
         alternative=cfg["alternative"],
         resamples=cfg["bootstrap"]["resamples"],
         seed=cfg["bootstrap"]["seed"],
+        step_sizes=clocks["step_size"],
     )
-    title = "Does the N gain hold per advantage estimator? N=512 vs N=16, paired one-tailed test"
+    title = f"Does the N gain hold per advantage estimator? N=512 vs N=16, paired one-tailed test. {NOTE}"
     groups = {
         "N=16 arm, step, hours": ("n16_arm", "n16_step", "n16_hours"),
         "N=512 arm, step, hours": ("n512_arm", "n512_step", "n512_hours"),
+        "step size N=16 / N=512": ("n16_step_size", "n512_step_size"),
+        "grad norm N=16 / N=512": ("n16_grad_norm", "n512_grad_norm"),
         "mean N=16 / N=512": ("n16_mean", "n512_mean"),
         "95% CI": ("ci_low", "ci_high"),
     }
     write_table(table, a.out_md, a.out_csv, None, title=title, printed_groups=groups)
     for row in table.itertuples():
         print(
-            f"{row.estimator}: {row.verdict}" + (f" (delta {row.delta:.3g}, p {row.p:.3g})" if row.n == row.n else "")
+            f"{row.estimator}: {row.verdict}"
+            + (f" (delta {row.delta:.3g}, p {row.p:.3g}, Holm {row.p_holm:.3g})" if row.n == row.n else "")
         )
 
 

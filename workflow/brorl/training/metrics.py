@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio;
-# 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions; 7: launch (read as null from older files)
-SCHEMA_VERSION = 7
+# 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions; 7: launch; 8: adv_rms, grad_norm (fields
+# added since 6 are read as null from older files)
+SCHEMA_VERSION = 8
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -42,6 +43,8 @@ FIELDS: dict[str, str] = {
     "trained_zeroed_frac": "fraction of the update's samples the reward's truncation rule scored 0 (no stop token at the end; OpenRLHF's train/truncated_zeroed, a sample-weighted mean over the update; null on the embedded engine, whose rule reads the finish reason itself)",
     "gen_samples_per_s": "generated samples per second of generation time",
     "lr": "learning rate of the step",
+    "adv_rms": "token-weighted root mean square of the update's advantages (every response token carries its sample's advantage): with lr, the step size an estimator gives (docs/stages.md#algorithm-generality)",
+    "grad_norm": "gradient norm before clipping of the step's last optimizer update (OpenRLHF logs only that one; null where not logged)",
     "gen_s": "seconds generating rollouts",
     "reward_s": "seconds scoring rollouts",
     "logprob_s": "seconds computing old/reference log-probabilities (cluster: OpenRLHF's make_experience, partition_s included)",
@@ -79,7 +82,8 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise MetricsError(f"{path}:{number}: not JSON ({error})") from None
-            record.setdefault("launch", None)  # schema 6 and older had no launch
+            for added in ("launch", "adv_rms", "grad_norm"):  # schema 6 had none of them, 7 no adv_rms, grad_norm
+                record.setdefault(added, None)
             validate_record(record, f"{path}:{number}")
             records.append(record)
     steps = [r["step"] for r in records]

@@ -259,8 +259,13 @@ def recipe_fingerprint(config: Mapping[str, Any], name: str) -> dict[str, Any]:
             for k, v in find_arm(config, name).items()
             if k not in ("label", "description", "enabled", "report_steps", "continued_steps", "segment_max_steps")
         },
+        # advantage_batch_norm at its default (OpenRLHF's own) is left out: folders trained before the option keep
+        # their fingerprint
         "training": {
-            k: v for k, v in config["training"].items() if k not in ("embedded", "cluster", "segment_max_steps")
+            k: v
+            for k, v in config["training"].items()
+            if k not in ("embedded", "cluster", "segment_max_steps")
+            and not (k == "advantage_batch_norm" and v == "native")
         },
         "context": dict(config["context"]),
         "train_data": config["train_data"]["name"],

@@ -11,6 +11,9 @@ imports it everywhere. It edits no installed file and changes no training algori
   * times the trainer's micro-batch partition (dynamic batching) and, with $BRORL_PARTITION=lpt (the default of
     training.cluster.partition), replaces OpenRLHF's Karmarkar-Karp by a balanced greedy of the same purpose that
     is fast at BroRL's 65,536 samples per step (brorl.training.openrlhf.partition_hook; docs/design.md#brorls-step-partition);
+  * records each step's RMS advantage and, with training.advantage_batch_norm every_estimator, normalises every
+    estimator's advantages over the batch as OpenRLHF does reinforce_baseline's
+    (brorl.training.openrlhf.advantage_hook);
   * records each training rank's peak GPU memory per step (brorl.training.openrlhf.memory_hook; nothing on a CPU);
   * gives the rollout engines vLLM's scheduler limits of the config's vllm_scheduler and records what they run with
     (brorl.training.openrlhf.scheduler_hook);
@@ -111,6 +114,16 @@ if os.environ.get("BRORL_TOKENIZER_ONCE") == "1":
     after_import("openrlhf.trainer.ppo_utils.samples_generator", _tokenizer)
 if os.environ.get("BRORL_PARTITION"):
     after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)
+
+
+def _advantages(experience_maker) -> None:
+    from brorl.training.openrlhf.advantage_hook import install_from_env
+
+    install_from_env(experience_maker)
+
+
+if os.environ.get("BRORL_ADVANTAGE_LOG_DIR") or os.environ.get("BRORL_ADVANTAGE_BATCH_NORM"):
+    after_import("openrlhf.trainer.ppo_utils.experience_maker", _advantages)
 if os.environ.get("BRORL_GPU_MEMORY_LOG_DIR"):
     after_import("openrlhf.trainer.ray.ppo_actor", _memory)
 

@@ -36,13 +36,8 @@ def reinforce_baseline(rewards: np.ndarray, lengths: np.ndarray, std_norm: bool 
     _check_groups(rewards)
     if lengths.shape != rewards.shape or (lengths < 1).any():
         raise ValueError("lengths must have the rewards' shape and be >= 1 (every response has a token)")
-    centred = rewards - rewards.mean(axis=1, keepdims=True)
-    weights = lengths / lengths.sum()
-    mean = (centred * weights).sum()
-    if not std_norm:  # OpenRLHF still removes the token-weighted mean (rstd = 1)
-        return centred - mean
-    var = ((centred - mean) ** 2 * weights).sum()
-    return (centred - mean) / np.sqrt(max(var, VAR_FLOOR))
+    # OpenRLHF still removes the token-weighted mean without std_norm (rstd = 1)
+    return batch_normalise(rewards - rewards.mean(axis=1, keepdims=True), lengths, std_norm)
 
 
 def _check_groups(rewards: np.ndarray) -> None:
@@ -72,13 +67,37 @@ def dr_grpo(rewards: np.ndarray) -> np.ndarray:
     return rewards - rewards.mean(axis=1, keepdims=True)
 
 
-def advantages(estimator: str, rewards: np.ndarray, lengths: np.ndarray, std_norm: bool = True) -> np.ndarray:
+def batch_normalise(adv: np.ndarray, lengths: np.ndarray, std_norm: bool = True) -> np.ndarray:
+    """OpenRLHF's normalisation over the batch's response tokens (experience_maker.py, after the estimators):
+    minus the token-weighted mean, divided by the token-weighted std (variance floored at 1e-8) when std_norm."""
+    weights = lengths / lengths.sum()
+    mean = (adv * weights).sum()
+    if not std_norm:
+        return adv - mean
+    var = ((adv - mean) ** 2 * weights).sum()
+    return (adv - mean) / np.sqrt(max(var, VAR_FLOOR))
+
+
+def token_rms(adv: np.ndarray, lengths: np.ndarray) -> float:
+    """Token-weighted root mean square of per-sample advantages (each of a sample's tokens carries its value)."""
+    return float(np.sqrt((adv**2 * lengths).sum() / lengths.sum()))
+
+
+def advantages(
+    estimator: str, rewards: np.ndarray, lengths: np.ndarray, std_norm: bool = True, batch_norm: str = "native"
+) -> np.ndarray:
     """(G, N) per-sample advantages of `estimator` (an OpenRLHF name in EMBEDDED_ESTIMATORS); every response token
-    carries its sample's value (gamma = 1, one reward at the end). ``std_norm`` applies to reinforce_baseline only,
-    as OpenRLHF's batch normalisation does."""
+    carries its sample's value (gamma = 1, one reward at the end). batch_norm "native": as OpenRLHF, only
+    reinforce_baseline is normalised over the batch (``std_norm`` applies to it); "every_estimator": the same
+    normalisation follows every estimator's baseline (training.advantage_batch_norm)."""
     if estimator == "reinforce_baseline":
         return reinforce_baseline(rewards, lengths, std_norm)
     by_group = {"group_norm": group_norm, "rloo": rloo, "dr_grpo": dr_grpo}
     if estimator not in by_group:
         raise ValueError(f"advantage estimator {estimator!r} is not one of {EMBEDDED_ESTIMATORS}")
-    return by_group[estimator](rewards)
+    adv = by_group[estimator](rewards)
+    if batch_norm == "every_estimator":
+        if lengths.shape != rewards.shape or (lengths < 1).any():
+            raise ValueError("lengths must have the rewards' shape and be >= 1 (every response has a token)")
+        return batch_normalise(adv, lengths, std_norm)
+    return adv

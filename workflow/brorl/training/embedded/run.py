@@ -24,7 +24,7 @@ from ..run_folder import check_fingerprint
 from ..segments import CheckpointError, SegmentJob
 from ..tracking import SegmentLogger, Tracking
 from . import state as run_state
-from .advantages import advantages, keep_groups
+from .advantages import advantages, keep_groups, token_rms
 from .prompts import PromptStream, derived_seed
 
 
@@ -232,7 +232,13 @@ class EmbeddedRun:
 
         rewards = np.array(out.rewards)
         lengths = np.array([[len(r.response_ids) for r in g] for g in out.groups])
-        adv = advantages(self.plan.advantage_estimator, rewards, lengths, self.train["advantage_std_norm"])
+        adv = advantages(
+            self.plan.advantage_estimator,
+            rewards,
+            lengths,
+            self.train["advantage_std_norm"],
+            self.train["advantage_batch_norm"],
+        )
         flat = [r for g in out.groups for r in g]
         pad = self.engine.tokenizer.pad_token_id or 0
         batch = build_batch(
@@ -257,7 +263,7 @@ class EmbeddedRun:
             stats = self.trainer.update(batch, old, ref, minibatches)
         timings["update_s"] = time.perf_counter() - start
         timings["reload_s"] = self.engine.load_weights(self.trainer.policy.state_dict().items())
-        return {**stats, **timings}
+        return {**stats, **timings, "adv_rms": token_rms(adv, lengths)}
 
     def _step(self, step: int, segment: Segment) -> dict:
         start = time.perf_counter()
@@ -266,7 +272,8 @@ class EmbeddedRun:
         )
         self.trainer.set_lr(lr)
         out = self._generate(step)
-        update = {"kl": None, "entropy": None, "vllm_kl": None, "is_filter_ratio": None}
+        update = {"kl": None, "entropy": None, "vllm_kl": None, "is_filter_ratio": None, "adv_rms": None}
+        update["grad_norm"] = None
         update |= {"logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
         if out.groups:  # every group dropped after max_rounds: nothing to learn from this step (recorded)
             update = self._update(step, out)
@@ -299,6 +306,8 @@ class EmbeddedRun:
             "trained_zeroed_frac": None,
             "gen_samples_per_s": out.generated_samples / out.gen_s if out.gen_s else None,
             "lr": lr,
+            "adv_rms": update["adv_rms"],
+            "grad_norm": update["grad_norm"],
             "gen_s": out.gen_s,
             "reward_s": out.reward_s,
             "logprob_s": update["logprob_s"],

@@ -174,13 +174,13 @@ class PolicyTrainer:
                         mismatch["is_filter_ratio"] += float(is_filter_ratio) * part_tokens
                     sums["tokens"] += part_tokens
             norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.grad_clip)
-            sums["grad_norm"] += float(norm)
+            sums["grad_norm"] = float(norm)  # the last update's, as OpenRLHF logs it
             self.optimizer.step()
         tokens = max(sums["tokens"], 1.0)
         return {
             "kl": sums["kl"] / tokens if ref_logprobs is not None else None,
             "entropy": sums["entropy"] / tokens,
             "clip_ratio": sums["clip_ratio"] / tokens,
-            "grad_norm": sums["grad_norm"] / max(len(minibatches), 1),
+            "grad_norm": sums["grad_norm"],
             **{k: v / tokens if corrected else None for k, v in mismatch.items()},
         }

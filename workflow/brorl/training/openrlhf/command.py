@@ -105,6 +105,10 @@ class ClusterPaths:
         return self.openrlhf_dir / "scheduler"
 
     @property
+    def advantage_log_dir(self) -> Path:  # the trainer's jsonl: each step's RMS advantage (advantage_hook)
+        return self.openrlhf_dir / "advantages"
+
+    @property
     def step_log_dir(self) -> Path:  # the trainer's jsonl: each step's times and saves (stop_hook)
         return self.openrlhf_dir / "steps"
 

@@ -89,6 +89,9 @@ def launch_env(
             "BRORL_PARTITION": cluster["partition"],
             "BRORL_PARTITION_LOG_DIR": str(paths.partition_log_dir),
             "BRORL_GPU_MEMORY_LOG_DIR": str(paths.gpu_memory_log_dir),  # each rank's peak per step (memory_hook)
+            # each step's RMS advantage, and the normalisation of training.advantage_batch_norm (advantage_hook)
+            "BRORL_ADVANTAGE_LOG_DIR": str(paths.advantage_log_dir),
+            "BRORL_ADVANTAGE_BATCH_NORM": config["training"]["advantage_batch_norm"],
             # each step's times and saves, and the runner's stop request the trainer answers (stop_hook)
             STEP_LOG_ENV: str(paths.step_log_dir),
             REQUEST_ENV: str(paths.stop_request),

@@ -242,6 +242,7 @@ def to_records(
     partition_calls: list[tuple[float, float]] | None = None,
     gpu_memory: list[tuple[float, float]] | None = None,
     engine_lines: list[tuple[float, int]] | None = None,
+    advantage_rms: list[tuple[float, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
     offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
@@ -249,7 +250,8 @@ def to_records(
     interval outside OpenRLHF's own step timing). Reward calls count into the step whose interval holds them,
     never across a launch start (a killed launch's calls are not the rerun step's); so do partition calls, whose
     seconds sum into `partition_s` (null where none was logged: dynamic batching off, or no job hook), and the
-    ranks' peak GPU memory, whose maximum is `gpu_mem_peak_gib` (null without CUDA), and vLLM's engine stats lines
+    ranks' peak GPU memory, whose maximum is `gpu_mem_peak_gib` (null without CUDA), the step's RMS advantage
+    (advantage_hook; the last in the interval, null where none was logged), and vLLM's engine stats lines
     (engine_stats), whose preemptions sum into `vllm_preemptions` (null where no line fell in the step: an engine
     logs only every 10 s of work)."""
     records = []
@@ -267,6 +269,7 @@ def to_records(
         errors = [e for c in window for e in c.errors]
         partition = [sec for t, sec in partition_calls or [] if start < t <= log.wall_time]
         peaks = [gib for t, gib in gpu_memory or [] if start < t <= log.wall_time]
+        rms = [value for t, value in advantage_rms or [] if start < t <= log.wall_time]
         # vLLM stamps whole seconds: a line of the step's last second belongs to it
         preemptions = [n for t, n in engine_lines or [] if start < t <= log.wall_time + 1]
         reward_errors = reward_timeouts = None
@@ -313,6 +316,8 @@ def to_records(
             "trained_zeroed_frac": _get(s, "truncated_zeroed"),
             "gen_samples_per_s": generated_samples / gen_s if gen_s else None,
             "lr": _get(s, "actor_lr"),
+            "adv_rms": rms[-1] if rms else None,
+            "grad_norm": _get(s, "actor_grad_norm"),  # OpenRLHF keeps the step's last update's (ppo_actor.py:250)
             "gen_s": gen_s,
             "reward_s": None,  # rewards are computed inside generation (not timed apart)
             "logprob_s": _get(s, "timing/make_experience"),
