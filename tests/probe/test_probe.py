@@ -112,13 +112,15 @@ def test_the_command_writes_rates_a_readable_table_and_a_figure_with_data(tmp_pa
     paths = [write_point(tmp_path, "base", 3000, p0, rng, ids)]
     for arm, drift in (("prorl_n16", -0.2), ("brorl_n512", 0.2)):
         paths += [write_point(tmp_path, arm, s, np.clip(p0 + drift * s / 50, 0, 1), rng, ids) for s in (25, 50)]
-    names = ("rates.csv", "probe.md", "probe.csv", "probe.png", "probe.pdf", "arms.png", "arms.pdf")
+    names = ("rates.csv", "probe.md", "probe.csv", "probe.png", "probe.pdf", "arms.png", "arms.pdf", "vs.md", "vs.csv")
     out = {k: tmp_path / f"out/{k}" for k in names}
     args = ["analyse", "--probes", str(probes), "--scores", *map(str, paths), "--samples", str(SAMPLES)]
     args += ["--start-step", "3000", "--engine", "cluster", "--labels", json.dumps({"prorl_n16": "ProRL (N=16)"})]
     args += ["--out-rates", str(out["rates.csv"]), "--out-md", str(out["probe.md"]), "--out-csv", str(out["probe.csv"])]
     args += ["--png", str(out["probe.png"]), "--pdf", str(out["probe.pdf"])]
     args += ["--arms-png", str(out["arms.png"]), "--arms-pdf", str(out["arms.pdf"])]
+    args += ["--control", "prorl_n16", "--treatment", "brorl_n512", "--resamples", "500"]  # no hours: final steps
+    args += ["--out-arms-md", str(out["vs.md"]), "--out-arms-csv", str(out["vs.csv"])]
     probe_main(args)
     printed = capsys.readouterr().out
     assert "probe: 24 data points" in printed  # 2 arms x 3 checkpoints x 4 panels
@@ -131,6 +133,12 @@ def test_the_command_writes_rates_a_readable_table_and_a_figure_with_data(tmp_pa
     header = next(line for line in out["probe.md"].read_text().splitlines() if line.startswith("|"))
     assert header.count("|") - 1 <= MAX_PRINTED_COLUMNS and "ProRL (N=16)" in out["probe.md"].read_text()
     assert all(out[k].stat().st_size > 1000 for k in ("probe.png", "probe.pdf", "arms.png", "arms.pdf"))
+    # the worst drop against its null, and the two arms against each other on the same probes
+    assert final.loc[("prorl_n16", 50), "worst_drop_p"] < 0.01 < final.loc[("brorl_n512", 0), "worst_drop_p"]
+    vs = pd.read_csv(out["vs.csv"]).set_index("basis")
+    assert list(vs.index) == ["equal compute", "equal optimizer steps"]
+    assert (vs["control_step"] == 50).all() and (vs["delta"] > 0.3).all() and (vs["p"] < 1e-6).all()
+    assert (vs["fell_only_control"] > vs["fell_only_treatment"]).all() and (vs["p_fell"] < 1e-6).all()
 
     no_start = build_parser().parse_args([*args[:4], *map(str, paths[1:]), *args[4 + len(paths) :]])
     with pytest.raises(ProbeError, match="no score file of the start checkpoint"):  # no drop can be measured
@@ -170,3 +178,50 @@ def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
     # the rollout's sampling and budget, the paper's 16K, never the evaluation's 0.6 / 0.95 / 32K
     assert f"--temperature {train['rollout_temperature']}" in text and "--max-tokens 16384" in text
     assert "--temperature 0.6" not in text and "resources/benchmarks/math500.jsonl" in text
+
+
+def test_the_worst_drops_null_is_calibrated_and_finds_one_real_fall():
+    """With no change the worst drop of one of 128 probes is -17 to -20 points; its p against the redrawn start is
+    about uniform (5% of unchanged runs below 0.05), while one probe that fell 45 points is found."""
+    from brorl.probe.compare import worst_drop_null, worst_drop_p
+
+    rng = np.random.default_rng(8)
+    p0 = rng.uniform(0.2, 0.8, PROBES)
+    start = rates_of(p0, rng)
+    null = worst_drop_null(start, 1000, rng)
+    assert -0.25 < np.median(null) < -0.12  # chance alone: a "fall" of well over 10 points
+    ps = []
+    for _ in range(200):  # unchanged runs: a start and a later checkpoint drawn from the same rates
+        first, again = rates_of(p0, rng), rates_of(p0, rng)
+        null_of_first = worst_drop_null(first, 400, rng)
+        ps.append(worst_drop_p(float((again["pass_rate"] - first["pass_rate"]).min()), null_of_first))
+    assert 0.01 <= np.mean(np.array(ps) < 0.05) <= 0.10, np.mean(np.array(ps) < 0.05)
+    fallen = p0.copy()
+    fallen[7] = max(p0[7] - 0.45, 0.0)
+    after = rates_of(fallen, rng)
+    assert worst_drop_p(float((after["pass_rate"] - start["pass_rate"]).min()), null) < 0.01
+
+
+def test_the_arms_are_compared_on_the_same_probes_at_equal_compute_and_equal_steps():
+    from brorl.probe.compare import between_arms
+
+    rng = np.random.default_rng(9)
+    p0 = rng.uniform(0.2, 0.8, PROBES)
+    start = rates_of(p0, rng)
+    frames = {("ctl", s): rates_of(p0, rng) for s in (10, 20)}  # no change
+    frames |= {("trt", s): rates_of(np.clip(p0 + 0.1 * s / 10, 0, 1), rng) for s in (5, 10)}
+    hours = {"ctl": {10: 1.0, 20: 2.0}, "trt": {5: 1.0, 10: 2.0}}
+    table = between_arms(frames, start, "ctl", "trt", hours, 1.0, 2.0, 300, 0).set_index("basis")
+    compute, steps = table.loc["equal compute"], table.loc["equal optimizer steps"]
+    assert (compute["control_step"], compute["treatment_step"]) == (10, 5)  # both at 1.0 h
+    assert (steps["control_step"], steps["treatment_step"]) == (10, 10)  # the last step both probed
+    assert compute["delta"] == pytest.approx(0.05, abs=0.025) and compute["p"] < 1e-3  # step 5: +5 points
+    assert compute["ci_low"] < compute["delta"] < compute["ci_high"]
+    assert steps["delta"] == pytest.approx(0.1, abs=0.025) and steps["p"] < 1e-6  # step 10: +10 points
+    # the same arm against itself (two independent draws): no difference found
+    null = between_arms({("ctl", 10): frames["ctl", 10], ("trt", 10): rates_of(p0, rng)}, start, "ctl", "trt",
+                        {}, None, 2.0, 300, 0)  # fmt: skip
+    assert (null["p"] > 0.01).all() and (null["p_fell"] > 0.01).all()
+    # an arm that was never probed keeps its rows, with the reason
+    missing = between_arms(frames, start, "ctl", "absent", hours, 1.0, 2.0, 300, 0)
+    assert missing["probes"].isna().all() and missing["note"].str.startswith("not run").all()

@@ -223,7 +223,8 @@ rule write_summary:
         spec=analysis_spec(),
         claims=lambda wildcards, input: optional_flag("--claims", input.claims),
         table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),
-        probe=lambda wildcards, input: optional_flag("--probe", input.probe),
+        probe=lambda wildcards, input: optional_flag("--probe", input.probe[:1])
+        + optional_flag("--probe-arms", input.probe[1:]),
     shell:
         """
         python -m brorl.analysis summary \

@@ -122,6 +122,7 @@ rule analyse_probe:
     input:
         probes=PROBE_SET,
         scores=probe_scores(),
+        metrics=probe_comparison_metrics(),
     output:
         md=report_file(
             "results/tables/probe.md",
@@ -154,6 +155,14 @@ rule analyse_probe:
             format="PNG",
         ),
         arms_pdf="results/figures/probe_arms.pdf",
+        arms_md=report_file(
+            "results/tables/probe_between_arms.md",
+            "probe",
+            "Probe",
+            table="mass-balance probe between arms",
+            format="markdown",
+        ),
+        arms_csv="results/tables/probe_between_arms.csv",
     log:
         "results/logs/analyse_probe/probe.log",
     conda:
@@ -172,6 +181,11 @@ rule analyse_probe:
         z=PROBE["noise_z"],
         engine=config["engine"],
         labels=probe_labels(),
+        control=config["analysis"]["comparison"]["control"],
+        treatment=config["analysis"]["comparison"]["treatment"],
+        target_hours=probe_target_hours(),
+        resamples=config["analysis"]["bootstrap"]["resamples"],
+        seed=config["analysis"]["bootstrap"]["seed"],
     shell:
         """
         python -m brorl.probe analyse \
@@ -189,5 +203,13 @@ rule analyse_probe:
             --pdf {output.pdf:q} \
             --arms-png {output.arms_png:q} \
             --arms-pdf {output.arms_pdf:q} \
+            --control {params.control:q} \
+            --treatment {params.treatment:q} \
+            --metrics {input.metrics:q} \
+            {params.target_hours:q} \
+            --resamples {params.resamples} \
+            --seed {params.seed} \
+            --out-arms-md {output.arms_md:q} \
+            --out-arms-csv {output.arms_csv:q} \
             >{log:q} 2>&1
         """

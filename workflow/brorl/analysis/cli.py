@@ -129,8 +129,9 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     table2 = a.table2_md.read_text() if a.table2_md else None
     patterns = pd.read_csv(a.patterns) if a.patterns else None
     probe = pd.read_csv(a.probe) if a.probe else None
+    probe_arms = pd.read_csv(a.probe_arms) if a.probe_arms else None
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns, probe))
+    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms))
     print(f"summary -> {a.out}")
 
 
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--claims", type=Path, default=None, help="simulation_claims.csv (absent: simulation disabled)")
     m.add_argument("--table2-md", type=Path, default=None, help="the throughput stage's Table 2 (when it exists)")
     m.add_argument("--probe", type=Path, default=None, help="the mass-balance probe's table (CSV; when it is on)")
+    m.add_argument("--probe-arms", type=Path, default=None, help="the probe's between-arm tests (CSV; when it is on)")
     m.add_argument("--patterns", type=Path, default=None, help="task_patterns.csv of the figures command")
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)

@@ -13,6 +13,7 @@ from .paper import NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK, gains_over_start
 from .paper_tables import as_number as _num
 from .summary_figure4 import figure4_lines
+from .summary_probe import probe_lines
 from .summary_statistics import statistics_lines
 from .summary_tables import benchmark_lines, table1_lines
 from .summary_text import fixed as _f
@@ -283,34 +284,6 @@ def _simulation(claims: pd.DataFrame | None) -> list[str]:
     return lines + [""]
 
 
-def _probe(probe: pd.DataFrame | None, spec: Mapping) -> list[str]:
-    """The mass-balance probe at each arm's last probed step against the start (our extension)."""
-    lines = ["## The mass-balance probe (our extension: Figure 3's question on the model)", ""]
-    if probe is None:
-        return lines + [f"{NOT_RUN}: the probe is off in this configuration (`probe.enabled`).", ""]
-    labels = {arm["name"]: f"{arm.get('label') or arm['name']} (N = {arm['n']})" for arm in spec["arms"]}
-    last = probe.sort_values("step").groupby("arm", sort=False).tail(1)
-    first = probe[probe["step"] == 0].set_index("arm")
-    probes, samples = int(last["probes"].iloc[0]), int(last["samples"].iloc[0])
-    lines += [
-        f"{probes} fixed problems x {samples} samples at the rollout temperature, at the start and every saved step "
-        "(results/tables/probe.md, results/figures/probe.png and probe_arms.png). A probe fell or rose when its pass "
-        f"rate moved beyond the noise of the difference; with no change at all about 2% of the probes (here about "
-        f"{0.023 * probes:.1f}) fall by chance, so a few fallen probes are not yet evidence of shrinkage.",
-        "",
-        "| arm | last step | mean pass rate: start -> last (%) | fell since the start | rose since the start | worst drop of one probe (points) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in last.itertuples(index=False):
-        start = first.loc[r.arm, "mean_pass_rate"]
-        fell, rose = round(r.fell_since_start * r.probes), round(r.rose_since_start * r.probes)
-        lines.append(
-            f"| {labels.get(r.arm, r.arm)} | {r.step} | {100 * start:.2f} -> {100 * r.mean_pass_rate:.2f} "
-            f"| {fell} of {r.probes} | {rose} of {r.probes} | {100 * r.worst_drop:+.1f} |"
-        )
-    return lines + [""]
-
-
 def demote_headings(markdown: str, below: int) -> str:
     """`markdown` with its headings demoted so the highest is level below + 1 (an embedded table's own "# Table 2"
     becomes "#### Table 2" under a "###" section); text outside headings unchanged."""
@@ -328,13 +301,14 @@ def render_summary(
     table2_md: str | None,
     patterns: pd.DataFrame | None = None,
     probe: pd.DataFrame | None = None,
+    probe_arms: pd.DataFrame | None = None,
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
     lines += _learning(sig, spec, table1)
     lines += _main_claim(table1, spec, sig)
     lines += _simulation(claims)
-    lines += _probe(probe, spec)
+    lines += probe_lines(probe, probe_arms, spec)
     lines += ["## Section 4.2: results to regenerate", ""]
     lines += table1_lines(table1)
     lines += ["### Table 2 (throughput and dynamic-sampling pass rate)", ""]

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..cli import run_command
@@ -48,6 +49,7 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     from ..evaluation.score import read_table
     from ..figure_points import report_points
     from ..tables import plus_minus, write_table
+    from .compare import NULL_REPLICATES, worst_drop_null, worst_drop_p
     from .figure import plot_probe, plot_probe_arms
     from .rates import RATE_COLUMNS, arm_trajectory, change_labels, pass_rates
 
@@ -70,6 +72,10 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         [arm_trajectory(start, [(s, frames[arm, s]) for s in steps[arm]], arm, a.z) for arm in arms],
         ignore_index=True,
     )
+    # the worst drop against chance: the same null for every checkpoint (it depends on the start only)
+    null = worst_drop_null(start, NULL_REPLICATES, np.random.default_rng(a.seed))
+    trajectory["worst_drop_null_q05"] = float(np.quantile(null, 0.05))
+    trajectory["worst_drop_p"] = [worst_drop_p(w, null) for w in trajectory["worst_drop"]]
     rates = pd.concat([f.assign(arm=arm, step=step) for (arm, step), f in sorted(frames.items())], ignore_index=True)
     a.out_rates.parent.mkdir(parents=True, exist_ok=True)
     rates[RATE_COLUMNS].to_csv(a.out_rates, index=False)
@@ -89,15 +95,19 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
             "worst drop (points)": [
                 f"{100 * d:+.1f} ({i})" for d, i in zip(trajectory["worst_drop"], trajectory["worst_drop_id"])
             ],
+            "worst drop's p (no change)": trajectory["worst_drop_p"].map(lambda p: f"{p:.3f}"),
         }
     )
+    q05 = 100 * trajectory["worst_drop_null_q05"].iloc[0]
     write_table(
         printed,
         a.out_md,
         a.out_csv,
-        title=f"Mass-balance probe: each probe's pass rate at the rollout temperature (fell / rose: beyond {a.z:g} SE)",
+        title=f"Mass-balance probe: each probe's pass rate at the rollout temperature (fell / rose: beyond {a.z:g} SE; "
+        f"with no change at all the worst drop of one probe is {q05:+.1f} points or lower in 5% of redraws)",
         csv_frame=trajectory,
     )
+    _between_arms(a, frames, start, labels)
     points = plot_probe(trajectory, labels, a.z, a.engine, a.png, a.pdf)
     per_probe = pd.concat([rates[rates["arm"] != BASE_ARM], *[start.assign(arm=arm, step=0) for arm in arms]])
     changes = {arm: change_labels(start, frames[arm, steps[arm][-1]], a.z) for arm in arms}
@@ -106,6 +116,29 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         if not report_points(name, drawn, png):
             raise ProbeError(f"{png}: the figure drew no data")
     print(f"{len(frames)} checkpoints x {len(ids)} probes -> {a.out_md}, {a.out_rates}")
+
+
+def _between_arms(a: argparse.Namespace, frames: dict, start: pd.DataFrame, labels: dict) -> None:
+    """The treatment against the control, paired by probe, at equal compute and equal steps (brorl.probe.compare)."""
+    from ..analysis.load import load_clocks
+    from ..tables import write_table
+    from .compare import between_arms
+
+    hours = load_clocks(a.metrics)["hours"]
+    table = between_arms(frames, start, a.control, a.treatment, hours, a.target_hours, a.z, a.resamples, a.seed)
+    title = (
+        f"Probe between arms: {labels.get(a.treatment, a.treatment)} against {labels.get(a.control, a.control)}, "
+        "paired by probe (pass rate: one-tailed t over probes; fell since the start in one arm only: exact binomial)"
+    )
+    write_table(table, a.out_arms_md, a.out_arms_csv, title=title)
+    for row in table.itertuples():
+        if row.probes == row.probes:
+            print(
+                f"{row.basis}: delta {100 * row.delta:+.1f} points (p {row.p:.3g}); fell only in the control "
+                f"{row.fell_only_control}, only in the treatment {row.fell_only_treatment} (p {row.p_fell:.3g})"
+            )
+        else:
+            print(f"{row.basis}: {row.note}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,14 +157,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--z", type=float, default=2.0, help="standard errors a change must exceed to count")
     s.add_argument("--engine", required=True, help="config engine (the figure names the scale)")
     s.add_argument("--labels", default="{}", help="JSON: arm -> label, in the order the arms are shown")
-    for name in ("out-rates", "out-md", "out-csv", "png", "pdf", "arms-png", "arms-pdf"):
+    s.add_argument("--control", required=True, help="analysis.comparison.control")
+    s.add_argument("--treatment", required=True, help="analysis.comparison.treatment")
+    s.add_argument("--metrics", nargs="*", default=[], type=Path, help="the two arms' metrics.jsonl (hours)")
+    s.add_argument("--target-hours", type=float, default=None, help="analysis.equal_time_hours (none: final steps)")
+    s.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples over probes")
+    s.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and of the worst drop's null")
+    for name in ("out-rates", "out-md", "out-csv", "png", "pdf", "arms-png", "arms-pdf", "out-arms-md", "out-arms-csv"):
         s.add_argument(f"--{name}", required=True, type=Path)
     s.set_defaults(func=_cmd_analyse)
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
+    from ..analysis.load import AnalysisInputError
     from ..benchmarks.records import RecordError
     from ..evaluation.score import EvaluationError
 
-    run_command(build_parser().parse_args(argv), (ProbeError, RecordError, EvaluationError), hard_exit=True)
+    errors = (ProbeError, RecordError, EvaluationError, AnalysisInputError)
+    run_command(build_parser().parse_args(argv), errors, hard_exit=True)

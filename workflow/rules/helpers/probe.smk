@@ -32,15 +32,39 @@ def probe_targets():
         "results/figures/probe.pdf",
         "results/figures/probe_arms.png",
         "results/figures/probe_arms.pdf",
+        "results/tables/probe_between_arms.md",
+        "results/tables/probe_between_arms.csv",
     ]
 
 
 STAGE_TARGETS.append(probe_targets)
 
 
+def probe_target_hours():
+    """--target-hours of analyse_probe: analysis.equal_time_hours, none for the final checkpoints."""
+    hours = config["analysis"]["equal_time_hours"]
+    return [] if hours is None else ["--target-hours", str(hours)]
+
+
+def probe_comparison_metrics():
+    """The training metrics (hours) of analysis.comparison's two arms, where they train: the equal-compute pair."""
+    from brorl.training.recipe import enabled_arms
+
+    comparison = config["analysis"]["comparison"]
+    return [
+        f"results/train/{arm}/metrics.jsonl"
+        for arm in (comparison["control"], comparison["treatment"])
+        if arm in enabled_arms(config)
+    ]
+
+
 def probe_summary_input():
     """The probe's table for SUMMARY.md (none when the probe is off)."""
-    return ["results/tables/probe.csv"] if PROBE_ON else []
+    return (
+        ["results/tables/probe.csv", "results/tables/probe_between_arms.csv"]
+        if PROBE_ON
+        else []
+    )
 
 
 def probe_model(wildcards):
