@@ -46,6 +46,47 @@ def test_the_probe_set_is_the_first_distinct_problems_and_too_few_is_named():
         select_probes(records, 4, "sums.jsonl")
 
 
+def test_probes_chosen_by_the_start_pass_rate_keep_the_band_and_say_what_is_missing(tmp_path, capsys):
+    from brorl.probe.select import select_by_start_rate
+
+    records = [{"id": str(i), "prompt": f"q{i}"} for i in range(8)] + [{"id": "8", "prompt": "q1"}]  # 8 repeats q1
+    rates = {"0": 1.0, "1": 0.5, "2": 0.0, "3": 0.2, "4": 0.8, "5": 0.81, "6": 0.6, "7": 0.19, "8": 0.5}
+    chosen = select_by_start_rate(records, rates, 3, (0.2, 0.8), "math500.jsonl")
+    assert [r["id"] for r in chosen] == ["1", "3", "4"]  # in file order, the band inclusive, at the ceiling out
+    assert [r["id"] for r in select_by_start_rate(records, rates, 10, (0.2, 0.8), "m")] == ["1", "3", "4", "6"]
+    unscored = {k: v for k, v in rates.items() if k != "3"}  # not evaluated (evaluation.max_items): no candidate
+    assert [r["id"] for r in select_by_start_rate(records, unscored, 3, (0.2, 0.8), "m")] == ["1", "4", "6"]
+    with pytest.raises(ProbeError, match="no problem has a start pass rate within 0.9-1"):
+        select_by_start_rate(records, {k: 0.5 for k in rates}, 3, (0.9, 1.0), "m")
+    # the command: the start's scores (16 samples per problem here) decide
+    bench = tmp_path / "bench.jsonl"
+    rec = {"benchmark": "math500", "family": "math", "scorer": "math", "metadata": {}, "answer": "1"}
+    bench.write_text("".join(json.dumps({**rec, "id": str(i), "prompt": f"q{i}"}) + "\n" for i in range(6)))
+    correct = {0: 16, 1: 8, 2: 0, 3: 4, 4: 12, 5: 15}  # of 16
+    start = pd.DataFrame(
+        [{"id": str(i), "sample_idx": j, "correct": j < k} for i, k in correct.items() for j in range(16)]
+    )
+    start.to_parquet(tmp_path / "start.parquet")
+    out = tmp_path / "probes.jsonl"
+    probe_main(["select", "--benchmark", str(bench), "--problems", "5", "--start-scores",
+                str(tmp_path / "start.parquet"), "--out", str(out)])  # fmt: skip
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["1", "3", "4"]
+    printed = capsys.readouterr().out
+    assert "3 of the 5 probes asked for qualify" in printed and "start pass rate in 0.2-0.8 (3 qualify)" in printed
+
+
+def test_a_probe_chosen_by_the_start_needs_the_start_to_evaluate_its_benchmark():
+    from brorl.config import ConfigError, load_yaml_config, validate_config
+    from helpers import ROOT
+
+    config = load_yaml_config(ROOT / "config.yaml")
+    config["probe"] |= {"enabled": True, "benchmark": "synthetic_sums"}
+    with pytest.raises(ConfigError, match=r"'probe.benchmark': 'synthetic_sums' is not in evaluation.benchmarks"):
+        validate_config(config)
+    config["probe"]["select"] = "first"
+    validate_config(config)
+
+
 def test_pass_rates_count_every_probe_x_sample_and_refuse_gaps_duplicates_and_strangers():
     rng = np.random.default_rng(0)
     ids = ["a", "b"]
@@ -176,8 +217,16 @@ def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
     text = output_of(proc)
     train = config["training"]
     # the rollout's sampling and budget, the paper's 16K, never the evaluation's 0.6 / 0.95 / 32K
-    assert f"--temperature {train['rollout_temperature']}" in text and "--max-tokens 16384" in text
-    assert "--temperature 0.6" not in text and "resources/benchmarks/math500.jsonl" in text
+    probe_commands = [
+        c for c in text.split("python -m brorl.generation generate")[1:] if "--out results/probe/" in c.split("2>&1")[0]
+    ]
+    assert len(probe_commands) == 1 + saved
+    assert all(
+        f"--temperature {train['rollout_temperature']}" in c and "--max-tokens 16384" in c for c in probe_commands
+    )
+    assert not any("--temperature 0.6" in c for c in probe_commands) and "resources/benchmarks/math500.jsonl" in text
+    # the probes are chosen by the start's own evaluation of math500 (select start_pass_rate, the paper config's)
+    assert "--start-scores results/eval/base/step3000/math500.scores.parquet --band 0.2 0.8" in text, text[-3000:]
 
 
 def test_the_worst_drops_null_is_calibrated_and_finds_one_real_fall():

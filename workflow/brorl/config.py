@@ -460,6 +460,24 @@ def _check_simulation(cfg: dict) -> list[str]:
     return []
 
 
+def _check_probe(cfg: dict) -> list[str]:
+    """A probe chosen by the start's pass rate needs the start's evaluation of its benchmark."""
+    probe = cfg["probe"]
+    if not probe["enabled"] or probe["select"] != "start_pass_rate":
+        return []
+    problems = []
+    if probe["benchmark"] not in cfg["evaluation"]["benchmarks"]:
+        problems.append(
+            f"config key 'probe.benchmark': {probe['benchmark']!r} is not in evaluation.benchmarks, but probe.select "
+            "start_pass_rate chooses the probes by the start checkpoint's evaluation of it: add it there, or set "
+            "probe.select: first"
+        )
+    low, high = probe["pass_rate_band"]
+    if not low < high:
+        problems.append(f"config key 'probe.pass_rate_band': {[low, high]} must be [low, high] with low < high")
+    return problems
+
+
 def _check_benchmarks(cfg: dict) -> list[str]:
     """Each benchmark named (evaluation.benchmarks, probe.benchmark) must have its registry entry
     (workflow/benchmarks/<name>.yaml): the registry, not the schema, is the list of benchmarks, so adding one is adding
@@ -528,6 +546,7 @@ _CHECKS = (
     _check_analysis,
     _check_simulation,
     _check_benchmarks,
+    _check_probe,
     _check_models,
     _check_logging,
 )

@@ -8,9 +8,12 @@
 
 
 rule select_probes:
-    """The fixed probe set: the first probe.problems distinct problems of probe.benchmark."""
+    """The fixed probe set: probe.problems distinct problems of probe.benchmark, chosen by the start checkpoint's
+    pass rate (probe.select start_pass_rate: within probe.pass_rate_band) or the first ones (first).
+    """
     input:
-        f"resources/benchmarks/{PROBE['benchmark']}.jsonl",
+        benchmark=f"resources/benchmarks/{PROBE['benchmark']}.jsonl",
+        start=probe_start_scores(),
     output:
         PROBE_SET,
     log:
@@ -23,11 +26,22 @@ rule select_probes:
         runtime=10,
     params:
         problems=PROBE["problems"],
+        by_start=lambda wildcards, input: (
+            [
+                "--start-scores",
+                *input.start,
+                "--band",
+                *map(str, PROBE["pass_rate_band"]),
+            ]
+            if input.start
+            else []
+        ),
     shell:
         """
         python -m brorl.probe select \
-            --benchmark {input:q} \
+            --benchmark {input.benchmark:q} \
             --problems {params.problems} \
+            {params.by_start:q} \
             --out {output:q} \
             >{log:q} 2>&1
         """

@@ -23,12 +23,27 @@ BASE_ARM = "base"  # the start checkpoint's arm name (workflow/rules/common.smk)
 
 def _cmd_select(a: argparse.Namespace) -> None:
     from ..benchmarks.records import read_records
-    from .select import select_probes
+    from ..evaluation.score import read_table
+    from .select import select_by_start_rate, select_probes
 
-    probes = select_probes(read_records(a.benchmark), a.problems, str(a.benchmark))
+    records = read_records(a.benchmark)
+    if a.start_scores is None:
+        probes = select_probes(records, a.problems, str(a.benchmark))
+        how = "the first distinct problems"
+    else:
+        scores = read_table(a.start_scores, ("id", "correct"), "start scores")
+        rates = scores.assign(id=scores["id"].astype(str)).groupby("id")["correct"].mean().to_dict()
+        probes = select_by_start_rate(records, rates, a.problems, tuple(a.band), str(a.benchmark))
+        qualified = sum(a.band[0] <= v <= a.band[1] for v in rates.values())
+        how = f"the first distinct problems with a start pass rate in {a.band[0]:g}-{a.band[1]:g} ({qualified} qualify)"
+        unscored = sum(str(r["id"]) not in rates for r in records)
+        if unscored:
+            print(f"note: {unscored} problems of {a.benchmark} were not scored at the start (evaluation.max_items)")
+        if len(probes) < a.problems:
+            print(f"note: {len(probes)} of the {a.problems} probes asked for qualify; the probe uses them all")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in probes), encoding="utf-8")
-    print(f"{len(probes)} probes, the first distinct problems of {a.benchmark} -> {a.out}")
+    print(f"{len(probes)} probes, {how} of {a.benchmark} -> {a.out}")
 
 
 def _point(path: Path, start_step: int) -> tuple[str, int]:
@@ -147,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("select", help="the probe set: the first K distinct problems of a prepared benchmark")
     s.add_argument("--benchmark", required=True, type=Path, help="prepared records (JSONL)")
     s.add_argument("--problems", required=True, type=int, help="K")
+    s.add_argument("--start-scores", type=Path, default=None, help="the start checkpoint's evaluation scores")
+    s.add_argument("--band", type=float, nargs=2, default=(0.2, 0.8), help="start pass rates to keep (with scores)")
     s.add_argument("--out", required=True, type=Path)
     s.set_defaults(func=_cmd_select)
     s = sub.add_parser("analyse", help="pass rates, shares that fell and rose, worst drop: table and figure")

@@ -1,8 +1,15 @@
-"""The fixed probe set: the first K distinct problems of a prepared benchmark. Pure."""
+"""The fixed probe set from a prepared benchmark, chosen before any training. Pure.
+
+first            the first K distinct problems in file order;
+start_pass_rate  the first K distinct problems whose pass rate at the start checkpoint (its evaluation's samples)
+                 lies within a band (0.2-0.8 by default): a problem the start already solves every time, or
+                 never, cannot show a fall (or a rise) of its correct mass; MATH500's average near 92% would
+                 otherwise leave most probes at the ceiling. Fewer than K qualifying problems are all taken.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 class ProbeError(ValueError):
@@ -26,3 +33,22 @@ def select_probes(records: Sequence[dict], k: int, source: str) -> list[dict]:
         f"{source} holds {len(seen)} distinct problems ({len(records)} records); probe.problems asks for {k}: "
         "lower it or name a larger benchmark in probe.benchmark"
     )
+
+
+def select_by_start_rate(
+    records: Sequence[dict], start_rates: Mapping[str, float], k: int, band: tuple[float, float], source: str
+) -> list[dict]:
+    """Up to ``k`` distinct-prompt records (file order) whose start pass rate lies within ``band`` (inclusive). A
+    problem the start's evaluation did not score (evaluation.max_items) has no rate and is not a candidate.
+    ProbeError when none qualifies."""
+    low, high = band
+    if not 0.0 <= low < high <= 1.0:
+        raise ProbeError(f"probe.pass_rate_band must satisfy 0 <= low < high <= 1, not {list(band)}")
+    distinct = select_probes(records, len({r["prompt"] for r in records}), source)
+    chosen = [r for r in distinct if r["id"] in start_rates and low <= start_rates[r["id"]] <= high][:k]
+    if not chosen:
+        raise ProbeError(
+            f"{source}: no problem has a start pass rate within {low:g}-{high:g}: widen probe.pass_rate_band or "
+            "name another probe.benchmark"
+        )
+    return chosen

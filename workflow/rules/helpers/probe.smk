@@ -40,6 +40,15 @@ def probe_targets():
 STAGE_TARGETS.append(probe_targets)
 
 
+def probe_start_scores():
+    """The start checkpoint's evaluation scores of probe.benchmark, which choose the probes (probe.select
+    start_pass_rate); none with probe.select first."""
+    if PROBE["select"] != "start_pass_rate":
+        return []
+    step = config["base_model"]["start_step"]
+    return [f"results/eval/{BASE_ARM}/step{step}/{PROBE['benchmark']}.scores.parquet"]
+
+
 def probe_target_hours():
     """--target-hours of analyse_probe: analysis.equal_time_hours, none for the final checkpoints."""
     hours = config["analysis"]["equal_time_hours"]
