@@ -521,6 +521,11 @@ def training_drill(repo: Path, work: Path, tmp_path: Path, base_args: tuple, env
     finally:
         os.killpg(first.pid, 9)  # the driver dies (a login node's reboot); its Slurm job trains on
         first.wait()
+    # a requeue (preemption's way back) restarts the same job id, which keeps the lease: at once, while the job
+    # still trains (its remaining steps take seconds; later, under load, it may have finished and there is no lease)
+    restarts_before = committed_steps(work)
+    subprocess.run(["scontrol", "requeue", job2], check=True)
+    assert restarts_before < TRAIN_STEPS, f"the retry finished all {TRAIN_STEPS} steps before it could be requeued"
     text1 = (tmp_path / "train1.log").read_text()
     log1 = sacct("-X", "-j", job1, "-o", "State,ExitCode")[0]
     # the rule exits with STOP_EXIT (75); Slurm records the jobstep Snakemake's status around it
@@ -528,15 +533,12 @@ def training_drill(repo: Path, work: Path, tmp_path: Path, base_args: tuple, env
     assert "stopped: prorl_n4 stopped after step" in text1 and "the time limit (" in text1, text1[-3000:]
     assert driver(*args, "--unlock", cwd=repo, env=env).returncode == 0
 
-    # a second driver refuses before any sbatch, naming the job that holds the arm's lease
+    # a second driver refuses before any sbatch, naming the job that holds the arm's lease (requeued: still queued)
     second = driver(*args, cwd=repo, env=env)
     text2 = output_of(second)
     assert second.returncode != 0 and f"Slurm job {job2} on" in text2 and "scancel" in text2, text2[-3000:]
     assert "has been submitted" not in text2
 
-    # a requeue (preemption's way back) restarts the same job id, which keeps the lease
-    restarts_before = committed_steps(work)
-    subprocess.run(["scontrol", "requeue", job2], check=True)
     # Slurm holds a requeued job back for a while (BeginTime); release it now
     wait_for("the requeue", lambda: "BeginTime" in squeue_field(job2, "%r") or "RUNNING" in squeue_field(job2, "%T"))
     subprocess.run(["scontrol", "update", f"JobId={job2}", "StartTime=now"], check=False)
