@@ -4,7 +4,8 @@ first            the first K distinct problems in file order;
 start_pass_rate  the first K distinct problems whose pass rate at the start checkpoint (its evaluation's samples)
                  lies within a band (0.2-0.8 by default): a problem the start already solves every time, or
                  never, cannot show a fall (or a rise) of its correct mass; MATH500's average near 92% would
-                 otherwise leave most probes at the ceiling. Fewer than K qualifying problems are all taken.
+                 otherwise leave most probes at the ceiling. Fewer than K qualifying problems are all taken;
+                 problems the start's evaluation did not score (evaluation.max_items) are not candidates.
 """
 
 from __future__ import annotations
@@ -16,23 +17,30 @@ class ProbeError(ValueError):
     """Bad probe input, named: a set too small, samples missing, a step without its start."""
 
 
-def select_probes(records: Sequence[dict], k: int, source: str) -> list[dict]:
-    """The first ``k`` records whose prompts differ, in file order: a probe measured twice under two ids would count
-    twice in every share. ProbeError naming ``source`` when it holds fewer than ``k`` distinct prompts."""
-    if k < 1:
-        raise ProbeError(f"probe.problems must be at least 1, not {k}")
-    chosen: list[dict] = []
+def distinct_prompts(records: Sequence[dict]) -> list[dict]:
+    """The records whose prompts differ, first occurrence kept, in file order: a probe measured twice under two ids
+    would count twice in every share."""
     seen: set[str] = set()
+    out = []
     for record in records:
         if record["prompt"] not in seen:
             seen.add(record["prompt"])
-            chosen.append(record)
-            if len(chosen) == k:
-                return chosen
-    raise ProbeError(
-        f"{source} holds {len(seen)} distinct problems ({len(records)} records); probe.problems asks for {k}: "
-        "lower it or name a larger benchmark in probe.benchmark"
-    )
+            out.append(record)
+    return out
+
+
+def select_probes(records: Sequence[dict], k: int, source: str) -> list[dict]:
+    """The first ``k`` records whose prompts differ, in file order. ProbeError naming ``source`` when it holds fewer
+    than ``k`` distinct prompts."""
+    if k < 1:
+        raise ProbeError(f"probe.problems must be at least 1, not {k}")
+    distinct = distinct_prompts(records)
+    if len(distinct) < k:
+        raise ProbeError(
+            f"{source} holds {len(distinct)} distinct problems ({len(records)} records); probe.problems asks for {k}: "
+            "lower it or name a larger benchmark in probe.benchmark"
+        )
+    return distinct[:k]
 
 
 def select_by_start_rate(
@@ -44,8 +52,8 @@ def select_by_start_rate(
     low, high = band
     if not 0.0 <= low < high <= 1.0:
         raise ProbeError(f"probe.pass_rate_band must satisfy 0 <= low < high <= 1, not {list(band)}")
-    distinct = select_probes(records, len({r["prompt"] for r in records}), source)
-    chosen = [r for r in distinct if r["id"] in start_rates and low <= start_rates[r["id"]] <= high][:k]
+    candidates = [r for r in distinct_prompts(records) if r["id"] in start_rates]
+    chosen = [r for r in candidates if low <= start_rates[r["id"]] <= high][:k]
     if not chosen:
         raise ProbeError(
             f"{source}: no problem has a start pass rate within {low:g}-{high:g}: widen probe.pass_rate_band or "

@@ -34,8 +34,6 @@ def reinforce_baseline(rewards: np.ndarray, lengths: np.ndarray, std_norm: bool 
     token-weighted std (variance floored at 1e-8), as experience_maker.py does; std_norm=False skips the division.
     """
     _check_groups(rewards)
-    if lengths.shape != rewards.shape or (lengths < 1).any():
-        raise ValueError("lengths must have the rewards' shape and be >= 1 (every response has a token)")
     # OpenRLHF still removes the token-weighted mean without std_norm (rstd = 1)
     return batch_normalise(rewards - rewards.mean(axis=1, keepdims=True), lengths, std_norm)
 
@@ -70,6 +68,8 @@ def dr_grpo(rewards: np.ndarray) -> np.ndarray:
 def batch_normalise(adv: np.ndarray, lengths: np.ndarray, std_norm: bool = True) -> np.ndarray:
     """OpenRLHF's normalisation over the batch's response tokens (experience_maker.py, after the estimators):
     minus the token-weighted mean, divided by the token-weighted std (variance floored at 1e-8) when std_norm."""
+    if lengths.shape != adv.shape or (lengths < 1).any():
+        raise ValueError("lengths must have the rewards' shape and be >= 1 (every response has a token)")
     weights = lengths / lengths.sum()
     mean = (adv * weights).sum()
     if not std_norm:
@@ -96,8 +96,4 @@ def advantages(
     if estimator not in by_group:
         raise ValueError(f"advantage estimator {estimator!r} is not one of {EMBEDDED_ESTIMATORS}")
     adv = by_group[estimator](rewards)
-    if batch_norm == "every_estimator":
-        if lengths.shape != rewards.shape or (lengths < 1).any():
-            raise ValueError("lengths must have the rewards' shape and be >= 1 (every response has a token)")
-        return batch_normalise(adv, lengths, std_norm)
-    return adv
+    return batch_normalise(adv, lengths, std_norm) if batch_norm == "every_estimator" else adv

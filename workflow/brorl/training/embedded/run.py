@@ -272,9 +272,8 @@ class EmbeddedRun:
         )
         self.trainer.set_lr(lr)
         out = self._generate(step)
-        update = {"kl": None, "entropy": None, "vllm_kl": None, "is_filter_ratio": None, "adv_rms": None}
-        update["grad_norm"] = None
-        update |= {"logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
+        update = {"kl": None, "entropy": None, "vllm_kl": None, "is_filter_ratio": None}
+        update |= {"adv_rms": None, "grad_norm": None, "logprob_s": 0.0, "update_s": 0.0, "reload_s": 0.0}
         if out.groups:  # every group dropped after max_rounds: nothing to learn from this step (recorded)
             update = self._update(step, out)
         step_s = time.perf_counter() - start
