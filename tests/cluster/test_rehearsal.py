@@ -187,6 +187,16 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     # the step size of each step: reinforce_baseline's advantages (normalised over the batch's tokens by OpenRLHF) have
     # unit RMS as the job hook measured them after OpenRLHF's method, and the last update's gradient norm was logged
     assert all(abs(r["adv_rms"] - 1.0) < 1e-4 and r["grad_norm"] > 0 for r in records), records
+    # each step's own prompts, from the reward log's ids (the in-batch probe reads them): every step once, ids of
+    # the train mix, N samples each, at least the update's samples (dynamic sampling may have drawn more)
+    steps = [json.loads(line) for line in (out / "run" / "step_prompts.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in steps] == [1, 2, 3, 4], steps
+    mix = {json.loads(line)["id"] for line in (flow.work / START[1]).read_text().splitlines()}
+    for entry, record in zip(steps, records):
+        assert {p["id"] for p in entry["prompts"]} <= mix and all(p["samples"] % 4 == 0 for p in entry["prompts"]), (
+            entry
+        )
+        assert sum(p["samples"] for p in entry["prompts"]) >= record["samples"], (entry, record)
     # no dynamic batching (nothing partitioned) and no CUDA here: both measurements are null, never 0
     assert all(r["partition_s"] is None and r["gpu_mem_peak_gib"] is None for r in records)
     # each launch recorded its engines' KV-cache size (Ray may fold identical lines of its two engines into one)

@@ -205,7 +205,7 @@ def probe_values(paper_gpu_hours: float, override: Path) -> SimpleNamespace:
 
     override.write_text("probe: {enabled: true}\n")
     config = load_yaml_config(CONFIG, override)
-    checkpoints = 1 + sum(len(arm_plan(config, a).saved_steps) for a in ("prorl_n16", "brorl_n512"))
+    checkpoints = 1 + sum(len(arm_plan(config, a).regular_saves) for a in ("prorl_n16", "brorl_n512"))
     (row,), price = probe_price(config["probe"], checkpoints, EST, 8)
     return SimpleNamespace(
         per_checkpoint=row.job_gpu_hours,
@@ -373,14 +373,17 @@ def test_walltime_overruns_and_slurm_time_limits():
 
 
 def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
-    from brorl.plan.pricing import probe_line, probe_price
+    from brorl.plan.pricing import in_batch_line, in_batch_price, probe_line, probe_price
 
     override = tmp_path / "probe.yaml"
     override.write_text("probe: {enabled: true}\n")
     config = load_yaml_config(CONFIG, override)
     counts, _ = config_job_counts(config)
-    saved = sum(len(arm_plan(config, a).saved_steps) for a in ("prorl_n16", "brorl_n512"))
+    saved = sum(len(arm_plan(config, a).regular_saves) for a in ("prorl_n16", "brorl_n512"))
     assert counts["generate_probe"] == counts["score_probe"] == 1 + saved  # the start and every saved step
+    # the in-batch probe (steps 1, 96 and 191 of both arms): two sides each, their own prompts and one analysis
+    assert (counts["in_batch_prompts"], counts["generate_in_batch"], counts["score_in_batch"]) == (6, 12, 12)
+    assert counts["analyse_in_batch"] == 1
     assert "generate_probe" not in config_job_counts(load_yaml_config(CONFIG))[0]  # off by default
     (row,), price = probe_price(config["probe"], 1 + saved, EST, 8)
     assert row.samples == 128 * 64 and row.gpus in (1, 2, 4, 8)
@@ -390,6 +393,11 @@ def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
     assert row.job_gpu_hours == pytest.approx(per_checkpoint + prior.job_overhead_hours * row.gpus)
     assert price.gpu_hours == pytest.approx(row.job_gpu_hours * (1 + saved))
     assert f"{1 + saved} checkpoints (the start and every saved step)" in probe_line(row, config["probe"])
+    (side,), in_batch = in_batch_price(config["probe"], 12, EST, 8)
+    assert side.samples == 128 * 64 and in_batch.gpu_hours == pytest.approx(side.job_gpu_hours * 12)
+    assert "12 sides" in in_batch_line(side, config["probe"]) and "steps 1, 96, 191" in in_batch_line(
+        side, config["probe"]
+    )
 
 
 @pytest.mark.workflow

@@ -206,7 +206,7 @@ def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
     config = load_yaml_config(CONFIG, override)
     proc = snakemake("-n", "-p", "results/tables/probe.md", "--directory", tmp_path / "dry", "--configfile", override)
     assert proc.returncode == 0, output_of(proc)[-3000:]
-    saved = sum(len(arm_plan(config, a).saved_steps) for a in ("prorl_n16", "brorl_n512"))
+    saved = sum(len(arm_plan(config, a).regular_saves) for a in ("prorl_n16", "brorl_n512"))
     jobs = job_counts(proc)
     assert (jobs["select_probes"], jobs["generate_probe"], jobs["score_probe"], jobs["analyse_probe"]) == (
         1,
@@ -220,13 +220,20 @@ def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
     probe_commands = [
         c for c in text.split("python -m brorl.generation generate")[1:] if "--out results/probe/" in c.split("2>&1")[0]
     ]
-    assert len(probe_commands) == 1 + saved
+    # the probe's checkpoints, and the in-batch probe's two sides of steps 1, 96 and 191 in both arms
+    assert len(probe_commands) == 1 + saved + 12
     assert all(
         f"--temperature {train['rollout_temperature']}" in c and "--max-tokens 16384" in c for c in probe_commands
     )
     assert not any("--temperature 0.6" in c for c in probe_commands) and "resources/benchmarks/math500.jsonl" in text
     # the probes are chosen by the start's own evaluation of math500 (select start_pass_rate, the paper config's)
     assert "--start-scores results/eval/base/step3000/math500.scores.parquet --band 0.2 0.8" in text, text[-3000:]
+    # each side of a probed step samples the policy just before its update (the previous step's export, the start
+    # for step 1) or just after it, on the step's own prompts
+    sides = {c.split("--out ")[1].split()[0]: c.split("--model ")[1].split()[0] for c in probe_commands}
+    assert sides["results/probe/in_batch/prorl_n16/step96.before.samples.parquet"] == "results/train/prorl_n16/step95"
+    assert sides["results/probe/in_batch/prorl_n16/step96.after.samples.parquet"] == "results/train/prorl_n16/step96"
+    assert sides["results/probe/in_batch/brorl_n512/step1.before.samples.parquet"].startswith("resources/models/")
 
 
 def test_the_worst_drops_null_is_calibrated_and_finds_one_real_fall():

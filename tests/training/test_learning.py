@@ -7,10 +7,15 @@ The run is the demo's own configuration (workflow/presets/tiny.yaml) restricted 
 trained task's benchmark, the arm below (its report steps as the demo's), no throughput or simulation stage; it
 ends with the SUMMARY.md the demo writes, whose verdict is checked too.
 
-The same run draws the mass-balance probe (brorl.probe) at the start and at the arm's saved steps, and its pass rates
-are checked against a direct computation on the same checkpoints: the probes sampled again with transformers' own
-generate (the chat template applied the same way, the rollout temperature and top-p, no top-k) and scored by the same
-verifier, independently of vLLM and of the probe's rules."""
+The same run draws the mass-balance probe (brorl.probe) at the start and at the arm's final step, and the in-batch
+probe of step 1 (the step's own prompts, as the trainer recorded them, at the start and at step 1's export); both
+probes' pass rates are checked against a direct computation on the same checkpoints: the prompts sampled again with
+transformers' own generate (the chat template applied the same way, the rollout temperature and top-p, no top-k) and
+scored by the same verifier, independently of vLLM and of the probe's rules.
+
+It runs with the demo's own profile (profiles/local: two generation jobs side by side) and saves only the steps it
+reads (training.checkpoint_every 16: saves do not change the weights), which keeps it within the time it took before
+the in-batch probe joined."""
 
 from __future__ import annotations
 
@@ -42,12 +47,16 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
             "analysis": {"n_sweep": {"arms": []}},
             "throughput": {"enabled": False},
             "simulation": {"enabled": False},
+            "training": {"checkpoint_every": 16},
         },
     )
     work = tmp_path / "work"
     args = (
         "results/SUMMARY.md",
         "results/tables/probe.csv",
+        "results/tables/probe_in_batch.csv",
+        "--profile",
+        repo / "profiles/local",
         "--cores",
         "2",
         "--directory",
@@ -82,7 +91,7 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
     # the probe at the start and at the final step: its pass rates against a direct computation
     probe = tiny["probe"]
     rates = pd.read_csv(work / "results/probe/pass_rates.csv")
-    assert set(zip(rates["arm"], rates["step"])) == {("base", 0), (ARM, 8), (ARM, final)}
+    assert set(zip(rates["arm"], rates["step"])) == {("base", 0), (ARM, final)}
     trajectory = pd.read_csv(work / "results/tables/probe.csv")
     assert trajectory["probes"].eq(probe["problems"]).all() and trajectory["samples"].eq(probe["samples"]).all()
     items = [json.loads(line) for line in (work / "resources/probes/probe_set.jsonl").read_text().splitlines()]
@@ -97,6 +106,34 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
             f"{direct.mean() / probe['samples']:.4f}, mean z {mean_z:+.2f}, max |z| {np.abs(z).max():.2f}"
         )
         assert abs(mean_z) < 3 and np.abs(z).max() < 4.5, (arm, step, z)
+
+    # the in-batch probe of step 1: the step's own prompts as the trainer recorded them, the updated ones first
+    (k,) = tiny["probe"]["in_batch"]["steps"]
+    recorded = [json.loads(x) for x in (work / f"results/train/{ARM}/run/step_prompts.jsonl").read_text().splitlines()]
+    (drawn,) = [r["prompts"] for r in recorded if r["step"] == k]
+    updated = [p["id"] for p in drawn if 0 < p["correct"] < p["samples"]]
+    folder = work / f"results/probe/in_batch/{ARM}"
+    chosen = [json.loads(x) for x in (folder / f"step{k}.prompts.jsonl").read_text().splitlines()]
+    expected = (updated + [p["id"] for p in drawn if p["id"] not in updated])[: tiny["probe"]["in_batch"]["prompts"]]
+    assert [i["id"] for i in chosen] == expected and updated, (chosen, drawn)
+    in_batch = pd.read_csv(work / "results/probe/in_batch/pass_rates.csv")
+    row = pd.read_csv(work / "results/tables/probe_in_batch.csv").iloc[0]
+    assert (row["arm"], row["step"], row["prompts"], row["updated"]) == (
+        ARM,
+        k,
+        len(chosen),
+        min(len(updated), len(chosen)),
+    )
+    for side, model in (("before", start_model), ("after", f"results/train/{ARM}/step{k}")):
+        ours = in_batch[in_batch["side"] == side].set_index("id").loc[expected]
+        assert row[side] == pytest.approx(ours["pass_rate"].mean())  # the table's mean is the rates'
+        direct = direct_pass_rates(work / model, chosen, probe["samples"], sampling)
+        z, mean_z = compare_rates(ours["correct"].to_numpy(), direct, probe["samples"])
+        print(
+            f"in-batch probe of step {k}, {side}: pipeline {ours['pass_rate'].mean():.4f}, direct "
+            f"{direct.mean() / probe['samples']:.4f}, mean z {mean_z:+.2f}, max |z| {np.abs(z).max():.2f}"
+        )
+        assert abs(mean_z) < 3 and np.abs(z).max() < 4.5, (side, z)
 
 
 def readme_verdict(arm: str) -> str:

@@ -478,6 +478,21 @@ def _check_probe(cfg: dict) -> list[str]:
     return problems
 
 
+def _check_in_batch(cfg: dict) -> list[str]:
+    """Every in-batch probed step must exist in every arm that trains (a step beyond an arm's end is refused, not
+    skipped: the between-arm test pairs the arms step by step)."""
+    probe = cfg["probe"]
+    steps = probe["in_batch"]["steps"] if probe["enabled"] else []
+    return [
+        f"config key 'probe.in_batch.steps': step {step} is beyond arm {arm['name']!r}'s "
+        f"{arm['continued_steps']} continued steps: lower it or leave it out"
+        for arm in cfg["arms"]
+        if arm["enabled"]
+        for step in steps
+        if step > arm["continued_steps"]
+    ]
+
+
 def _check_benchmarks(cfg: dict) -> list[str]:
     """Each benchmark named (evaluation.benchmarks, probe.benchmark) must have its registry entry
     (workflow/benchmarks/<name>.yaml): the registry, not the schema, is the list of benchmarks, so adding one is adding
@@ -547,6 +562,7 @@ _CHECKS = (
     _check_simulation,
     _check_benchmarks,
     _check_probe,
+    _check_in_batch,
     _check_models,
     _check_logging,
 )

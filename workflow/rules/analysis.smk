@@ -206,6 +206,7 @@ rule write_summary:
         claims=simulation_claims_input(),
         table2=table2_input(),
         probe=probe_summary_input(),
+        in_batch=in_batch_summary_input(),
     output:
         report_file(
             "results/SUMMARY.md", "summary", "Analysis", "Summary", file="SUMMARY.md"
@@ -225,6 +226,9 @@ rule write_summary:
         table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),
         probe=lambda wildcards, input: optional_flag("--probe", input.probe[:1])
         + optional_flag("--probe-arms", input.probe[1:]),
+        in_batch=lambda wildcards, input: (
+            ["--in-batch", *input.in_batch] if input.in_batch else []
+        ),
     shell:
         """
         python -m brorl.analysis summary \
@@ -236,6 +240,7 @@ rule write_summary:
             {params.claims:q} \
             {params.table2:q} \
             {params.probe:q} \
+            {params.in_batch:q} \
             --out {output:q} \
             >{log:q} 2>&1
         """

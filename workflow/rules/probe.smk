@@ -227,3 +227,154 @@ rule analyse_probe:
             --out-arms-csv {output.arms_csv:q} \
             >{log:q} 2>&1
         """
+
+
+# The in-batch probe (docs/stages.md#the-in-batch-probe), on when probe.in_batch.steps lists steps: each probed
+# step's own prompts, from the run folder's step record, sampled just before the step's update and just after it,
+# by the probe's own generation and scoring (the rules above, at these files).
+# Targets: results/tables/probe_in_batch{,_between_arms}.{md,csv}, results/figures/probe_in_batch.{png,pdf}, or:
+#   results/probe/in_batch/{arm}/step{step}.{prompts.jsonl,rollouts.csv,before.scores.parquet,after.scores.parquet}
+
+
+rule in_batch_prompts:
+    """A probed step's own prompts as train-mix records (the updated ones first, probe.in_batch.prompts at most),
+    with how many of their rollouts were correct at the step."""
+    input:
+        manifest=segment_of_step,
+        data=TRAIN_MIX,
+    output:
+        prompts=f"{IN_BATCH_DIR}.prompts.jsonl",
+        rollouts=f"{IN_BATCH_DIR}.rollouts.csv",
+    log:
+        "results/logs/in_batch_prompts/{arm}/step{step}.log",
+    wildcard_constraints:
+        step=r"\d+",
+    conda:
+        "../../envs/score.yaml"
+    threads: 1
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        step_prompts=lambda wildcards: f"results/train/{wildcards.arm}/run/step_prompts.jsonl",
+        prompts=PROBE["in_batch"]["prompts"],
+    shell:
+        """
+        python -m brorl.probe in-batch-prompts \
+            --step-prompts {params.step_prompts:q} \
+            --train-data {input.data:q} \
+            --step {wildcards.step} \
+            --prompts {params.prompts} \
+            --out {output.prompts:q} \
+            --out-rollouts {output.rollouts:q} \
+            >{log:q} 2>&1
+        """
+
+
+use rule generate_probe as generate_in_batch with:
+    input:
+        model=in_batch_model,
+        probes=f"{IN_BATCH_DIR}.prompts.jsonl",
+        preflight=eval_preflight_input(),
+    output:
+        samples=ensure(f"{IN_BATCH_DIR}.{{side}}.samples.parquet", non_empty=True),
+        sidecar=f"{IN_BATCH_DIR}.{{side}}.samples.parquet.json",
+    log:
+        "results/logs/generate_in_batch/{arm}/step{step}.{side}.log",
+    benchmark:
+        "results/timings/generate_in_batch/{arm}/step{step}.{side}.tsv"
+    wildcard_constraints:
+        step=r"\d+",
+        side="before|after",
+
+
+use rule score_probe as score_in_batch with:
+    input:
+        probes=f"{IN_BATCH_DIR}.prompts.jsonl",
+        samples=f"{IN_BATCH_DIR}.{{side}}.samples.parquet",
+    output:
+        ensure(f"{IN_BATCH_DIR}.{{side}}.scores.parquet", non_empty=True),
+    log:
+        "results/logs/score_in_batch/{arm}/step{step}.{side}.log",
+    benchmark:
+        "results/timings/score_in_batch/{arm}/step{step}.{side}.tsv"
+    wildcard_constraints:
+        step=r"\d+",
+        side="before|after",
+
+
+rule analyse_in_batch:
+    """Per arm and probed step the before/after pass rates of the step's prompts, the share of its updated prompts
+    that fell against no change, the test between the arms, the table and the figure."""
+    input:
+        scores=in_batch_scores(),
+        prompts=[
+            p.replace(".before.scores.parquet", suffix)
+            for p in in_batch_scores()[::2]
+            for suffix in (".prompts.jsonl", ".rollouts.csv")
+        ],
+    output:
+        md=report_file(
+            "results/tables/probe_in_batch.md",
+            "probe",
+            "Probe",
+            table="in-batch probe",
+            format="markdown",
+        ),
+        csv="results/tables/probe_in_batch.csv",
+        arms_md=report_file(
+            "results/tables/probe_in_batch_between_arms.md",
+            "probe",
+            "Probe",
+            table="in-batch probe between arms",
+            format="markdown",
+        ),
+        arms_csv="results/tables/probe_in_batch_between_arms.csv",
+        rates="results/probe/in_batch/pass_rates.csv",
+        png=report_file(
+            "results/figures/probe_in_batch.png",
+            "probe",
+            "Probe",
+            figure="in-batch probe",
+            format="PNG",
+        ),
+        pdf="results/figures/probe_in_batch.pdf",
+    log:
+        "results/logs/analyse_probe/in_batch.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        code=code_sha256(
+            "probe", "analysis/figures.py", "figure_points.py", "tables.py"
+        ),
+        samples=PROBE["samples"],
+        z=PROBE["noise_z"],
+        engine=config["engine"],
+        labels=probe_labels(),
+        control=config["analysis"]["comparison"]["control"],
+        treatment=config["analysis"]["comparison"]["treatment"],
+        seed=config["analysis"]["bootstrap"]["seed"],
+    shell:
+        """
+        python -m brorl.probe in-batch \
+            --scores {input.scores:q} \
+            --samples {params.samples} \
+            --z {params.z} \
+            --engine {params.engine:q} \
+            --labels {params.labels:q} \
+            --control {params.control:q} \
+            --treatment {params.treatment:q} \
+            --seed {params.seed} \
+            --out-rates {output.rates:q} \
+            --out-md {output.md:q} \
+            --out-csv {output.csv:q} \
+            --out-arms-md {output.arms_md:q} \
+            --out-arms-csv {output.arms_csv:q} \
+            --png {output.png:q} \
+            --pdf {output.pdf:q} \
+            >{log:q} 2>&1
+        """

@@ -5,9 +5,9 @@ It exposes `reward_func(queries, prompts, labels)` from brorl.training.reward (t
 (workflow/scripts/../ = workflow/), so it works on a node whose working directory is elsewhere.
 
 It also appends one line per call to $BRORL_REWARD_LOG_DIR/<host>-<pid>.jsonl (time, rewards, binary scores,
-verifier errors):
+verifier errors, each sample's prompt id):
 OpenRLHF logs rewards of the groups that survive dynamic sampling only, and brorl.training.openrlhf.run needs every
-generated sample's reward and score for metrics.jsonl. Logging never raises (an exception here would end training).
+generated sample's reward and score for metrics.jsonl, and each step's prompts for the in-batch probe. Logging never raises (an exception here would end training).
 """
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ _WORKFLOW = str(Path(__file__).resolve().parent.parent)
 if _WORKFLOW not in sys.path:
     sys.path.append(_WORKFLOW)  # after PYTHONPATH entries: an installed/exported brorl wins
 
-from brorl.training.reward import is_timeout, reward_result, score_queries  # noqa: E402
+from brorl.training.reward import is_timeout, label_id, reward_result, score_queries  # noqa: E402
 
 _LOG_DIR = os.environ.get("BRORL_REWARD_LOG_DIR")
 
 
-def _log(rewards: list[float], scores: list[float], errors: list[str | None]) -> None:
+def _log(rewards: list[float], scores: list[float], errors: list[str | None], labels: list) -> None:
     try:
         path = Path(_LOG_DIR) / f"{socket.gethostname()}-{os.getpid()}.jsonl"
-        line = {"t": time.time(), "rewards": rewards, "scores": scores, "errors": errors}
+        ids = [label_id(label) for label in labels]
+        line = {"t": time.time(), "rewards": rewards, "scores": scores, "errors": errors, "ids": ids}
         with path.open("a") as handle:  # one short append per call; several threads of one process may interleave
             handle.write(json.dumps(line) + "\n")
     except Exception as error:  # noqa: BLE001 - the log is best effort, the reward is not
@@ -49,5 +50,10 @@ def reward_func(queries: list[str], prompts: list[str], labels: list) -> dict:
             file=sys.stderr,
         )
     if _LOG_DIR:
-        _log([s.score for s in results], [1.0 if s.correct else 0.0 for s in results], [s.error for s in results])
+        _log(
+            [s.score for s in results],
+            [1.0 if s.correct else 0.0 for s in results],
+            [s.error for s in results],
+            list(labels),
+        )
     return reward_result(results, bad_labels)

@@ -130,8 +130,9 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     patterns = pd.read_csv(a.patterns) if a.patterns else None
     probe = pd.read_csv(a.probe) if a.probe else None
     probe_arms = pd.read_csv(a.probe_arms) if a.probe_arms else None
+    in_batch = (pd.read_csv(a.in_batch[0]), pd.read_csv(a.in_batch[1])) if a.in_batch else None
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms))
+    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms, in_batch))
     print(f"summary -> {a.out}")
 
 
@@ -199,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--table2-md", type=Path, default=None, help="the throughput stage's Table 2 (when it exists)")
     m.add_argument("--probe", type=Path, default=None, help="the mass-balance probe's table (CSV; when it is on)")
     m.add_argument("--probe-arms", type=Path, default=None, help="the probe's between-arm tests (CSV; when it is on)")
+    m.add_argument(
+        "--in-batch", type=Path, nargs=2, default=None, help="the in-batch probe's table and between-arm test (CSV)"
+    )
     m.add_argument("--patterns", type=Path, default=None, help="task_patterns.csv of the figures command")
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)

@@ -13,7 +13,7 @@ from .paper import NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK, gains_over_start
 from .paper_tables import as_number as _num
 from .summary_figure4 import figure4_lines
-from .summary_probe import probe_lines
+from .summary_probe import in_batch_lines, probe_lines
 from .summary_statistics import statistics_lines
 from .summary_tables import benchmark_lines, table1_lines
 from .summary_text import fixed as _f
@@ -302,6 +302,7 @@ def render_summary(
     patterns: pd.DataFrame | None = None,
     probe: pd.DataFrame | None = None,
     probe_arms: pd.DataFrame | None = None,
+    in_batch: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
@@ -309,6 +310,7 @@ def render_summary(
     lines += _main_claim(table1, spec, sig)
     lines += _simulation(claims)
     lines += probe_lines(probe, probe_arms, spec)
+    lines += in_batch_lines(in_batch, spec)
     lines += ["## Section 4.2: results to regenerate", ""]
     lines += table1_lines(table1)
     lines += ["### Table 2 (throughput and dynamic-sampling pass rate)", ""]

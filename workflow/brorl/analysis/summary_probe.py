@@ -69,3 +69,41 @@ def between_lines(between: pd.DataFrame | None, labels: Mapping[str, str]) -> li
             f"| {int(r.fell_only_control)} / {int(r.fell_only_treatment)} | {r.p_fell:.3g} |"
         )
     return lines + [""]
+
+
+def in_batch_lines(in_batch: tuple[pd.DataFrame, pd.DataFrame] | None, spec: Mapping) -> list[str]:
+    """The in-batch probe (results/tables/probe_in_batch.csv and its between-arm test), when it ran: per arm and
+    probed step the step's own prompts before and after its update."""
+    if in_batch is None:
+        return []
+    rows, between = in_batch
+    labels = {arm["name"]: f"{arm.get('label') or arm['name']} (N = {arm['n']})" for arm in spec["arms"]}
+    lines = [
+        "### The in-batch probe: Theorem 1 on the model",
+        "",
+        "Each probed step's own prompts, sampled just before and just after its update (results/tables/"
+        "probe_in_batch.md, results/figures/probe_in_batch.png). Updated: neither all right nor all wrong among the "
+        "step's rollouts; fell: beyond the noise of the difference; p: the share of updated prompts that fell against "
+        "no change (both draws redrawn from the before-rates).",
+        "",
+        "| arm | step | prompts (updated) | mean pass rate before -> after (%) | updated prompts that fell | p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows.itertuples(index=False):
+        p = "" if r.p_fell != r.p_fell else f"{r.p_fell:.3f}"
+        lines.append(
+            f"| {labels.get(r.arm, r.arm)} | {r.step} | {r.prompts} ({r.updated}) "
+            f"| {100 * r.before:.2f} -> {100 * r.after:.2f} | {r.fell_updated} of {r.updated} | {p} |"
+        )
+    lines.append("")
+    for r in between.itertuples(index=False):
+        control, treatment = labels.get(r.control, r.control), labels.get(r.treatment, r.treatment)
+        if r.p != r.p:
+            lines.append(f"- Step {r.step}, {control} against {treatment}: not tested ({r.note}).")
+            continue
+        lines.append(
+            f"- Step {r.step}: {int(r.control_fell)} of {int(r.control_updated)} updated prompts fell in {control}, "
+            f"{int(r.treatment_fell)} of {int(r.treatment_updated)} in {treatment}; do the control's fall more often? "
+            f"Fisher's exact p {r.p:.3g}."
+        )
+    return lines + [""]

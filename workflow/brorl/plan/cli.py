@@ -31,7 +31,17 @@ from ..training.job_shape import profile_shape_problem, train_job_resources
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
 from .measured import MeasuredError, MeasuredRun, read_measured
-from .pricing import evaluation_model, measured_prices, probe_line, probe_price, render_evaluation, scoring_price
+from .pricing import (
+    IN_BATCH,
+    evaluation_model,
+    in_batch_line,
+    in_batch_price,
+    measured_prices,
+    probe_line,
+    probe_price,
+    render_evaluation,
+    scoring_price,
+)
 from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
 from .walltime import overruns, partition_max_hours
@@ -99,7 +109,7 @@ def dag_job_counts(
 
 def config_job_counts(config: dict) -> tuple[dict[str, int], dict[str, tuple[int, int, int]]]:
     """Jobs the config implies for stages that grow the DAG later, and (samples/step, steps, segments) per arm."""
-    from ..training.recipe import arm_plan, enabled_arms
+    from ..training.recipe import arm_plan, enabled_arms, in_batch_steps
     from .estimate import evaluation_checkpoints
 
     plans = {name: arm_plan(config, name) for name in enabled_arms(config)}
@@ -114,8 +124,12 @@ def config_job_counts(config: dict) -> tuple[dict[str, int], dict[str, tuple[int
     }
     probe = config.get("probe", {})
     if probe.get("enabled"):  # the start and every saved step of every arm (workflow/rules/helpers/probe.smk)
-        probed = 1 + sum(len(p.saved_steps) for p in plans.values())
+        probed = 1 + sum(len(p.regular_saves) for p in plans.values())
         counts.update(select_probes=1, generate_probe=probed, score_probe=probed, analyse_probe=1)
+        steps = len(in_batch_steps(config)) * len(plans)  # each arm's probed steps, two sides each
+        if steps:
+            counts.update(in_batch_prompts=steps, generate_in_batch=2 * steps, score_in_batch=2 * steps)
+            counts["analyse_in_batch"] = 1
     throughput = config.get("throughput", {})
     if throughput.get("enabled"):
         counts["bench_throughput"] = len(throughput["layouts"]) * len(throughput.get("prefix_caching", [True]))
@@ -309,6 +323,15 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         resources["generate_probe"] = sized_resources(
             resources["generate_probe"], probe_rows, profile, "generate_probe"
         )
+        sides = planned.get("generate_in_batch", 0)
+        if sides:
+            in_batch_rows, priced["generate_in_batch"] = in_batch_price(
+                config["probe"], sides, estimates, gpus_per_node
+            )
+            resources["generate_in_batch"] = sized_resources(
+                resources["generate_in_batch"], in_batch_rows, profile, "generate_in_batch"
+            )
+            probe_rows += in_batch_rows
     # a profile `gpu:` under generate_samples, else 0: the rule's per-benchmark sizes
     forced_gpus = resources["generate_samples"].gpus
     resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, profile)
@@ -327,7 +350,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     print()
     print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
     for r in probe_rows:
-        print(probe_line(r, config["probe"]))
+        print((in_batch_line if r.benchmark == IN_BATCH else probe_line)(r, config["probe"]))
     sizes_from = None
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
         from ..models.folders import staged_base_model

@@ -44,6 +44,10 @@ STAGES: dict[str, str] = {
     "generate_probe": "probe",
     "score_probe": "probe",
     "analyse_probe": "probe",
+    "in_batch_prompts": "probe",
+    "generate_in_batch": "probe",
+    "score_in_batch": "probe",
+    "analyse_in_batch": "probe",
     "bench_throughput": "throughput",
 }
 STAGE_ORDER = ["simulation", "data", "model", "training", "evaluation", "probe", "throughput", "analysis"]

@@ -106,6 +106,37 @@ def probe_line(row: BenchmarkCost, probe: Mapping[str, object]) -> str:
     )
 
 
+IN_BATCH = "in-batch probe"  # the benchmark name of the in-batch probe's cost row
+
+
+def in_batch_price(
+    probe: Mapping[str, object], sides: int, est: Estimates, gpus_per_node: int
+) -> tuple[list[BenchmarkCost], Priced]:
+    """The in-batch probe's generation: at most probe.in_batch.prompts of a step's prompts x probe.samples, on each
+    of ``sides`` (two per probed step and arm: before and after its update), priced like the probe."""
+    prompts = int(probe["in_batch"]["prompts"])  # type: ignore[index]
+    (row,) = evaluation_costs({IN_BATCH: prompts}, int(probe["samples"]), sides, evaluation_prior(est), gpus_per_node)
+    price = Priced(
+        hours_per_job=row.job_hours,
+        longest_job_hours=row.job_hours,
+        source="model (prior tokens/s and length)",
+        total_hours=row.job_hours * sides,
+        gpu_hours=row.job_gpu_hours * sides,
+    )
+    return [row], price
+
+
+def in_batch_line(row: BenchmarkCost, probe: Mapping[str, object]) -> str:
+    """The in-batch probe's cost in words: samples per side, its GPU-hours, the whole probe's."""
+    steps = probe["in_batch"]["steps"]  # type: ignore[index]
+    return (
+        f"in-batch probe (steps {', '.join(map(str, steps))} of every arm): at most {row.problems:,} of a step's "
+        f"prompts x {probe['samples']} samples = {row.samples:,} samples before and as many after each probed "
+        f"step's update, {row.job_gpu_hours:.2f} GPU-h each on {row.gpus} GPU(s); {row.checkpoints} sides: "
+        f"{row.job_gpu_hours * row.checkpoints:,.1f} GPU-h (the extra exports are in the training disk line)"
+    )
+
+
 def render_evaluation(
     rows: list[BenchmarkCost], totals: Mapping[str, float], node_gpus: int, forced_gpus: int, est: Estimates
 ) -> str:

@@ -1,4 +1,4 @@
-"""Command line of the mass-balance probe: ``python -m brorl.probe {select,analyse}``.
+"""Command line of the mass-balance probe: ``python -m brorl.probe {select,analyse,in-batch-prompts,in-batch}``.
 
 Generation and scoring are the evaluation stage's own commands (``brorl.generation generate``, ``brorl.evaluation
 score``) at the probe's settings; these commands choose the probe set and turn the scores into the table and figure.
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..cli import run_command
+from .in_batch_cli import add_parsers as add_in_batch_parsers
 from .select import ProbeError
 
 SCORE_PATH = re.compile(r"(?P<arm>[^/]+)/step(?P<step>\d+)\.scores\.parquet$")
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("out-rates", "out-md", "out-csv", "png", "pdf", "arms-png", "arms-pdf", "out-arms-md", "out-arms-csv"):
         s.add_argument(f"--{name}", required=True, type=Path)
     s.set_defaults(func=_cmd_analyse)
+    add_in_batch_parsers(sub)
     return p
 
 
@@ -190,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     from ..analysis.load import AnalysisInputError
     from ..benchmarks.records import RecordError
     from ..evaluation.score import EvaluationError
+    from ..training.step_prompts import StepPromptsError
 
-    errors = (ProbeError, RecordError, EvaluationError, AnalysisInputError)
+    errors = (ProbeError, RecordError, EvaluationError, AnalysisInputError, StepPromptsError)
     run_command(build_parser().parse_args(argv), errors, hard_exit=True)

@@ -91,3 +91,56 @@ def plot_probe_arms(
         ax.legend(loc="best", fontsize=8)
     fig.suptitle("Mass-balance probe: every probe's pass rate, by its change from the start to the last step")
     return save_figure(fig, png, pdf, scale_note(engine))
+
+
+def plot_in_batch(
+    rates: pd.DataFrame, rows: pd.DataFrame, labels: Mapping[str, str], z: float, engine: str, png: Path, pdf: Path
+) -> int:
+    """One panel per arm: each probed prompt's pass rate just after its step's update against just before (the
+    diagonal: no change), updated prompts filled, the rest hollow, those that fell beyond ``z`` SE in red; one marker
+    shape per step. Returns the points drawn."""
+    from .rates import moved
+
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    arms = list(dict.fromkeys(rows["arm"]))
+    fig, axes = plt.subplots(1, len(arms), figsize=(5.2 * len(arms), 5.0), constrained_layout=True, squeeze=False)
+    markers = dict(zip(sorted(set(rows["step"])), "os^Dv<>P*X"))
+    for ax, arm in zip(axes[0], arms):
+        for row in rows[rows["arm"] == arm].itertuples():
+            sides = {
+                side: rates[(rates["arm"] == arm) & (rates["step"] == row.step) & (rates["side"] == side)].reset_index()
+                for side in ("before", "after")
+            }
+            fell, _ = moved(sides["before"], sides["after"], z)
+            x, y = 100 * sides["before"]["pass_rate"], 100 * sides["after"]["pass_rate"]
+            updated = row.updated
+            colour = ["#d62728" if f else "#1f77b4" for f in fell]
+            ax.scatter(
+                x[:updated],
+                y[:updated],
+                c=colour[:updated],
+                marker=markers[row.step],
+                alpha=0.7,
+                label=f"step {row.step}: {row.fell_updated} of {row.updated} updated fell",
+            )
+            ax.scatter(
+                x[updated:],
+                y[updated:],
+                facecolors="none",
+                edgecolors=colour[updated:],
+                marker=markers[row.step],
+                alpha=0.5,
+            )
+        ax.plot([0, 100], [0, 100], color="grey", linestyle=":", linewidth=1)
+        ax.set_xlim(-2, 102)
+        ax.set_ylim(-2, 102)
+        ax.set_title(labels.get(arm, arm))
+        ax.set_xlabel("pass rate just before the step's update (%)")
+        ax.set_ylabel("pass rate just after it (%)")
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle(
+        f"In-batch probe: each step's own prompts before and after its update\n(filled: updated; red: fell by > {z:g} "
+        "SE; hollow: all right or all wrong at the step)",
+        fontsize=10,
+    )
+    return save_figure(fig, png, pdf, scale_note(engine))

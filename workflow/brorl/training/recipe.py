@@ -57,6 +57,12 @@ class ArmPlan:
     saved_steps: tuple[int, ...]
     segments: tuple[Segment, ...] = field(repr=False)
     advantage_estimator: str = "reinforce_baseline"  # the arm's own, else training.advantage_estimator
+    in_batch_saves: tuple[int, ...] = ()  # saved for the in-batch probe only (in saved_steps too)
+
+    @property
+    def regular_saves(self) -> tuple[int, ...]:
+        """The saved steps but those saved for the in-batch probe alone: what evaluation and the probe follow."""
+        return tuple(s for s in self.saved_steps if s not in self.in_batch_saves)
 
     def segment_of(self, step: int) -> Segment:
         """The segment that runs continued step `step`."""
@@ -143,6 +149,8 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
     rule = arm.get("lr_rule") or train["lr_scaling"]["rule"]
     lr = scaled_lr(train["lr0"], samples, train["lr_scaling"]["base_samples_per_step"], rule)
     reset = train["reference_reset"]
+    regular = saved_steps(arm["continued_steps"], train["checkpoint_every"], arm["report_steps"])
+    probe_only = tuple(s for s in in_batch_saves(config, arm["continued_steps"]) if s not in regular)
     return ArmPlan(
         name=name,
         n=arm["n"],
@@ -153,7 +161,7 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
         lr=lr,
         continued_steps=arm["continued_steps"],
         seed=arm["seed"],
-        saved_steps=saved_steps(arm["continued_steps"], train["checkpoint_every"], arm["report_steps"]),
+        saved_steps=tuple(sorted(regular + probe_only)),
         segments=plan_segments(
             arm["continued_steps"],
             reset_steps(arm["continued_steps"], reset["resets"], reset["period_steps"], reset["round_to"])
@@ -162,7 +170,24 @@ def arm_plan(config: Mapping[str, Any], name: str) -> ArmPlan:
             segment_max_steps(config, name),
         ),
         advantage_estimator=arm.get("advantage_estimator") or train["advantage_estimator"],
+        in_batch_saves=probe_only,
     )
+
+
+def in_batch_steps(config: Mapping[str, Any]) -> tuple[int, ...]:
+    """The continued steps whose own prompts the in-batch probe samples (probe.in_batch.steps; none when the probe
+    is off)."""
+    probe = config.get("probe") or {}
+    if not probe.get("enabled"):
+        return ()
+    return tuple(sorted(set((probe.get("in_batch") or {}).get("steps") or ())))
+
+
+def in_batch_saves(config: Mapping[str, Any], continued_steps: int) -> tuple[int, ...]:
+    """Steps the in-batch probe needs saved: each probed step k and the one before it, k - 1 (the policy before k's
+    update; step 0 is the start checkpoint, which is not a save)."""
+    steps = {s for k in in_batch_steps(config) for s in (k - 1, k)}
+    return tuple(sorted(s for s in steps if 1 <= s <= continued_steps))
 
 
 def segment_max_steps(config: Mapping[str, Any], name: str) -> int | None:

@@ -58,6 +58,14 @@ def parse_label(label: Any) -> dict:
     return item
 
 
+def label_id(label: Any) -> str | None:
+    """The prompt id a label's train item carries (None when the label cannot be read: it scores 0 anyway)."""
+    try:
+        return str(parse_label(label)["id"])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def after_prompt(query: str, prompt: str, tail: int = 64) -> str:
     """The generated part of OpenRLHF's query (the decoded prompt + response tokens). Where the decoded prompt does
     not reproduce the prompt text (a tokenizer that does not round-trip it, or a prompt OpenRLHF cut to fit

@@ -1,22 +1,28 @@
 # Input functions of the mass-balance probe (workflow/rules/probe.smk).
 import json
 
-from brorl.training.recipe import enabled_arms
+from brorl.training.recipe import enabled_arms, in_batch_steps
 
 PROBE = config["probe"]
 PROBE_SET = "resources/probes/probe_set.jsonl"
 # on when asked for and some arm trains: without a trained arm there is no change to follow
 PROBE_ON = PROBE["enabled"] and bool(enabled_arms(config))
+# the in-batch probe's steps (probe.in_batch.steps), in every enabled arm, when the probe is on
+IN_BATCH = in_batch_steps(config) if PROBE_ON else ()
+IN_BATCH_DIR = (
+    "results/probe/in_batch/{arm}/step{step}"  # its files per arm and probed step
+)
 
 
 def probe_points():
     """(arm, step) of every probed checkpoint: the start (arm `base` at base_model.start_step) and every saved step
-    of every enabled arm (brorl.training.recipe.arm_plan)."""
+    of every enabled arm (brorl.training.recipe.arm_plan) but those saved for the in-batch probe alone.
+    """
     from brorl.training.recipe import arm_plan, enabled_arms
 
     points = [(BASE_ARM, config["base_model"]["start_step"])]
     for arm in enabled_arms(config):
-        points += [(arm, step) for step in arm_plan(config, arm).saved_steps]
+        points += [(arm, s) for s in arm_plan(config, arm).regular_saves]
     return points
 
 
@@ -34,7 +40,40 @@ def probe_targets():
         "results/figures/probe_arms.pdf",
         "results/tables/probe_between_arms.md",
         "results/tables/probe_between_arms.csv",
+        *in_batch_targets(),
     ]
+
+
+def in_batch_targets():
+    """The in-batch probe's tables, rates and figure, when it has steps (IN_BATCH)."""
+    if not IN_BATCH:
+        return []
+    return [
+        f"results/tables/probe_in_batch{suffix}"
+        for suffix in (".md", ".csv", "_between_arms.md", "_between_arms.csv")
+    ] + [
+        "results/probe/in_batch/pass_rates.csv",
+        "results/figures/probe_in_batch.png",
+        "results/figures/probe_in_batch.pdf",
+    ]
+
+
+def in_batch_scores():
+    """Input of analyse_in_batch: both sides' scores of every probed step of every enabled arm."""
+    return [
+        f"{IN_BATCH_DIR.format(arm=arm, step=step)}.{side}.scores.parquet"
+        for arm in enabled_arms(config)
+        for step in IN_BATCH
+        for side in ("before", "after")
+    ]
+
+
+def in_batch_model(wildcards):
+    """The policy one side of a probed step samples: just before its update (the previous step's export; the
+    start checkpoint as training starts from it for step 1) or just after (the step's own export).
+    """
+    step = int(wildcards.step) - (wildcards.side == "before")
+    return train_start_model() if step == 0 else model_dir(wildcards.arm, step)
 
 
 STAGE_TARGETS.append(probe_targets)
@@ -72,6 +111,18 @@ def probe_summary_input():
     return (
         ["results/tables/probe.csv", "results/tables/probe_between_arms.csv"]
         if PROBE_ON
+        else []
+    )
+
+
+def in_batch_summary_input():
+    """The in-batch probe's table and between-arm test for SUMMARY.md (none when it has no steps)."""
+    return (
+        [
+            "results/tables/probe_in_batch.csv",
+            "results/tables/probe_in_batch_between_arms.csv",
+        ]
+        if IN_BATCH
         else []
     )
 

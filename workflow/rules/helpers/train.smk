@@ -15,6 +15,7 @@ from brorl.training.recipe import (
     OPERATIONS_ENV,
     arm_plan,
     enabled_arms,
+    in_batch_steps,
     segment_max_steps,
     split_operations,
 )
@@ -102,6 +103,11 @@ def train_recipe(wildcards):
         "context": config["context"],
         "train_data": {"name": config["train_data"]["name"]},
     }
+    steps = in_batch_steps(config)
+    if (
+        steps
+    ):  # the in-batch probe's saves (recipe.in_batch_saves); absent while it is off, as before it existed
+        recipe["probe"] = {"enabled": True, "in_batch": {"steps": list(steps)}}
     return json.dumps(recipe, sort_keys=True)
 
 

@@ -3,7 +3,7 @@
 Each RL step: draw prompts_per_step prompts -> N vLLM rollouts each (with logprobs) -> the shared reward ->
 dynamic sampling (drop prompts whose N binary scores are all equal; refill with fresh prompts) -> REINFORCE++
 -baseline advantages -> old and reference logprobs -> mini-batch updates with OpenRLHF's PolicyLoss and KL ->
-AdamW -> new weights into vLLM. After every step: export (saved steps), metrics line, full state, in that order, so
+AdamW -> new weights into vLLM. After every step: export (saved steps), the step's prompts and metrics lines, full state, in that order, so
 a run killed at any point redoes at most the step in progress and each step appears once in metrics.jsonl.
 """
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from ...scoring.reasoning import as_scored
 from .. import metrics as metrics_io
+from .. import step_prompts
 from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
 from ..run_folder import check_fingerprint
 from ..segments import CheckpointError, SegmentJob
@@ -58,6 +59,8 @@ class StepOutcome:
     reward_s: float = 0.0
     reward_errors: int = 0  # samples whose verifier failed (scored 0 without a judgement)
     reward_timeouts: int = 0  # of which: hit the hard time limit
+    drawn_ids: list = field(default_factory=list)  # every generated sample's prompt id, kept groups or not
+    drawn_correct: list = field(default_factory=list)  # and whether it was correct (brorl.training.step_prompts)
 
 
 def usable_items(items: list[dict], prompt_lengths: list[int], limit: int) -> tuple[list[dict], int]:
@@ -86,6 +89,7 @@ class EmbeddedRun:
         self.out_dir = Path(out_dir)
         self.run_dir = self.out_dir / "run"
         self.metrics_path = self.run_dir / "metrics.jsonl"  # live; finish_training publishes the complete file
+        self.prompts_path = self.run_dir / step_prompts.FILE  # each step's own prompts (the in-batch probe)
         self.progress = progress
         ctx = config["context"]
         self.max_tokens = ctx["train_max_len"]
@@ -164,6 +168,7 @@ class EmbeddedRun:
         if reference is not None and self.ref_step:
             reference.load_state_dict(torch.load(run_state.reference_path(self.run_dir, self.ref_step)))
         metrics_io.truncate_after(self.metrics_path, committed)
+        step_prompts.truncate_after(self.prompts_path, committed)
         return committed
 
     # ---------------------------------------------------------------------------------------------- one step
@@ -216,6 +221,8 @@ class EmbeddedRun:
             correct = np.array([float(s.correct) for s in scores]).reshape(len(items), self.plan.n)
             keep = keep_groups(correct, low, high) if ds["enabled"] else np.ones(len(items), bool)
             out.generated_prompts += len(items)
+            out.drawn_ids += [item["id"] for item in flat_items]
+            out.drawn_correct += correct.reshape(-1).tolist()
             out.generated_samples += len(flat)
             out.reward_sum += float(reward.sum())
             out.score_sum += float(correct.sum())
@@ -265,7 +272,8 @@ class EmbeddedRun:
         timings["reload_s"] = self.engine.load_weights(self.trainer.policy.state_dict().items())
         return {**stats, **timings, "adv_rms": token_rms(adv, lengths)}
 
-    def _step(self, step: int, segment: Segment) -> dict:
+    def _step(self, step: int, segment: Segment) -> tuple[dict, list[dict]]:
+        """One step: its metrics record and its drawn prompts (brorl.training.step_prompts)."""
         start = time.perf_counter()
         lr = lr_at(
             step, self.plan.lr, self.plan.continued_steps, self.train["lr_scheduler"], self.train["lr_warmup_steps"]
@@ -279,7 +287,7 @@ class EmbeddedRun:
         step_s = time.perf_counter() - start
         self.wall_s += step_s
         samples = len(out.groups) * self.plan.n
-        return {
+        record = {
             "step": step,
             "segment": segment.index,
             "launch": None,  # wall_s sums step_s: a relaunch's start-up never enters it
@@ -316,12 +324,15 @@ class EmbeddedRun:
             "gpu_mem_peak_gib": None,  # the CPU engine
             "vllm_preemptions": None,  # its one in-process engine logs no periodic stats
         }
+        return record, step_prompts.prompt_counts(out.drawn_ids, out.drawn_correct)
 
-    def _commit(self, step: int, record: dict) -> None:
-        """Export (saved steps), then the metrics line, then the full state: see the module docstring."""
+    def _commit(self, step: int, record: dict, prompts: list[dict]) -> None:
+        """Export (saved steps), then the step's prompts and metrics lines, then the full state: see the module
+        docstring."""
         policy = self.trainer.policy
         if step in self.plan.saved_steps:
             run_state.export_hf(policy, self.start_model, self.run_dir / "exports" / f"step{step}")
+        step_prompts.append_step(self.prompts_path, step, prompts)
         metrics_io.append_metrics(self.metrics_path, record)
         run_state.save_state(
             self.run_dir,
@@ -356,9 +367,9 @@ class EmbeddedRun:
             try:
                 with SegmentLogger(tracking or Tracking(), self.arm, index, self.run_dir, self.config) as logger:
                     for step in bar:
-                        record = self._step(step, segment)
+                        record, prompts = self._step(step, segment)
                         saving = time.perf_counter()
-                        self._commit(step, record)
+                        self._commit(step, record, prompts)
                         save_s = time.perf_counter() - saving
                         logger.log(record)
                         bar.set_postfix(

@@ -26,6 +26,7 @@ from typing import Any
 
 from ...scoring.result import TRUNCATED
 from ..metrics import FIELDS
+from ..step_prompts import prompt_counts
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class RewardCall:
     rewards: list[float]
     scores: list[float]
     errors: list[str | None]
+    ids: list[str | None] | None = None  # each sample's prompt id (None: a log written before ids were logged)
 
 
 def _read_process_logs(log_dir: Path, since: float, convert: Callable[[dict], Any], what: str) -> list:
@@ -105,7 +107,11 @@ def _read_process_logs(log_dir: Path, since: float, convert: Callable[[dict], An
 def _reward_call(entry: dict) -> RewardCall:
     rewards = list(entry["rewards"])
     return RewardCall(
-        float(entry["t"]), rewards, list(entry["scores"]), list(entry.get("errors") or [None] * len(rewards))
+        float(entry["t"]),
+        rewards,
+        list(entry["scores"]),
+        list(entry.get("errors") or [None] * len(rewards)),
+        list(entry["ids"]) if entry.get("ids") is not None else None,
     )
 
 
@@ -229,6 +235,35 @@ def launch_of(launches: list[Launch], when: float) -> Launch:
     return max(started, key=lambda run: run.start)
 
 
+def step_starts(logs: list[StepLog], launches: list[Launch]) -> list[float]:
+    """Where each step's interval begins (unix seconds): the previous step's log, or its launch's start if later.
+    A step's reward calls, hook entries and engine lines are those after its start, up to its own log's time."""
+    starts, previous = [], 0.0
+    for log in logs:
+        starts.append(max(previous, launch_of(launches, log.wall_time).start))
+        previous = log.wall_time
+    return starts
+
+
+def step_prompts_of(
+    logs: list[StepLog], launches: list[Launch], reward_calls: list[RewardCall], offset: int
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(continued step, its prompts with samples and correct counts: brorl.training.step_prompts) of every step whose
+    reward calls all carry prompt ids; a step with a call logged before ids were (an older reward file) is left out
+    and named."""
+    out, unlogged = [], []
+    for log, start in zip(logs, step_starts(logs, launches)):
+        window = [c for c in reward_calls if start < c.time <= log.wall_time]
+        if not window or any(c.ids is None for c in window):
+            unlogged.append(log.step + offset)
+            continue
+        ids = [i for c in window for i in c.ids]
+        out.append((log.step + offset, prompt_counts(ids, [x for c in window for x in c.scores])))
+    if unlogged:
+        print(f"reward log: steps {unlogged} have no prompt ids logged: their in-batch probe cannot be drawn")
+    return out
+
+
 def to_records(
     logs: list[StepLog],
     *,
@@ -255,8 +290,8 @@ def to_records(
     (engine_stats), whose preemptions sum into `vllm_preemptions` (null where no line fell in the step: an engine
     logs only every 10 s of work)."""
     records = []
-    previous_wall, previous_time = wall_s_before, 0.0
-    for log in logs:
+    previous_wall = wall_s_before
+    for log, start in zip(logs, step_starts(logs, launches)):
         s = log.scalars
         samples = int(round(s["rollout/num_samples"]))
         prompts = samples // n
@@ -264,7 +299,6 @@ def to_records(
         generated_prompts = int(round(samples * 100.0 / rate)) if dynamic_sampling and rate else prompts
         generated_samples = generated_prompts * n
         launch = launch_of(launches, log.wall_time)
-        start = max(previous_time, launch.start)
         window = [c for c in reward_calls or [] if start < c.time <= log.wall_time]
         errors = [e for c in window for e in c.errors]
         partition = [sec for t, sec in partition_calls or [] if start < t <= log.wall_time]
@@ -284,7 +318,6 @@ def to_records(
             rewards = [r for c in window for r in c.rewards]
             scores = [x for c in window for x in c.scores]
             reward_mean, score_mean = sum(rewards) / len(rewards), sum(scores) / len(scores)
-        previous_time = log.wall_time
         gen_s = _get(s, "timing/generation")
         step_s = _get(s, "timing/step_total")
         wall_s = arm_wall_before(launches, launch) + (log.wall_time - launch.start)

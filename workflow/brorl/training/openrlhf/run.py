@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import step_prompts
 from ..metrics import append_metrics, read_metrics, truncate_after
 from ..recipe import ArmPlan, recipe_fingerprint
 from ..run_folder import atomic_json, check_fingerprint
@@ -57,6 +58,7 @@ from .logs import (
     read_hook_log,
     read_reward_log,
     read_tensorboard,
+    step_prompts_of,
     to_records,
 )
 from .parse import OpenRLHFArgError, parse_argv
@@ -213,6 +215,8 @@ def run_segment(
 
     metrics_path = paths.out_dir / "run" / "metrics.jsonl"  # live; finish_training publishes the complete file
     before = truncate_after(metrics_path, segment.first_step - 1) if metrics_path.exists() else []
+    prompts_path = metrics_path.with_name(step_prompts.FILE)  # each step's own prompts (the in-batch probe)
+    step_prompts.truncate_after(prompts_path, segment.first_step - 1)
     if [r["step"] for r in before] != list(range(1, segment.first_step)):
         raise ClusterRunError(f"{metrics_path}: steps 1..{segment.first_step - 1} must precede segment {segment_index}")
 
@@ -357,6 +361,7 @@ def run_segment(
         if entry["segment"] == segment_index
         for log in [paths.logs_dir / entry["logs"] / "launcher.log"]
     ]
+    reward_calls = read_reward_log(paths.reward_log_dir, since=segment_start)
     records = to_records(
         [logs_by_step[g] for g in wanted],
         offset=layout.offset,
@@ -365,11 +370,14 @@ def run_segment(
         dynamic_sampling=config["training"]["dynamic_sampling"]["enabled"],
         wall_s_before=before[-1]["wall_s"] if before else 0.0,
         launches=launches,
-        reward_calls=read_reward_log(paths.reward_log_dir, since=segment_start),
+        reward_calls=reward_calls,
         partition_calls=read_hook_log(paths.partition_log_dir, "seconds", since=segment_start),
         gpu_memory=read_hook_log(paths.gpu_memory_log_dir, "peak_gib", since=segment_start),
         advantage_rms=read_hook_log(paths.advantage_log_dir, "adv_rms", since=segment_start),
         engine_lines=[line for entry, text in launch_logs for line in engine_stats(text, entry["start"])],
+    )
+    step_prompts.write_steps(
+        prompts_path, step_prompts_of([logs_by_step[g] for g in wanted], launches, reward_calls, layout.offset)
     )
     for record in records:
         append_metrics(metrics_path, record)
