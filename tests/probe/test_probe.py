@@ -204,7 +204,8 @@ def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
 
     override = write_yaml(tmp_path / "probe.yaml", {"probe": {"enabled": True}})
     config = load_yaml_config(CONFIG, override)
-    proc = snakemake("-n", "-p", "results/tables/probe.md", "--directory", tmp_path / "dry", "--configfile", override)
+    targets = ("results/tables/probe.md", "results/tables/probe_in_batch.md")
+    proc = snakemake("-n", "-p", *targets, "--directory", tmp_path / "dry", "--configfile", override)
     assert proc.returncode == 0, output_of(proc)[-3000:]
     saved = sum(len(arm_plan(config, a).regular_saves) for a in ("prorl_n16", "brorl_n512"))
     jobs = job_counts(proc)
@@ -212,6 +213,12 @@ def test_the_probe_dry_runs_at_paper_scale_sampled_like_a_rollout(tmp_path):
         1,
         1 + saved,
         1 + saved,
+        1,
+    )
+    assert (jobs["in_batch_prompts"], jobs["generate_in_batch"], jobs["score_in_batch"], jobs["analyse_in_batch"]) == (
+        6,
+        12,
+        12,
         1,
     )
     text = output_of(proc)

@@ -78,23 +78,26 @@ def evaluation_model(
     return rows, totals, price
 
 
+def _sampled_price(name: str, prompts: int, samples: int, jobs: int, est: Estimates, gpus_per_node: int):
+    """One generation job's cost row for `prompts` x `samples` like a rollout, and its price over `jobs` such jobs
+    (the evaluation model's priors)."""
+    (row,) = evaluation_costs({name: prompts}, samples, jobs, evaluation_prior(est), gpus_per_node)
+    price = Priced(
+        hours_per_job=row.job_hours,
+        longest_job_hours=row.job_hours,
+        source="model (prior tokens/s and length)",
+        total_hours=row.job_hours * jobs,
+        gpu_hours=row.job_gpu_hours * jobs,
+    )
+    return [row], price
+
+
 def probe_price(
     probe: Mapping[str, object], checkpoints: int, est: Estimates, gpus_per_node: int
 ) -> tuple[list[BenchmarkCost], Priced]:
     """The mass-balance probe's generation (probe.enabled): probes x samples per probed checkpoint, priced by the
     evaluation model's priors (the probe samples like a rollout, whose mean length the prior assumes too)."""
-    rows = evaluation_costs(
-        {"probe": int(probe["problems"])}, int(probe["samples"]), checkpoints, evaluation_prior(est), gpus_per_node
-    )
-    (row,) = rows
-    price = Priced(
-        hours_per_job=row.job_hours,
-        longest_job_hours=row.job_hours,
-        source="model (prior tokens/s and length)",
-        total_hours=row.job_hours * checkpoints,
-        gpu_hours=row.job_gpu_hours * checkpoints,
-    )
-    return rows, price
+    return _sampled_price("probe", int(probe["problems"]), int(probe["samples"]), checkpoints, est, gpus_per_node)
 
 
 def probe_line(row: BenchmarkCost, probe: Mapping[str, object]) -> str:
@@ -115,15 +118,7 @@ def in_batch_price(
     """The in-batch probe's generation: at most probe.in_batch.prompts of a step's prompts x probe.samples, on each
     of ``sides`` (two per probed step and arm: before and after its update), priced like the probe."""
     prompts = int(probe["in_batch"]["prompts"])  # type: ignore[index]
-    (row,) = evaluation_costs({IN_BATCH: prompts}, int(probe["samples"]), sides, evaluation_prior(est), gpus_per_node)
-    price = Priced(
-        hours_per_job=row.job_hours,
-        longest_job_hours=row.job_hours,
-        source="model (prior tokens/s and length)",
-        total_hours=row.job_hours * sides,
-        gpu_hours=row.job_gpu_hours * sides,
-    )
-    return [row], price
+    return _sampled_price(IN_BATCH, prompts, int(probe["samples"]), sides, est, gpus_per_node)
 
 
 def in_batch_line(row: BenchmarkCost, probe: Mapping[str, object]) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..cli import run_command
+from .in_batch_cli import add_arm_arguments
 from .in_batch_cli import add_parsers as add_in_batch_parsers
 from .select import ProbeError
 
@@ -172,11 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scores", required=True, nargs="+", type=Path, help="results/probe/<arm>/step<k>.scores.parquet")
     s.add_argument("--samples", required=True, type=int, help="samples per probe")
     s.add_argument("--start-step", required=True, type=int, help="base_model.start_step (the start's file name)")
-    s.add_argument("--z", type=float, default=2.0, help="standard errors a change must exceed to count")
-    s.add_argument("--engine", required=True, help="config engine (the figure names the scale)")
-    s.add_argument("--labels", default="{}", help="JSON: arm -> label, in the order the arms are shown")
-    s.add_argument("--control", required=True, help="analysis.comparison.control")
-    s.add_argument("--treatment", required=True, help="analysis.comparison.treatment")
+    add_arm_arguments(s)
     s.add_argument("--metrics", nargs="*", default=[], type=Path, help="the two arms' metrics.jsonl (hours)")
     s.add_argument("--target-hours", type=float, default=None, help="analysis.equal_time_hours (none: final steps)")
     s.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples over probes")

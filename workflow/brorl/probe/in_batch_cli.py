@@ -64,7 +64,8 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         sides.setdefault((m["arm"], int(m["step"])), {})[m["side"]] = path
     rng = np.random.default_rng(a.seed)
     rows, rates = [], []
-    for (arm, step), files in sorted(sides.items()):
+    order = list(json.loads(a.labels))  # the config's order of the arms, then any other by name
+    for (arm, step), files in sorted(sides.items(), key=lambda kv: (_rank(kv[0][0], order), kv[0])):
         if set(files) != {"before", "after"}:
             raise ProbeError(f"{arm} step {step}: only its {', '.join(files)} samples were given")
         folder = files["before"].parent
@@ -129,6 +130,20 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         raise ProbeError(f"{a.png}: the figure drew no data")
 
 
+def _rank(arm: str, order: list[str]) -> int:
+    """Where an arm is shown: its place among the labelled arms, after them when unlabelled."""
+    return order.index(arm) if arm in order else len(order)
+
+
+def add_arm_arguments(s: argparse.ArgumentParser) -> None:
+    """The noise threshold, the scale and the arms' labels and comparison: both probes' analyses take them."""
+    s.add_argument("--z", type=float, default=2.0, help="standard errors a change must exceed to count")
+    s.add_argument("--engine", required=True, help="config engine (the figure names the scale)")
+    s.add_argument("--labels", default="{}", help="JSON: arm -> label, in the order the arms are shown")
+    s.add_argument("--control", required=True, help="analysis.comparison.control")
+    s.add_argument("--treatment", required=True, help="analysis.comparison.treatment")
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """The two commands, on the probe's command line (brorl.probe.cli)."""
     s = sub.add_parser("in-batch-prompts", help="a probed step's own prompts from the run folder's step record")
@@ -142,11 +157,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("in-batch", help="before/after pass rates of each probed step's prompts: tables and figure")
     s.add_argument("--scores", required=True, nargs="+", type=Path, help="<arm>/step<k>.<before|after>.scores.parquet")
     s.add_argument("--samples", required=True, type=int, help="samples per prompt and side")
-    s.add_argument("--z", type=float, default=2.0, help="standard errors a change must exceed to count")
-    s.add_argument("--engine", required=True, help="config engine (the figure names the scale)")
-    s.add_argument("--labels", default="{}", help="JSON: arm -> label")
-    s.add_argument("--control", required=True, help="analysis.comparison.control")
-    s.add_argument("--treatment", required=True, help="analysis.comparison.treatment")
+    add_arm_arguments(s)
     s.add_argument("--seed", type=int, default=0, help="seed of the no-change null")
     for name in ("out-rates", "out-md", "out-csv", "out-arms-md", "out-arms-csv", "png", "pdf"):
         s.add_argument(f"--{name}", required=True, type=Path)
