@@ -28,7 +28,12 @@ TRIGGERS = [str(t) for t in PROFILE["rerun-triggers"]]
 TRAINING_RULES: list[str] = ["train_ppo", "export_checkpoint"]
 
 EVALUATION_RULES = {"generate_samples", "score_samples", "summarize_evaluation", "collect_evaluation"}
-PROBE_SCORING = {"score_probe", "analyse_probe"}  # the mass-balance probe's samples are scored by the same verifiers
+PROBE_SCORING = {
+    "score_probe",
+    "analyse_probe",
+    "score_in_batch",
+    "analyse_in_batch",
+}  # the probes' samples are scored by the same verifiers
 
 
 def evaluation_and_analysis(jobs: dict[str, int]) -> bool:
@@ -41,8 +46,9 @@ def evaluation_and_analysis(jobs: dict[str, int]) -> bool:
 ANALYSIS_RULES = {"collect_units", "test_significance", "make_tables", "plot_figures", "write_summary"}
 ANALYSIS_CODE = {
     "workflow/brorl/simulation/figure.py": {"plot_simulation"},
-    "workflow/brorl/analysis/figures.py": ANALYSIS_RULES | {"analyse_probe"},  # the probe's figures save through it
-    "workflow/brorl/probe/figure.py": {"analyse_probe"},
+    # the probes' figures save through it
+    "workflow/brorl/analysis/figures.py": ANALYSIS_RULES | {"analyse_probe", "analyse_in_batch"},
+    "workflow/brorl/probe/figure.py": {"analyse_probe", "analyse_in_batch"},
     "workflow/brorl/throughput/table.py": {"tabulate_throughput"},
 }
 
@@ -180,6 +186,7 @@ def test_a_verifier_edit_reruns_scoring_never_generation(faked):
         jobs = planned(faked)
     assert "score_samples" in jobs and "generate_samples" not in jobs and evaluation_and_analysis(jobs), jobs
     assert "score_probe" in jobs and "generate_probe" not in jobs, jobs
+    assert "score_in_batch" in jobs and "generate_in_batch" not in jobs, jobs
     assert_no_training(jobs)
 
 

@@ -22,7 +22,7 @@ def test_no_rule_declares_both_a_conda_environment_and_the_gpu_image(tmp_path):
     image.write_text(yaml.safe_dump({"containers": {"gpu": "docker://example.org/brorl-gpu:1"}}))
     with_image = rule_software(tmp_path / "a", CONFIG, image)
     in_image = {name for name, (conda, container) in with_image.items() if container}
-    assert len(in_image) == 6 and "generate_samples" in in_image and "bench_throughput" in in_image, in_image
+    assert len(in_image) == 7 and {"generate_samples", "generate_in_batch", "bench_throughput"} <= in_image, in_image
     assert not [name for name in in_image if with_image[name][0]], with_image
     without = rule_software(tmp_path / "b", CONFIG)
     assert all(without[name][0] and "eval.yaml" in without[name][0] for name in in_image), without
