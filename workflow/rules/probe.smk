@@ -307,12 +307,8 @@ rule analyse_in_batch:
     """Per arm and probed step the before/after pass rates of the step's prompts, the share of its updated prompts
     that fell against no change, the test between the arms, the table and the figure."""
     input:
-        scores=in_batch_scores(),
-        prompts=[
-            p.replace(".before.scores.parquet", suffix)
-            for p in in_batch_scores()[::2]
-            for suffix in (".prompts.jsonl", ".rollouts.csv")
-        ],
+        scores=in_batch_files(".before.scores.parquet", ".after.scores.parquet"),
+        prompts=in_batch_files(".prompts.jsonl", ".rollouts.csv"),
     output:
         md=report_file(
             "results/tables/probe_in_batch.md",

@@ -7,7 +7,8 @@ It exposes `reward_func(queries, prompts, labels)` from brorl.training.reward (t
 It also appends one line per call to $BRORL_REWARD_LOG_DIR/<host>-<pid>.jsonl (time, rewards, binary scores,
 verifier errors, each sample's prompt id):
 OpenRLHF logs rewards of the groups that survive dynamic sampling only, and brorl.training.openrlhf.run needs every
-generated sample's reward and score for metrics.jsonl, and each step's prompts for the in-batch probe. Logging never raises (an exception here would end training).
+generated sample's reward and score for metrics.jsonl, and each step's prompts for the in-batch probe. Logging never
+raises (an exception here would end training).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..training.step_prompts import mixed
 from .rates import moved, rate_se
 from .select import ProbeError
 
@@ -62,8 +63,6 @@ def choose_prompts(drawn: Sequence[Mapping], cap: int) -> list[dict]:
     """The step's prompts to sample again: the updated (mixed) ones first, then the rest, each in the order the step
     drew them, at most ``cap``. The updated ones are where the theorem speaks; the rest show what the step did to
     prompts it drew but could not learn from (all right or all wrong)."""
-    from ..training.step_prompts import mixed
-
     ordered = [p for p in drawn if mixed(p)] + [p for p in drawn if not mixed(p)]
     return [dict(p) for p in ordered[:cap]]
 
@@ -98,7 +97,7 @@ def step_row(
     if not (list(drawn["id"]) == list(before["id"]) == list(after["id"])):
         raise ProbeError(f"{arm} step {step}: the before and after samples hold other prompts than the step's")
     fell, rose = moved(before, after, z)
-    updated = ((drawn["correct"] > 0) & (drawn["correct"] < drawn["samples"])).to_numpy()
+    updated = np.array([mixed(p) for p in drawn.to_dict("records")], dtype=bool)
     change = after["pass_rate"].to_numpy() - before["pass_rate"].to_numpy()
     se = np.hypot(rate_se(before["correct"], before["samples"]), rate_se(after["correct"], after["samples"]))
     null = fell_share_null(before, updated, z, replicates, rng)

@@ -23,7 +23,7 @@ SCORE_PATH = re.compile(r"(?P<arm>[^/]+)/step(?P<step>\d+)\.(?P<side>before|afte
 
 def _cmd_prompts(a: argparse.Namespace) -> None:
     from ..benchmarks.records import read_records
-    from ..training.step_prompts import read_steps
+    from ..training.step_prompts import mixed, read_steps
     from .in_batch import choose_prompts
 
     steps = read_steps(a.step_prompts)
@@ -40,7 +40,7 @@ def _cmd_prompts(a: argparse.Namespace) -> None:
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text("".join(json.dumps(mix[p["id"]], sort_keys=True) + "\n" for p in chosen), encoding="utf-8")
     pd.DataFrame(chosen, columns=["id", "samples", "correct"]).to_csv(a.out_rollouts, index=False)
-    updated = sum(0 < p["correct"] < p["samples"] for p in chosen)
+    updated = sum(map(mixed, chosen))
     print(
         f"step {a.step}: {len(chosen)} of its {len(steps[a.step])} prompts ({updated} updated: neither all right nor "
         f"all wrong at the step) -> {a.out}"
@@ -64,7 +64,8 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         sides.setdefault((m["arm"], int(m["step"])), {})[m["side"]] = path
     rng = np.random.default_rng(a.seed)
     rows, rates = [], []
-    order = list(json.loads(a.labels))  # the config's order of the arms, then any other by name
+    labels = json.loads(a.labels)
+    order = list(labels)  # the config's order of the arms, then any other by name
     for (arm, step), files in sorted(sides.items(), key=lambda kv: (_rank(kv[0][0], order), kv[0])):
         if set(files) != {"before", "after"}:
             raise ProbeError(f"{arm} step {step}: only its {', '.join(files)} samples were given")
@@ -80,7 +81,6 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     if not rows:
         raise ProbeError("no in-batch score files given")
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
-    labels = json.loads(a.labels)
     a.out_rates.parent.mkdir(parents=True, exist_ok=True)
     pd.concat(rates, ignore_index=True)[["arm", "step", "side", "id", "correct", "samples", "pass_rate"]].to_csv(
         a.out_rates, index=False

@@ -9,9 +9,8 @@ PROBE_SET = "resources/probes/probe_set.jsonl"
 PROBE_ON = PROBE["enabled"] and bool(enabled_arms(config))
 # the in-batch probe's steps (probe.in_batch.steps), in every enabled arm, when the probe is on
 IN_BATCH = in_batch_steps(config) if PROBE_ON else ()
-IN_BATCH_DIR = (
-    "results/probe/in_batch/{arm}/step{step}"  # its files per arm and probed step
-)
+# its files per arm and probed step
+IN_BATCH_DIR = "results/probe/in_batch/{arm}/step{step}"
 
 
 def probe_points():
@@ -58,13 +57,13 @@ def in_batch_targets():
     ]
 
 
-def in_batch_scores():
-    """Input of analyse_in_batch: both sides' scores of every probed step of every enabled arm."""
+def in_batch_files(*suffixes):
+    """The in-batch probe's files with these suffixes, of every probed step of every enabled arm."""
     return [
-        f"{IN_BATCH_DIR.format(arm=arm, step=step)}.{side}.scores.parquet"
+        f"{IN_BATCH_DIR.format(arm=arm, step=step)}{suffix}"
         for arm in enabled_arms(config)
         for step in IN_BATCH
-        for side in ("before", "after")
+        for suffix in suffixes
     ]
 
 

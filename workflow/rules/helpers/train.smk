@@ -103,10 +103,9 @@ def train_recipe(wildcards):
         "context": config["context"],
         "train_data": {"name": config["train_data"]["name"]},
     }
+    # the in-batch probe's saves (recipe.in_batch_saves); absent while it is off, as before it existed
     steps = in_batch_steps(config)
-    if (
-        steps
-    ):  # the in-batch probe's saves (recipe.in_batch_saves); absent while it is off, as before it existed
+    if steps:
         recipe["probe"] = {"enabled": True, "in_batch": {"steps": list(steps)}}
     return json.dumps(recipe, sort_keys=True)
 

@@ -3,8 +3,9 @@
 Each RL step: draw prompts_per_step prompts -> N vLLM rollouts each (with logprobs) -> the shared reward ->
 dynamic sampling (drop prompts whose N binary scores are all equal; refill with fresh prompts) -> REINFORCE++
 -baseline advantages -> old and reference logprobs -> mini-batch updates with OpenRLHF's PolicyLoss and KL ->
-AdamW -> new weights into vLLM. After every step: export (saved steps), the step's prompts and metrics lines, full state, in that order, so
-a run killed at any point redoes at most the step in progress and each step appears once in metrics.jsonl.
+AdamW -> new weights into vLLM. After every step: export (saved steps), the step's prompts and metrics lines, full
+state, in that order, so a run killed at any point redoes at most the step in progress and each step appears once in
+metrics.jsonl.
 """
 
 from __future__ import annotations
