@@ -47,14 +47,14 @@ $(STAMP): pyproject.toml envs/openrlhf-cpu.txt envs/ifeval.txt
 REPORT_PROFILE = $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),local)
 report: setup
 	@if [ "$(REPORT_PROFILE)" = slurm ]; then $(MAKE) --no-print-directory slurm-env; fi
-	$(VENV)/bin/python -m brorl.run_profile report --profile '$(REPORT_PROFILE)' --configfile $(CONFIG) \
+	$(VENV)/bin/python -m brorl.operations.run_profile report --profile '$(REPORT_PROFILE)' --configfile $(CONFIG) \
 	  --snakemake $(if $(filter slurm,$(REPORT_PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake) \
 	  -- $(SUBMIT_ARGS)
 
 ## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
 demo: setup
 	snakemake --profile profiles/local
-	@$(VENV)/bin/python -m brorl.outputs results
+	@$(VENV)/bin/python -m brorl.reporting.outputs results
 
 # Three pytest-xdist workers on 2 cores: much of the suite waits on subprocesses (Slurm jobs, Snakemake, vLLM start-up);
 # a module's tests stay on one worker (its fixtures are built once) and the longest modules start first (tests/conftest.py). The ten slowest
@@ -126,7 +126,7 @@ rehearsal: setup slurm-env
 ## reads; needs the hub (elsewhere: run it where the hub is reachable and copy the file). PIN_ARGS="--configfile ..." for presets.
 PIN_ARGS ?=
 pin: setup
-	$(VENV)/bin/python -m brorl.pin_resolve $(PIN_ARGS)
+	$(VENV)/bin/python -m brorl.hub.pin_resolve $(PIN_ARGS)
 
 ## The cost of the whole reproduction (jobs per stage, GPU-hours, wall-clock) from config.yaml and profiles/slurm;
 ## PLAN_ARGS="--configfile workflow/presets/one_node.yaml" prices a preset.
@@ -143,10 +143,10 @@ SITE_CHECK = $(VENV)/bin/python -m brorl.plan.site --
 dry-run: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
 	set -o pipefail; $(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS) 2>&1 | $(VENV)/bin/python -m brorl.plan.dry_run
-	@$(VENV)/bin/python -m brorl.software_route --describe -- $(SUBMIT_ARGS)
+	@$(VENV)/bin/python -m brorl.operations.software_route --describe -- $(SUBMIT_ARGS)
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md). Refused, with the fix, while
 ## its GPU jobs would run vLLM's CPU build or Snakemake would build the training environment here (SUBMIT_ARGS='--sdm conda').
-ROUTE_CHECK = $(VENV)/bin/python -m brorl.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
+ROUTE_CHECK = $(VENV)/bin/python -m brorl.operations.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
 submit: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) $(SUBMIT_ARGS)
@@ -168,7 +168,7 @@ driver-job: setup slurm-env
 ## DIR= another working directory (default: here). docs/cluster.md#a-run-that-lasts-weeks
 DIR ?= .
 status: setup
-	$(VENV)/bin/python -m brorl.status --directory '$(DIR)'
+	$(VENV)/bin/python -m brorl.operations.status --directory '$(DIR)'
 
 ## Evaluate one checkpoint with the paper's protocol: MODEL=<folder> or MODEL=<owner/name>@<revision>; optional NAME=,
 ## BENCHMARKS=a,b, BASE=1 (the start checkpoint too), PROFILE=local (this machine), CONFIG=<presets>. Prints its plan,
@@ -181,7 +181,7 @@ PROFILE ?= slurm
 EVAL_SNAKEMAKE = $(if $(filter slurm,$(PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake)
 evaluate: setup
 	@if [ "$(PROFILE)" = slurm ]; then $(MAKE) --no-print-directory slurm-env; fi
-	$(VENV)/bin/python -m brorl.evaluation.any_checkpoint --model '$(MODEL)' --name '$(NAME)' \
+	$(VENV)/bin/python -m brorl.operations.any_checkpoint --model '$(MODEL)' --name '$(NAME)' \
 	  --benchmarks '$(BENCHMARKS)' $(if $(BASE),--base) $(if $(CONFIRM),--confirm) --profile '$(PROFILE)' \
 	  --configfile $(CONFIG) \
 	  --snakemake $(EVAL_SNAKEMAKE) -- $(SUBMIT_ARGS)

@@ -29,7 +29,7 @@ if PACKAGE_DIR not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     )
 
 from brorl.config import validate_config
-from brorl.pin_lock import apply_lock_file
+from brorl.hub.pin_lock import apply_lock_file
 
 
 # The paper's experiment, found beside this file also under --directory; --configfile files merge over it.
@@ -38,7 +38,7 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 # Fill schema defaults in place and check every key: a bad config stops here, before any job, naming the key.
 validate_config(config)
-# Branch names resolved to commits by `make pin` (pins.lock.yaml beside this file, when present: brorl.pin_lock).
+# Branch names resolved to commits by `make pin` (pins.lock.yaml beside this file, when present: brorl.hub.pin_lock).
 for _key in apply_lock_file(config, Path(workflow.basedir)):
     print(f"note: {_key} pinned by pins.lock.yaml", file=sys.stderr)
 

@@ -1,4 +1,4 @@
-"""Every figure-writing function says how many of the run's data points it drew (brorl.figure_points), so an empty
+"""Every figure-writing function says how many of the run's data points it drew (brorl.reporting.figure_points), so an empty
 plot is reported rather than shipped: the simulation's Figure 3 and N grid and the throughput figure here (the
 analysis figures are checked in tests/analysis through figures.json)."""
 
@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from brorl.figure_points import plotted_points, report_points  # noqa: E402
+from brorl.reporting.figure_points import plotted_points, report_points  # noqa: E402
 
 
 def test_data_lines_and_scatter_count_reference_lines_and_paper_points_do_not():

@@ -1,4 +1,4 @@
-"""brorl.hub_retry, the one retry layer of hub downloads: transient errors are retried with backoff, errors that no
+"""brorl.hub.retry, the one retry layer of hub downloads: transient errors are retried with backoff, errors that no
 retry fixes stop at the first try with a message naming the fix, and the download rules add no retries of their
 own (the slurm profile's `retries:` would multiply the tries). Only huggingface_hub's network call is replaced."""
 
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from brorl.hub_retry import call_hub
+from brorl.hub.retry import call_hub
 
 huggingface_hub = pytest.importorskip("huggingface_hub")
 httpx = pytest.importorskip("httpx")

@@ -64,7 +64,14 @@ def test_gpu_submissions_refuse_the_cpu_build_and_an_unbuilt_training_environmen
     conda.write_text(STAND_IN_CONDA)
     conda.chmod(0o755)
     env = {**os.environ, "PATH": f"{conda.parent}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
-    check = [str(ROOT / ".venv/bin/python"), "-m", "brorl.software_route", "--check", "--snakemake", str(DRIVER)]
+    check = [
+        str(ROOT / ".venv/bin/python"),
+        "-m",
+        "brorl.operations.software_route",
+        "--check",
+        "--snakemake",
+        str(DRIVER),
+    ]
     check += ["--", "--profile", "slurm", "--sdm", "conda", "--directory", str(tmp_path / "run")]
     proc = subprocess.run(check, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "envs/train.yaml's conda environment" in proc.stderr, proc.stderr[-2000:]

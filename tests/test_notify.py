@@ -1,4 +1,4 @@
-"""brorl.notify and the workflow's onstart/onsuccess/onerror hooks: the messages, and their delivery to a real local
+"""brorl.operations.notify and the workflow's onstart/onsuccess/onerror hooks: the messages, and their delivery to a real local
 webhook (an HTTP server in a thread) and a `mail` program."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from brorl import notify
+from brorl.operations import notify
 from helpers import ROOT, http_server, output_of, snakemake
 
 # Two blocks of a real Snakemake 9.27 log (-k, a failing job with a log, its start block above it; Slurm adds

@@ -1,11 +1,11 @@
-"""`python -m brorl.outputs`: the summary `make demo` prints after a run."""
+"""`python -m brorl.reporting.outputs`: the summary `make demo` prints after a run."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from brorl.outputs import collect_outputs, count_runs, format_outputs
+from brorl.reporting.outputs import collect_outputs, count_runs, format_outputs
 
 
 def make_results(root):
@@ -53,6 +53,6 @@ def test_missing_or_empty_results_say_so(tmp_path):
 def test_command_line(tmp_path):
     results = make_results(tmp_path / "results")
     proc = subprocess.run(
-        [sys.executable, "-m", "brorl.outputs", str(results)], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "brorl.reporting.outputs", str(results)], capture_output=True, text=True, check=True
     )
     assert "Figures (2):" in proc.stdout and "Tables (2):" in proc.stdout

@@ -13,10 +13,10 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import yaml
 from brorl.benchmarks.registry import load_registry
-from brorl.checkpoint_identity import card_steps, start_identity_problem, steps_note
 from brorl.config import load_yaml_config
-from brorl.pin_gate import unpinned_of_run
-from brorl.pin_lock import apply_lock, lock_key, read_lock, read_lock_data
+from brorl.hub.checkpoint_identity import card_steps, start_identity_problem, steps_note
+from brorl.hub.pin_gate import unpinned_of_run
+from brorl.hub.pin_lock import apply_lock, lock_key, read_lock, read_lock_data
 from helpers import CONFIG, ROOT, http_server, paper_config
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -78,7 +78,7 @@ def _resolve(lock, endpoint: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_HUB_OFFLINE")}
     env.update({"HF_ENDPOINT": endpoint, "PYTHONPATH": str(ROOT / "workflow"), "HF_HUB_DISABLE_TELEMETRY": "1"})
     return subprocess.run(
-        [sys.executable, "-m", "brorl.pin_resolve", "--lock", str(lock)],
+        [sys.executable, "-m", "brorl.hub.pin_resolve", "--lock", str(lock)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 from brorl.benchmarks.registry import load_registry
-from brorl.pins import HubSource, hub_sources, is_pinned, unpinned_report
+from brorl.hub.pins import HubSource, hub_sources, is_pinned, unpinned_report
 from helpers import CONFIG, output_of, paper_config, snakemake
 
 

@@ -58,8 +58,8 @@ from brorl.analysis.significance import compare_checkpoints, learning_effects
 from brorl.analysis.summary import first_beating
 from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
 from brorl.benchmarks.records import write_records
+from brorl.reporting.tables import MAX_PRINTED_COLUMNS, plus_minus
 from brorl.stats.agreement import NO_NOISE
-from brorl.tables import MAX_PRINTED_COLUMNS, plus_minus
 from brorl.training.metrics import FIELDS
 from helpers import copy_workflow
 

@@ -23,7 +23,7 @@ from brorl.benchmarks import prepare as prep
 from brorl.benchmarks.records import read_records
 from brorl.benchmarks.registry import REGISTRY_DIR, RegistryError, load_entry, load_registry
 from brorl.config import load_schema
-from brorl.pins import is_pinned
+from brorl.hub.pins import is_pinned
 from brorl.scoring import score
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from brorl.operations.submission import submissions
 from brorl.plan.profile import read_profile
-from brorl.submission import submissions
 from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the engine environment
 from helpers import (
     CI_SITE,
@@ -322,7 +322,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
         override,
     )
     env = {"BRORL_DATA_ROOT": str(tmp_path / "no-data")}
-    # the sbatch calls brorl.submission (and so `make plan`) predicts for this DAG
+    # the sbatch calls brorl.operations.submission (and so `make plan`) predicts for this DAG
     dry = driver(*args, "-n", cwd=repo, env=env)
     assert dry.returncode == 0, output_of(dry)[-3000:]
     predicted = submissions(job_counts(dry), "embedded")

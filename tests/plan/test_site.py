@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from brorl.operations.run_profile import option_values
 from brorl.plan.profile import read_profile
 from brorl.plan.site import max_nodes, site_problems
-from brorl.run_profile import option_values
 from helpers import ROOT
 
 PROFILE = ROOT / "profiles" / "slurm"

@@ -13,7 +13,7 @@ from brorl.probe.cli import build_parser
 from brorl.probe.cli import main as probe_main
 from brorl.probe.rates import arm_trajectory, pass_rates, rate_se
 from brorl.probe.select import ProbeError, select_probes
-from brorl.tables import MAX_PRINTED_COLUMNS
+from brorl.reporting.tables import MAX_PRINTED_COLUMNS
 
 PROBES, SAMPLES = 128, 64
 

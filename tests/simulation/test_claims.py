@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from brorl.provenance import provenance
+from brorl.reporting.provenance import provenance
+from brorl.reporting.tables import write_table
 from brorl.simulation.claims import claims_table, sensitivity_table
-from brorl.tables import write_table
 
 Q0, C = 0.6, 10
 P0 = Q0 / C  # a correct token's initial probability in the hand-made runs
@@ -149,8 +149,8 @@ def test_sensitivity_table_one_row_per_label() -> None:
     assert tuple(table.set_index("label").loc["main", ["claim 1", "claim 2", "claim 3", "claim 4"]]) == ("yes",) * 4
     assert {"% improved at largest N", "% improved N=512", "worst drop N=512"} <= set(table.columns)
     # its markdown joins settings, per-N values and claims: every named column exists, and it prints in 12
+    from brorl.reporting.tables import MAX_PRINTED_COLUMNS, joined
     from brorl.simulation.cli import SENSITIVITY_PRINTED, claim_cells
-    from brorl.tables import MAX_PRINTED_COLUMNS, joined
 
     cells = claim_cells(table)
     named = {c for group in SENSITIVITY_PRINTED.values() for c in group}
@@ -226,7 +226,7 @@ def test_provenance_keys_and_json() -> None:
 
 def test_provenance_does_not_import_heavy_packages() -> None:
     code = (
-        "import sys, json, brorl.provenance as p; json.dumps(p.provenance()); "
+        "import sys, json, brorl.reporting.provenance as p; json.dumps(p.provenance()); "
         "print([m for m in ('torch', 'numpy', 'pandas') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -234,7 +234,7 @@ def test_provenance_does_not_import_heavy_packages() -> None:
 
 
 def test_provenance_outside_git(tmp_path) -> None:
-    from brorl.provenance import git_state
+    from brorl.reporting.provenance import git_state
 
     assert git_state(tmp_path) == {"commit": None, "dirty": None, "root": None}
 

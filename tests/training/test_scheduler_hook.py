@@ -1,4 +1,4 @@
-"""vLLM's scheduler limits, one config key for every GPU engine (brorl.vllm_scheduler): the JSON the rules and the
+"""vLLM's scheduler limits, one config key for every GPU engine (brorl.generation.vllm_scheduler): the JSON the rules and the
 training launcher pass, the job hook that adds them to OpenRLHF's rollout engines and records what the started
 engine reports (brorl.training.openrlhf.scheduler_hook), and the generation engine that reads the same variable.
 The rehearsal (tests/cluster/test_rehearsal.py) checks the record of real vLLM engines under Ray."""
@@ -11,8 +11,8 @@ import types
 
 import pytest
 from brorl.config import load_yaml_config
+from brorl.generation.vllm_scheduler import ENV, read_back, scheduler_json, scheduler_settings
 from brorl.training.openrlhf import scheduler_hook
-from brorl.vllm_scheduler import ENV, read_back, scheduler_json, scheduler_settings
 from helpers import CONFIG
 
 

@@ -66,7 +66,7 @@ def load_yaml_config(*paths: Path | str) -> dict:
         deep_merge(config, loaded)
     config = validate_config(config)
     # pins.lock.yaml beside the first file (`make pin`), read as the Snakefile reads it
-    from .pin_lock import apply_lock_file
+    from .hub.pin_lock import apply_lock_file
 
     apply_lock_file(config, Path(paths[0]).parent)
     return config

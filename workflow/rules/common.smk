@@ -6,8 +6,8 @@ import re
 
 from brorl.benchmarks.registry import load_registry
 from brorl.models.folders import staged_base_model
-from brorl.submission import GROUPS as SUBMISSION_GROUPS, driver_rules
-from brorl.vllm_scheduler import ENV as SCHEDULER_ENV, scheduler_json
+from brorl.operations.submission import GROUPS as SUBMISSION_GROUPS, driver_rules
+from brorl.generation.vllm_scheduler import ENV as SCHEDULER_ENV, scheduler_json
 
 SIM = config["simulation"]
 SENSITIVITY = SIM["sensitivity"]
@@ -37,7 +37,7 @@ ARM_NAMES = [arm["name"] for arm in config["arms"]]
 # checkpoints evaluated beside the arms (evaluation.models): filed like arms, results/eval/<name>/step<step>/
 EVAL_MODELS = {model["name"]: model for model in EVAL["models"]}
 TRAIN_MIX = f"resources/train/{config['train_data']['name']}.jsonl"  # the RL prompts (rule prepare_train_data)
-# vLLM's scheduler limits of every GPU engine (brorl.vllm_scheduler) reach the generation, benchmark and training jobs
+# vLLM's scheduler limits of every GPU engine (brorl.generation.vllm_scheduler) reach the generation, benchmark and training jobs
 # in their environment (declared with envvars: below), not in params: a systems setting, so changing it reruns nothing
 os.environ[SCHEDULER_ENV] = scheduler_json(config)
 
@@ -97,7 +97,7 @@ def report_file(path, caption, category, subcategory=None, **labels):
 
 
 def unpinned_flag():
-    """--allow-unpinned for the download CLIs when config allow_unpinned is true (brorl.pins), else nothing."""
+    """--allow-unpinned for the download CLIs when config allow_unpinned is true (brorl.hub.pins), else nothing."""
     return "--allow-unpinned" if config.get("allow_unpinned") else ""
 
 
@@ -153,7 +153,7 @@ def evaluation_files(suffix):
 
 
 # Which rules the driver runs itself and which jobs share one submission: one list for the workflow and the plan's
-# count of sbatch calls (brorl.submission; docs/cluster.md#how-many-submissions).
+# count of sbatch calls (brorl.operations.submission; docs/cluster.md#how-many-submissions).
 # (what the `localrules:` directive compiles to; the directive itself takes only literal names)
 workflow.localrules(*driver_rules(config["engine"]))
 

@@ -19,7 +19,7 @@ rule prepare_benchmark:
         # makes those), so a narrower name than {benchmark}. Renaming it changes this rule's shell text, which the
         # code rerun trigger reads: every prepared benchmark, and the whole evaluation after it, would rerun.
         bench="|".join(map(re.escape, PREPARED_BENCHMARKS)),
-    # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
+    # downloads retry inside, with backoff (brorl.hub.retry); a rule retry would multiply the tries
     retries: 0
     conda:
         "../../envs/data.yaml"
@@ -80,7 +80,7 @@ rule prepare_train_data:
         "results/logs/prepare_train_data/{mix}.log",
     benchmark:
         "results/timings/prepare_train_data/{mix}.tsv"
-    # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
+    # downloads retry inside, with backoff (brorl.hub.retry); a rule retry would multiply the tries
     retries: 0
     conda:
         "../../envs/data.yaml"

@@ -1,16 +1,16 @@
 # Notifications: a message when the run starts, succeeds or fails (which jobs, their logs, how to rerun), printed and,
 # where the environment names them, sent to BRORL_NOTIFY_WEBHOOK and BRORL_NOTIFY_MAIL (docs/cluster.md#notifications).
-# The messages are built by brorl.notify; Snakemake runs these hooks in the main process only (never in jobs).
+# The messages are built by brorl.operations.notify; Snakemake runs these hooks in the main process only (never in jobs).
 import os
 import sys
 
 from snakemake.exceptions import WorkflowError
 
-from brorl import notify as _notify
+from brorl.operations import notify as _notify
 
 
 def _rerun_command():
-    """The command that reruns this run (brorl.notify.rerun_command)."""
+    """The command that reruns this run (brorl.operations.notify.rerun_command)."""
     return _notify.rerun_command(sys.argv, sys.executable)
 
 

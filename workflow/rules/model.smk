@@ -108,7 +108,7 @@ rule download_base_model:
     benchmark:
         "results/timings/download_base_model/base_model.tsv"
     priority: 10  # the critical path (the chain to trained checkpoints) starts first
-    # downloads retry inside, with backoff (brorl.hub_retry); a rule retry would multiply the tries
+    # downloads retry inside, with backoff (brorl.hub.retry); a rule retry would multiply the tries
     retries: 0
     conda:
         "../../envs/data.yaml"
@@ -185,7 +185,7 @@ rule download_eval_model:
         "results/timings/download_eval_model/{model}.tsv"
     wildcard_constraints:
         model="|".join(map(re.escape, EVAL_MODELS)) or "(?!)",
-    retries: 0  # downloads retry inside, with backoff (brorl.hub_retry)
+    retries: 0  # downloads retry inside, with backoff (brorl.hub.retry)
     conda:
         "../../envs/data.yaml"
     threads: 1

@@ -220,7 +220,7 @@ rule tabulate_n_grid:
         mem_mb=1024,
         runtime=10,
     params:
-        code=code_sha256("simulation/n_grid.py", "tables.py"),  # rerun trigger
+        code=code_sha256("simulation/n_grid.py", "reporting/tables.py"),  # rerun trigger
         mark=training_sweep_n(),
     shell:
         """
@@ -265,7 +265,7 @@ rule tabulate_simulation:
         mem_mb=1024,
         runtime=10,
     params:
-        code=code_sha256("simulation/claims.py", "tables.py"),  # rerun trigger
+        code=code_sha256("simulation/claims.py", "reporting/tables.py"),  # rerun trigger
         near_zero_rel_tol=SIM["claims"]["near_zero_rel_tol"],
         full_improvement_pct=SIM["claims"]["full_improvement_pct"],
         sensitivity_tables=sensitivity_table_flags,

@@ -106,7 +106,7 @@ rule tabulate_throughput:
             "throughput/table.py",
             "throughput/figure.py",
             "throughput/pass_rate.py",
-            "tables.py",
+            "reporting/tables.py",
         ),
         # rerun trigger
         arms=json.dumps(throughput_compared_arms(), sort_keys=True),

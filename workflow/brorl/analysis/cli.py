@@ -36,7 +36,7 @@ def _cmd_units(a: argparse.Namespace) -> None:
 def _cmd_tables(a: argparse.Namespace) -> None:
     import pandas as pd
 
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from .paper import FAMILIES, is_tiny_scale, load_paper
     from .paper_tables import benchmark_table, checkpoint_rows, display, table1, table1_long
     from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
@@ -80,7 +80,7 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 
 def _cmd_algorithms(a: argparse.Namespace) -> None:
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from .algorithms import NOTE, algorithm_rows
 
     spec = spec_of(a)

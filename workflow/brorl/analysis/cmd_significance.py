@@ -10,8 +10,8 @@ from .cli_inputs import clocks_of, evaluated_steps, read_units, spec_of
 
 
 def cmd_significance(a: argparse.Namespace) -> None:
-    from ..provenance import provenance
-    from ..tables import write_table
+    from ..reporting.provenance import provenance
+    from ..reporting.tables import write_table
     from .checkpoints import SelectionError
     from .equal_compute import equal_hours, equal_samples
     from .paper import load_paper

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..figure_points import plotted_points  # noqa: E402
+from ..reporting.figure_points import plotted_points  # noqa: E402
 from .paper import FAMILIES, FAMILY_LABELS, is_tiny_scale  # noqa: E402
 from .patterns import PATTERNS  # noqa: E402
 

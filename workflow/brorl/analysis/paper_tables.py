@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..reporting.tables import plus_minus
 from ..stats.agreement import NO_NOISE, agreement
-from ..tables import plus_minus
 from .paper import (
     BY_GAIN,
     FAMILY_LABELS,

@@ -28,7 +28,7 @@ def _cmd_prepare(a: argparse.Namespace) -> None:
 
 
 def _cmd_generate_rg(a: argparse.Namespace) -> None:
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
     from ..scoring.reasoning_gym import audit
     from .prepare import manifest_path, sha256_file
     from .records import RECORD_VERSION, write_records

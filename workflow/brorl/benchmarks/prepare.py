@@ -17,9 +17,9 @@ import re
 import sys
 from pathlib import Path
 
-from ..hub_retry import call_hub
-from ..pins import UnpinnedRevisionError, require_pinned
-from ..provenance import provenance, sha256_file
+from ..hub.pins import UnpinnedRevisionError, require_pinned
+from ..hub.retry import call_hub
+from ..reporting.provenance import provenance, sha256_file
 from .records import RECORD_VERSION, write_records
 from .registry import BenchmarkSpec, Source
 

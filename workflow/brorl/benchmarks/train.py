@@ -195,7 +195,7 @@ def build_mix(train_data: dict, cache_dir=None, allow_unpinned: bool = False) ->
 
 def prepare_train_data(train_data: dict, out: Path | str, cache_dir=None, allow_unpinned: bool = False) -> dict:
     """Write the mix to ``out`` and a manifest beside it; return the manifest."""
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
 
     mix, facts = build_mix(train_data, cache_dir, allow_unpinned)
     write_records(out, mix)

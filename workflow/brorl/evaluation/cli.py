@@ -80,7 +80,7 @@ COLLECTED_PRINTED = {
 
 
 def _cmd_collect(a: argparse.Namespace) -> None:
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from .summary import agreement_table, collect, display_agreement, display_collected
 
     summaries = [json.loads(Path(p).read_text()) for p in a.summaries]

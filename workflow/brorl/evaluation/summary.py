@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..provenance import sha256_file
+from ..reporting.provenance import sha256_file
+from ..reporting.tables import plus_minus
 from ..scoring.result import NO_ANSWER_REASONS
 from ..stats.stderr import MeanError, mean_error, mean_of_errors
-from ..tables import plus_minus
 from .passk import DEFAULT_KS, ks_for, pass_at_k_from_scores
 from .score import (
     MATH_VERIFY_COLUMN,
@@ -143,7 +143,7 @@ def summary_record(
     max_items: int | None = None,
 ) -> dict:
     """``summarize`` from files, with the arm, step, input checksums, generation sidecar and provenance."""
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
     from .score import read_table
 
     samples = read_table(samples_path, SAMPLE_COLUMNS, "samples")

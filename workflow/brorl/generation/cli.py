@@ -46,7 +46,7 @@ def _cmd_generate(a: argparse.Namespace) -> None:
 
 def _cmd_bench(a: argparse.Namespace) -> None:
     from ..models.check import check_model_dir, manifest_hash
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
     from .bench import BUILTIN_PROMPTS, bench_layouts, parse_layout
     from .generate import make_engine
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..scoring.reasoning import template_opens_reasoning
-from ..vllm_scheduler import read_back, scheduler_settings
+from .vllm_scheduler import read_back, scheduler_settings
 
 FINISH_REASONS = ("stop", "length")
 EMBEDDED_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}

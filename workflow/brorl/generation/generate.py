@@ -336,7 +336,7 @@ def _merge(
             "mean_n_tokens": sum(n_tokens) / max(1, len(n_tokens)),
         },
     }
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
 
     meta["provenance"] = provenance()
     _atomic_write_table(table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()}), out_path)

@@ -21,7 +21,7 @@ import json
 import struct
 from pathlib import Path
 
-from ..provenance import sha256_file as file_sha256
+from ..reporting.provenance import sha256_file as file_sha256
 
 MANIFEST_NAME = "brorl_manifest.json"
 MANIFEST_FORMAT = 1
@@ -159,7 +159,7 @@ def manifest_files(folder: Path) -> dict[str, dict]:
 
 def write_manifest(folder: Path | str, extra: dict | None = None) -> dict:
     """Write ``brorl_manifest.json`` (file hashes, architecture, config summary, provenance, ``extra``)."""
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
 
     folder = Path(folder)
     config = _read_json(folder, "config.json")

@@ -18,8 +18,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..hub_retry import call_hub
-from ..pins import UnpinnedRevisionError, is_pinned, require_pinned
+from ..hub.pins import UnpinnedRevisionError, is_pinned, require_pinned
+from ..hub.retry import call_hub
 from .check import MANIFEST_NAME, ModelError, check_model_dir, manifest_hash, write_manifest
 from .files import ALLOW_PATTERNS, select_files
 from .folders import link_or_copy, partial_folder, replace_folder
@@ -28,7 +28,7 @@ from .verify import FOREIGN_MARKERS
 
 def hub_snapshot(repo_id: str, revision: str, cache_dir: Path | str | None, retries: int = 3) -> tuple[Path, str]:
     """Download the needed files of ``repo_id`` at ``revision`` into the hub cache; return the snapshot folder and
-    the resolved commit. ``retries`` tries in all (brorl.hub_retry: the only retry layer, with backoff; a missing
+    the resolved commit. ``retries`` tries in all (brorl.hub.retry: the only retry layer, with backoff; a missing
     repository, revision or token and an offline hub fail at once); huggingface_hub resumes partial files."""
     try:
         from huggingface_hub import snapshot_download
@@ -118,7 +118,7 @@ def download_base_model(
 ) -> dict:
     """The start checkpoint (or a checkpoint of evaluation.models) at ``out``: from ``local_path`` when given, else
     ``repo_id``@``revision`` from the hub (refused unless ``revision`` is a commit hash or ``allow_unpinned``:
-    brorl.pins; the refusal names ``config_key``)."""
+    brorl.hub.pins; the refusal names ``config_key``)."""
     if local_path is not None:
         origin = {"kind": "local", "repo_id": repo_id, "revision": revision, "resolved_commit": None}
         return stage_model(local_path, out, origin, link=link)

@@ -26,7 +26,7 @@ import yaml
 
 from ..cli import run_command
 from ..config import ConfigError, load_yaml_config
-from ..submission import Submissions, submissions
+from ..operations.submission import Submissions, submissions
 from ..training.job_shape import profile_shape_problem, train_job_resources
 from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
@@ -285,11 +285,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     estimates = dataclasses.replace(estimates, step_scale=budget / estimates.reference_budget_tokens)
     problems = benchmark_problems(config)
     from ..benchmarks.registry import load_registry
-    from ..pin_gate import unpinned_of_run
+    from ..hub.pin_gate import unpinned_of_run
 
     registry = load_registry()
     unpinned = unpinned_of_run(config, registry)
-    if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.pins)
+    if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.hub.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
     print("building the DAG to count its jobs (snakemake -n, seconds to a minute) ...", file=sys.stderr, flush=True)
     dag = dag_job_counts(list(a.configfile), overlay=absolute_folders(config, Path.cwd()))

@@ -57,7 +57,7 @@ def summary(lines: list[str]) -> list[str]:
         requests = "; ".join(f"{request}" + (f" ({n} jobs)" if len(sizes) > 1 else "") for request, n in sizes.items())
         out.append(f"  {rule}: {jobs} job(s): {requests}")
     groups = Counter(m[1] for m in map(GROUP.match, lines) if m)
-    for group, n in groups.items():  # their members' requests merge: runtimes add up (brorl.submission)
+    for group, n in groups.items():  # their members' requests merge: runtimes add up (brorl.operations.submission)
         out.append(f"  group {group}: {n} group job(s), one sbatch each for the member jobs above")
     found = warnings(lines)
     if found:

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..operations.run_profile import option_values
+from ..operations.submission import GROUPS, group_requests
 from ..preflight.gpu_paths import partition_limit_problems
-from ..run_profile import option_values
-from ..submission import GROUPS, group_requests
 from .profile import ProfileError, read_profile, rule_resources
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,7 +48,7 @@ def max_nodes(scontrol_partition: str) -> int | None:
 
 def requests(profile: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each submission the profile sizes, first attempt: a rule's (its set-resources, with the rule's own resources
-    under them), or a group's in place of its members' (`group <name>`: runtimes added, brorl.submission)."""
+    under them), or a group's in place of its members' (`group <name>`: runtimes added, brorl.operations.submission)."""
     rules = set(profile.get("set-resources") or {}) | set(own)
     asked = {rule: rule_resources(profile, rule, own.get(rule)) for rule in sorted(rules)}
     groups = group_requests(asked)

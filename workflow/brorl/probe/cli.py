@@ -64,8 +64,8 @@ def _point(path: Path, start_step: int) -> tuple[str, int]:
 def _cmd_analyse(a: argparse.Namespace) -> None:
     from ..benchmarks.records import read_records
     from ..evaluation.score import read_table
-    from ..figure_points import report_points
-    from ..tables import plus_minus, write_table
+    from ..reporting.figure_points import report_points
+    from ..reporting.tables import plus_minus, write_table
     from .compare import NULL_REPLICATES, worst_drop_null, worst_drop_p
     from .figure import plot_probe, plot_probe_arms
     from .rates import RATE_COLUMNS, arm_trajectory, change_labels, pass_rates
@@ -138,7 +138,7 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
 def _between_arms(a: argparse.Namespace, frames: dict, start: pd.DataFrame, labels: dict) -> None:
     """The treatment against the control, paired by probe, at equal compute and equal steps (brorl.probe.compare)."""
     from ..analysis.load import load_clocks
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from .compare import between_arms
 
     hours = load_clocks(a.metrics)["hours"]

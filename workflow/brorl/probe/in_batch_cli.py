@@ -50,8 +50,8 @@ def _cmd_prompts(a: argparse.Namespace) -> None:
 def _cmd_analyse(a: argparse.Namespace) -> None:
     from ..benchmarks.records import read_records
     from ..evaluation.score import read_table
-    from ..figure_points import report_points
-    from ..tables import plus_minus, write_table
+    from ..reporting.figure_points import report_points
+    from ..reporting.tables import plus_minus, write_table
     from .figure import plot_in_batch
     from .in_batch import ROW_COLUMNS, between_arms, step_row
     from .rates import pass_rates

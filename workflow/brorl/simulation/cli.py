@@ -56,7 +56,7 @@ def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
 
 def _cmd_run(a: argparse.Namespace) -> None:
     """One run per (--n, --seed, --out) triple, in one process: torch's import is most of a short run's time."""
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
     from .engine import simulate
     from .io import write_run
 
@@ -79,7 +79,7 @@ def _cmd_run(a: argparse.Namespace) -> None:
 
 
 def _cmd_check_theory(a: argparse.Namespace) -> None:
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
     from .theory_checks import run_theory_checks
 
     spec = _spec(a, a.n_values[0], a.seed)
@@ -93,7 +93,7 @@ def _cmd_check_theory(a: argparse.Namespace) -> None:
 
 
 def _cmd_figure(a: argparse.Namespace) -> None:
-    from ..figure_points import report_points
+    from ..reporting.figure_points import report_points
     from .figure import plot_figure3
     from .io import read_runs
 
@@ -137,7 +137,7 @@ def claim_cells(table):
 
 
 def _cmd_claims(a: argparse.Namespace) -> None:
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from .claims import claims_table, sensitivity_table
     from .io import read_runs
 
@@ -157,7 +157,7 @@ def _cmd_claims(a: argparse.Namespace) -> None:
 
 
 def _cmd_n_grid(a: argparse.Namespace) -> None:
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from .io import read_runs
     from .n_grid import n_grid_table, plot_n_grid, shape_verdict
 
@@ -169,7 +169,7 @@ def _cmd_n_grid(a: argparse.Namespace) -> None:
         f"{'yes' if verdict['concave_in_log_n'] else 'no, from N = ' + str(verdict['first_non_concave_N'])}"
     )
     write_table(table, a.out_md, a.out_csv, title=title)
-    from ..figure_points import report_points
+    from ..reporting.figure_points import report_points
 
     report_points("the simulation's N grid", plot_n_grid(table, verdict, a.mark, Path(a.png), Path(a.pdf)), a.png)
     print(title)

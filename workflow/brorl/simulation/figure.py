@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..figure_points import plotted_points  # noqa: E402
+from ..reporting.figure_points import plotted_points  # noqa: E402
 from .claims import main_family  # noqa: E402
 
 PANELS = (

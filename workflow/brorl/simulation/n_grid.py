@@ -52,7 +52,7 @@ def plot_n_grid(table: pd.DataFrame, verdict: dict, marked: list[int], png: Path
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..figure_points import plotted_points
+    from ..reporting.figure_points import plotted_points
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")

@@ -286,7 +286,7 @@ def run_bench(
     from ..benchmarks.records import read_records
     from ..generation.engine import VllmEngine, check_sampling
     from ..models.check import check_model_dir, manifest_hash
-    from ..provenance import provenance
+    from ..reporting.provenance import provenance
     from .machine import describe_machine
 
     configs, outs = (config, out) if isinstance(config, list) else ([config], [out])

@@ -72,7 +72,7 @@ def _read_result(path: Path) -> dict:
 def _cmd_tabulate(a: argparse.Namespace) -> None:
     import pandas as pd
 
-    from ..tables import write_table
+    from ..reporting.tables import write_table
     from ..training.metrics import read_metrics
     from .bench import write_json
     from .figure import plot_samples_per_s
@@ -140,7 +140,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     cols = ["arm", "role", "step", "wall_s", "samples", "generated_samples", "pass_rate", "cumulative_pass_rate"]
     a.pass_rate_csv.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(series_rows, columns=cols).to_csv(a.pass_rate_csv, index=False)
-    from ..figure_points import report_points
+    from ..reporting.figure_points import report_points
 
     report_points(
         "throughput vs N", plot_samples_per_s(figure_frame(results), line, a.figure_png, a.figure_pdf), a.figure_png

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..figure_points import plotted_points  # noqa: E402
+from ..reporting.figure_points import plotted_points  # noqa: E402
 
 
 def plot_samples_per_s(frame: pd.DataFrame, machine_line: str, png: Path | str, pdf: Path | str) -> int:

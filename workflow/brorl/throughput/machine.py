@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 
-from ..provenance import machine, package_versions, provenance
+from ..reporting.provenance import machine, package_versions, provenance
 
 GPU_QUERY = "index,name,driver_version,memory.total,uuid"
 

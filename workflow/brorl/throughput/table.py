@@ -6,7 +6,7 @@ The paper measured on its 64-GPU training setup. The primary throughput rows the
 so it is compared per GPU: each arm at its per-GPU share of a step (prompts/step / PAPER_GPUS prompts x N, about 128
 vs 1,024 concurrent sequences) against the paper's value / PAPER_GPUS.
 
-Pure: records in, a DataFrame out (written by brorl.tables.write_table). Cells the paper does not give say
+Pure: records in, a DataFrame out (written by brorl.reporting.tables.write_table). Cells the paper does not give say
 "not given"; reproduced cells that do not exist (training not run, layout not measured, too noisy) say why.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brorl.provenance import provenance, sha256_file
+from brorl.reporting.provenance import provenance, sha256_file
 
 from .recipe import ArmPlan, Segment
 from .run_folder import atomic_json

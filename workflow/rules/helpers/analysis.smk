@@ -1,12 +1,12 @@
 # Input functions of the analysis stage (workflow/rules/analysis.smk).
 import json
 
-from brorl.checkpoint_identity import steps_note
+from brorl.hub.checkpoint_identity import steps_note
 
 ANALYSIS = config["analysis"]
 ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
 # rerun trigger of every analysis rule: an edit of the analysis code reruns the stage
-ANALYSIS_CODE = code_sha256("analysis", "stats", "tables.py")
+ANALYSIS_CODE = code_sha256("analysis", "stats", "reporting/tables.py")
 
 
 def analysis_targets():
@@ -45,7 +45,7 @@ def n_sweep_arms():
     return [name for name in ANALYSIS["n_sweep"]["arms"] if name in enabled]
 
 
-# what `make pin` recorded of each hub model commit (brorl.checkpoint_identity): the card's training-step sentence
+# what `make pin` recorded of each hub model commit (brorl.hub.checkpoint_identity): the card's training-step sentence
 MODEL_IDENTITY = PIN_LOCK.get("identity") or {}  # read by helpers/data.smk
 
 

@@ -2,9 +2,9 @@
 import json
 
 from brorl.benchmarks.prepare import source_kind
-from brorl.checkpoint_identity import start_identity_problem
-from brorl.pin_gate import unpinned_of_run
-from brorl.pin_lock import LOCK_NAME, read_lock_data
+from brorl.hub.checkpoint_identity import start_identity_problem
+from brorl.hub.pin_gate import unpinned_of_run
+from brorl.hub.pin_lock import LOCK_NAME, read_lock_data
 
 # benchmarks prepared from a file (rule prepare_benchmark); the Reasoning Gym sets are generated (generate_reasoning_gym)
 PREPARED_BENCHMARKS = [n for n, b in BENCHMARKS.items() if b.family != "reasoning_gym"]
@@ -20,7 +20,7 @@ def benchmark_source(wildcards):
     return source_kind(BENCHMARKS[wildcards.bench])
 
 
-# The pin gate (brorl.pins). Every hub source of this config that is not pinned to a commit is listed here as a
+# The pin gate (brorl.hub.pins). Every hub source of this config that is not pinned to a commit is listed here as a
 # warning, so `-n` and `make plan` show it and stay usable; a run stops before submitting anything when one of its
 # jobs would download such a source (pin_gate_problem, called by onstart in hooks.smk), unless allow_unpinned.
 UNPINNED = unpinned_of_run(config, BENCHMARKS)
@@ -36,7 +36,7 @@ if START_IDENTITY:
 
 def pin_gate_problem(workflow):
     """The unpinned hub sources that jobs of this run would download (empty: none, or allow_unpinned), and a start
-    pin whose recorded weights are not the paper's v2 start model (brorl.checkpoint_identity) when jobs use it.
+    pin whose recorded weights are not the paper's v2 start model (brorl.hub.checkpoint_identity) when jobs use it.
     """
     jobs = list(workflow.dag.needrun_jobs())
     rules = {job.rule.name for job in jobs}

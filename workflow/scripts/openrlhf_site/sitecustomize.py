@@ -139,8 +139,8 @@ if os.environ.get("BRORL_IPC_LEGACY_SEGMENTS") == "1":
 
 
 def _scheduler(vllm_engine) -> None:
+    from brorl.generation.vllm_scheduler import scheduler_settings
     from brorl.training.openrlhf.scheduler_hook import install
-    from brorl.vllm_scheduler import scheduler_settings
 
     install(vllm_engine, scheduler_settings(os.environ), os.environ.get("BRORL_SCHEDULER_LOG_DIR"))
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...vllm_scheduler import ENV as SCHEDULER_ENV
-from ...vllm_scheduler import scheduler_json, scheduler_settings
+from ...generation.vllm_scheduler import ENV as SCHEDULER_ENV
+from ...generation.vllm_scheduler import scheduler_json, scheduler_settings
 from ..run_folder import atomic_json
 from ..tracking import Tracking
 from .checkpoint import latest_global_step

@@ -3,7 +3,7 @@
 
 OpenRLHF 0.11.2's RolloutRayActor builds its engine from the keyword arguments of its (async) __init__
 (`vllm.AsyncEngineArgs(*args, **self.kwargs)`) and passes no max_num_seqs or max_num_batched_tokens; the wrapper adds
-those of $BRORL_VLLM_SCHEDULER (brorl.vllm_scheduler) where the caller gave none, then appends the limits the
+those of $BRORL_VLLM_SCHEDULER (brorl.generation.vllm_scheduler) where the caller gave none, then appends the limits the
 started engine reports (its scheduler config) to $BRORL_SCHEDULER_LOG_DIR/<pid>.jsonl, which the segment runner puts
 into segment<s>.json. Generation itself is not touched.
 """
@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from types import ModuleType
 
-from ...vllm_scheduler import read_back
+from ...generation.vllm_scheduler import read_back
 from .actor_patch import patch_actor_method
 from .logs import append_hook_entry
 

@@ -1,4 +1,4 @@
-"""`make status` (`python -m brorl.status`): where a run stands, read from its own records in a few seconds.
+"""`make status` (`python -m brorl.operations.status`): where a run stands, read from its own records in a few seconds.
 
   per arm    the last committed step, segments done, the job holding its lease (results/train/<arm>/: run/metrics.jsonl,
              segment<s>.json, run/lease.json, train.json)
@@ -108,7 +108,7 @@ def sacct_rows(since_days: int = 30) -> list[list[str]] | None:
 
 def arm_lines(train_dir: Path, now: float) -> list[str]:
     """One line per arm folder under results/train."""
-    from .training.lease import read_lease
+    from ..training.lease import read_lease
 
     lines = []
     for arm_dir in sorted(p for p in train_dir.iterdir() if p.is_dir()) if train_dir.is_dir() else []:
@@ -158,7 +158,7 @@ def report(root: Path, rows: list[list[str]] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m brorl.status", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m brorl.operations.status", description=__doc__)
     parser.add_argument("--directory", default=".", help="the run's working directory (default: here)")
     args = parser.parse_args(argv)
     root = Path(args.directory).resolve()

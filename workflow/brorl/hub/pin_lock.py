@@ -1,6 +1,6 @@
-"""The pin lock: `make pin` (python -m brorl.pin_resolve) asks the hub which commit each branch of the run's
+"""The pin lock: `make pin` (python -m brorl.hub.pin_resolve) asks the hub which commit each branch of the run's
 hub sources points at now and writes pins.lock.yaml beside config.yaml; the workflow, the plan and the preflight
-read it, so the config's branch names download at those commits and the pin gate (brorl.pins) opens.
+read it, so the config's branch names download at those commits and the pin gate (brorl.hub.pins) opens.
 
 Only config keys are locked (base_model.revision, evaluation.models[*].revision,
 train_data.sources[*].revision): a benchmark's hub revision
@@ -19,7 +19,7 @@ import yaml
 from .pins import HubSource, is_pinned
 
 LOCK_NAME = "pins.lock.yaml"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def lock_key(repo_type: str, repo_id: str, revision: str | None) -> str:
@@ -44,7 +44,7 @@ def read_lock_data(path: Path) -> dict[str, Any]:
 
 
 def read_identity(path: Path) -> dict[str, dict]:
-    """The lock's `identity:` records (brorl.checkpoint_identity) per model commit; {} without a lock."""
+    """The lock's `identity:` records (brorl.hub.checkpoint_identity) per model commit; {} without a lock."""
     return dict(read_lock_data(path).get("identity") or {})
 
 

@@ -1,4 +1,4 @@
-"""Tell a person which figures, tables and reports a run has produced: ``python -m brorl.outputs [results]``.
+"""Tell a person which figures, tables and reports a run has produced: ``python -m brorl.reporting.outputs [results]``.
 
 Used by ``make demo`` after the workflow has run. Only lists what exists; it never reads or changes the files.
 """
@@ -79,7 +79,7 @@ def format_outputs(results: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m brorl.outputs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m brorl.reporting.outputs", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     args = parser.parse_args(argv)
     print(format_outputs(Path(args.results)))

@@ -1,7 +1,7 @@
-"""python -m brorl.pin_resolve [--configfile ...] [--lock pins.lock.yaml]: resolve every unpinned hub branch of the
-run's config keys to its commit now and write the lock the workflow reads (brorl.pin_lock; `make pin`). For each
+"""python -m brorl.hub.pin_resolve [--configfile ...] [--lock pins.lock.yaml]: resolve every unpinned hub branch of the
+run's config keys to its commit now and write the lock the workflow reads (brorl.hub.pin_lock; `make pin`). For each
 model commit of the run, and for the start repository's v2 branch, it also records what the commit holds (the
-safetensors' sha256 and the model card's training-step sentence: brorl.checkpoint_identity) and says whether the
+safetensors' sha256 and the model card's training-step sentence: brorl.hub.checkpoint_identity) and says whether the
 start pin is the v2 model the paper starts from."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from .benchmarks.registry import load_registry
+from ..benchmarks.registry import load_registry
+from ..config import load_yaml_config
 from .checkpoint_identity import PAPER_START_BRANCH, PAPER_START_REPO, fetch_identity, identity_key, start_verdict
-from .config import load_yaml_config
 from .pin_lock import LOCK_NAME, ROOT, hub_commit, lock_key, read_identity, read_lock, resolve
 from .pins import HubSource, hub_sources, is_pinned
 
@@ -51,7 +51,7 @@ def model_commits(sources: list[HubSource], pins: dict[str, str]) -> dict[str, t
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m brorl.pin_resolve", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m brorl.hub.pin_resolve", description=__doc__.split("\n\n")[0])
     parser.add_argument("--configfile", nargs="*", type=Path, default=[], help="presets merged over config.yaml")
     parser.add_argument("--lock", type=Path, default=ROOT / LOCK_NAME)
     a = parser.parse_args(argv)
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"# Written by `make pin` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: each hub branch of the run "
         "resolved to its commit, and what each model commit holds (safetensors sha256, the card's step sentence).\n"
-        "# The workflow reads this file (brorl.pin_lock); commit it with the run.\n"
+        "# The workflow reads this file (brorl.hub.pin_lock); commit it with the run.\n"
     )
     data = {"pins": dict(sorted(pins.items())), "identity": {**previous, **identities}}
     a.lock.write_text(header + yaml.safe_dump(data, sort_keys=False))

@@ -1,6 +1,6 @@
 """Running Snakemake as `make` does, with a profile and extra config files: the profile's own config files (a
 --configfile on the command line replaces them, so they are passed again), Snakemake's --directory made absolute,
-and `python -m brorl.run_profile report`, the HTML report of any run (`make report`)."""
+and `python -m brorl.operations.run_profile report`, the HTML report of any run (`make report`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROFILES = {"slurm": "slurm", "local": "profiles/local"}  # make's PROFILE= names; anything else is a folder
 
 
@@ -69,7 +69,7 @@ def run_configfiles(profile: str, extra: list[str], cwd: Path) -> list[Path]:
 
 def report(argv: list[str] | None = None) -> int:
     """`make report`: snakemake --report of the run in --directory (default here) with its profile and config."""
-    parser = argparse.ArgumentParser(prog="python -m brorl.run_profile report", description=report.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m brorl.operations.run_profile report", description=report.__doc__)
     parser.add_argument("--profile", default="local", help="slurm, local or a profile folder (the run's)")
     parser.add_argument("--configfile", nargs="*", default=[], help="the run's config files beyond the profile's")
     parser.add_argument("--snakemake", default="snakemake", help="the Snakemake executable")
@@ -98,5 +98,7 @@ def report(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["report"]:
-        sys.exit("usage: python -m brorl.run_profile report [--profile P] [--configfile F ...] [-- snakemake args]")
+        sys.exit(
+            "usage: python -m brorl.operations.run_profile report [--profile P] [--configfile F ...] [-- snakemake args]"
+        )
     sys.exit(report(sys.argv[2:]))

@@ -1,5 +1,5 @@
 """`make evaluate MODEL=<folder|owner/name@revision>`: one checkpoint on the paper's benchmarks with the paper's
-protocol, through the same rules as every evaluation (python -m brorl.evaluation.any_checkpoint).
+protocol, through the same rules as every evaluation (python -m brorl.operations.any_checkpoint).
 
 It writes a config overlay, <workdir>/results/evaluate/<name>.yaml (merged over config.yaml, the profile's config
 files and those of --configfile, make's CONFIG=): the checkpoint as the only entry of
@@ -72,7 +72,7 @@ def paper_row(config: dict, model: Checkpoint) -> str | None:
     """The paper's Table 1 row a checkpoint is shown beside: the start repository's released weights (`brorl`) beside
     BroRL +191 (compared by gain: their step is not known), its start model (v2, or the config's start pin) beside
     the Baseline; None for any other checkpoint."""
-    from ..checkpoint_identity import PAPER_START_BRANCH, PAPER_START_REPO
+    from ..hub.checkpoint_identity import PAPER_START_BRANCH, PAPER_START_REPO
 
     if model.repo_id != PAPER_START_REPO:
         return None
@@ -134,10 +134,10 @@ def _confirmed(confirm: bool) -> bool:
 def main(argv: list[str] | None = None) -> int:
     from ..config import ConfigError, load_yaml_config
     from ..models.architectures import folder_architecture_problem
-    from ..run_profile import PROFILES, absolute_directory, is_dry_run, run_configfiles, workdir_of
-    from ..software_route import route_problem
+    from .run_profile import PROFILES, absolute_directory, is_dry_run, run_configfiles, workdir_of
+    from .software_route import route_problem
 
-    parser = argparse.ArgumentParser(prog="python -m brorl.evaluation.any_checkpoint", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m brorl.operations.any_checkpoint", description=__doc__)
     parser.add_argument("--model", required=True, help="a checkpoint folder, or owner/name@revision on the hub")
     parser.add_argument("--name", default=None, help="its name in results/eval/<name>/ and the tables")
     parser.add_argument("--benchmarks", default="", help="comma-separated benchmarks (default: the paper's)")

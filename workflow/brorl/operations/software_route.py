@@ -3,8 +3,8 @@ anything is submitted when that would be wrong: no route chosen while the `pytho
 first GPU job would spend its allocation failing), or `--sdm conda` while envs/train.yaml's environment is not built
 (Snakemake would build it, flash-attn's hours-long compile included, on the login node).
 
-    python -m brorl.software_route --check --snakemake SNAKEMAKE -- SNAKEMAKE_ARGS...   (exit 2 with the fix)
-    python -m brorl.software_route --describe -- SNAKEMAKE_ARGS...                     (one line: the route)
+    python -m brorl.operations.software_route --check --snakemake SNAKEMAKE -- SNAKEMAKE_ARGS...   (exit 2 with the fix)
+    python -m brorl.operations.software_route --describe -- SNAKEMAKE_ARGS...                     (one line: the route)
 
 A dry run (-n) is never refused: it runs no job, and `make dry-run` adds no deployment flag, so it never needs conda.
 """
@@ -98,7 +98,9 @@ def route_problem(args: list[str], snakemake: str, python: str = "python", cwd: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m brorl.software_route", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m brorl.operations.software_route", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--check", action="store_true", help="exit 2 with the fix when the route is wrong")
     parser.add_argument("--describe", action="store_true", help="print the route")
     parser.add_argument("--snakemake", default="snakemake", help="the Snakemake that would submit")

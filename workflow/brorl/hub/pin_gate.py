@@ -1,4 +1,4 @@
-"""The pin gate's list for one run: which of its hub downloads are not pinned to a commit (brorl.pins), for the
+"""The pin gate's list for one run: which of its hub downloads are not pinned to a commit (brorl.hub.pins), for the
 DAG's warning (workflow/rules/helpers/data.smk), the stop before submission (onstart) and `make plan`. A benchmark
 counts only when it is prepared from the hub here (its local copy, when present, is used instead)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from .benchmarks.prepare import source_kind
+from ..benchmarks.prepare import source_kind
+from ..training.recipe import enabled_arms
 from .pins import hub_sources, unpinned_report
-from .training.recipe import enabled_arms
 
 
 def unpinned_of_run(

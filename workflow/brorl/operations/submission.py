@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 # Seconds of bookkeeping, or the internet a compute node may lack: run by the driver on the login node, never
-# submitted. (Downloads retry inside, with backoff: brorl.hub_retry.)
+# submitted. (Downloads retry inside, with backoff: brorl.hub.retry.)
 DRIVER_RULES = (
     "all",
     "prepare_data",

@@ -1,4 +1,4 @@
-"""Where a run's time went: ``python -m brorl.timings [results/timings] [--log .snakemake/log/<run>.log]``.
+"""Where a run's time went: ``python -m brorl.operations.timings [results/timings] [--log .snakemake/log/<run>.log]``.
 
 Every rule with a ``benchmark:`` directive writes one Snakemake timing file per job under ``results/timings/<rule>/``
 (a TSV with the job's wall seconds ``s`` and ``cpu_time``). This adds them up per rule: jobs, job-seconds, the longest
@@ -86,7 +86,7 @@ def format_table(rows: list[RuleTime], wall_s: float | None = None, cores: int |
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m brorl.timings", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m brorl.operations.timings", description=__doc__.splitlines()[0])
     p.add_argument("root", nargs="?", type=Path, default=Path("results/timings"), help="the timing folder")
     p.add_argument("--log", type=Path, default=None, help="a Snakemake log (.snakemake/log/...): the DAG's wall time")
     p.add_argument("--cores", type=int, default=None, help="cores the run had, for the core-use figure")
