@@ -113,9 +113,9 @@ def eval_needs(config: dict) -> tuple[float, bool]:
 
 def config_needs(config: dict) -> tuple[float, bool]:
     """(GB of disk the run's training needs, whether the start checkpoint still has to be downloaded)."""
-    from brorl.config import training_engine
     from brorl.plan.cli import disk_per_arm
     from brorl.plan.profile import read_estimates
+    from brorl.training.recipe import training_engine
 
     cluster = training_engine(config) == "cluster"
     estimates = read_estimates(ROOT / "profiles" / "slurm" / "estimates.yaml")  # the 1.5B model's sizes

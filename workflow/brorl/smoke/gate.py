@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import training_engine
+from ..training.recipe import training_engine
 
 VERDICT = Path("results") / "smoke" / "verdict.json"
 

@@ -207,7 +207,6 @@ def main(argv: list[str] | None = None) -> None:
 
     add_cluster_commands(sub)
     args = parser.parse_args(argv)
-    from brorl.config import ConfigError
     from brorl.models.check import ModelError
 
     from .lease import LeaseHeld
@@ -219,7 +218,6 @@ def main(argv: list[str] | None = None) -> None:
             RecipeError,
             MetricsError,
             CheckpointError,
-            ConfigError,
             ModelError,
             TrackingError,
             FileNotFoundError,

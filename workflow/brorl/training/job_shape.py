@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import training_engine
+from .recipe import training_engine
 
 
 def train_job_nodes(config: Mapping[str, Any]) -> int:

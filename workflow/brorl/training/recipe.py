@@ -257,6 +257,11 @@ def load_job_config(text: str) -> dict[str, Any]:
     return config
 
 
+def training_engine(cfg: Mapping[str, Any]) -> str:
+    """The engine that trains the arms: training.engine, or the top-level engine when it is null."""
+    return cfg["training"].get("engine") or cfg["engine"]
+
+
 def enabled_arms(config: Mapping[str, Any]) -> list[str]:
     """Names of the arms that are trained and evaluated."""
     return [arm["name"] for arm in config["arms"] if arm.get("enabled", True)]

@@ -1,5 +1,5 @@
 # Input functions of the throughput stage (workflow/rules/throughput.smk).
-from brorl.config import training_engine
+from brorl.training.recipe import training_engine
 
 THROUGHPUT = config["throughput"]
 TABLE2_FILES = {ext: f"results/tables/table2.{ext}" for ext in ("md", "tex", "csv")}

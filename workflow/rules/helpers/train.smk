@@ -3,7 +3,7 @@ import json
 
 from snakemake.exceptions import WorkflowError
 
-from brorl.config import training_engine
+from brorl.training.recipe import training_engine
 from brorl.training.job_shape import (
     profile_shape_problem,
     train_job_layout,

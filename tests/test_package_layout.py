@@ -1,6 +1,8 @@
-"""The import graph of brorl, read from the source (nothing is imported): no module imports one that imports it back,
-directly or around a loop (function-level imports included), and the training engines never import the command line
-that dispatches to them."""
+"""The shape of the brorl package, read from the source (nothing is imported): at its root only `__init__.py`,
+`cli.py` and `config.py` (every other module lives in the subpackage of its stage or concern); no file over 400 lines;
+no module imports one that imports it back, directly or around a loop (function-level imports included); the config
+module composes each stage's own checks without any of those stages importing it back; and the training engines never
+import the command line that dispatches to them."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 
 WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
 PACKAGE = "brorl.training"
+ROOT_MODULES = {"__init__.py", "cli.py", "config.py"}
+MAX_LINES = 400
 
 
 def modules(package: str) -> dict[str, tuple[Path, bool]]:
@@ -99,3 +103,53 @@ def test_every_engine_of_the_table_exists():
 
     assert set(ENGINES) == {"embedded", "cluster"}
     assert set(ENGINES.values()) <= set(modules(PACKAGE))
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that importing `start` imports, directly or not (a module's packages' __init__ included)."""
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        name = todo.pop()
+        parents = [".".join(name.split(".")[:i]) for i in range(2, name.count(".") + 1)]
+        for module in [name, *parents]:
+            if module in graph and module not in seen:
+                seen.add(module)
+                todo.extend(graph[module])
+    return seen
+
+
+def test_the_package_root_holds_only_the_entry_points():
+    root = WORKFLOW / "brorl"
+    assert {p.name for p in root.glob("*.py")} == ROOT_MODULES
+    packages = {p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert {"hub", "reporting", "operations", "training"} <= packages
+    assert all((root / name / "__init__.py").is_file() for name in packages)
+
+
+def test_no_file_of_the_package_is_over_the_line_limit():
+    lengths = {
+        p.relative_to(WORKFLOW).as_posix(): len(p.read_text().splitlines()) for p in WORKFLOW.rglob("brorl/**/*.py")
+    }
+    assert len(lengths) > 100
+    assert {path: n for path, n in lengths.items() if n > MAX_LINES} == {}
+
+
+def test_the_config_module_composes_stage_checks_that_do_not_import_it_back():
+    graph = import_graph("brorl")
+    checked = {m.split(".")[1] for m in graph["brorl.config"] if m.endswith(".config_checks")}
+    assert checked >= {"training", "models", "analysis", "simulation", "probe", "benchmarks", "evaluation"}
+    stage_modules = [m for m in graph if m.count(".") and m.split(".")[1] in checked]
+    back = sorted(m for m in stage_modules if "brorl.config" in graph[m])
+    assert back == []  # no module of a stage whose checks the config composes imports the config
+    assert "brorl.config" not in reachable(graph, "brorl.config")  # nor anything the config imports, however far
+
+
+def test_an_import_back_is_seen():
+    graph = {"brorl.config": {"brorl.stage.config_checks"}, "brorl.stage.config_checks": {"brorl.stage.helper"}}
+    graph |= {"brorl.stage": set(), "brorl.stage.helper": {"brorl.config"}}
+    assert "brorl.config" in reachable(graph, "brorl.config")
+    graph |= {"brorl.stage": {"brorl.config"}, "brorl.stage.helper": set()}  # through the package's __init__
+    assert "brorl.config" in reachable(graph, "brorl.config")
+    graph["brorl.stage"] = set()
+    assert "brorl.config" not in reachable(graph, "brorl.config")
