@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as sps
+from brorl.analysis.checkpoint_rows import checkpoint_rows
 from brorl.analysis.checkpoints import (
     SelectionError,
     equal_point,
@@ -48,7 +49,6 @@ from brorl.analysis.paper_tables import (
     SAMPLES,
     as_number,
     benchmark_table,
-    checkpoint_rows,
     display,
     table1,
     table1_long,

@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 from brorl.config import load_yaml_config
-from brorl.plan.cli import config_job_counts, sized_resources
+from brorl.plan.cli import sized_resources
 from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
 from brorl.plan.evaluation import BenchmarkCost
+from brorl.plan.job_counts import config_job_counts
 from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
 from brorl.training.job_shape import train_job_resources
 from brorl.training.recipe import arm_plan
@@ -404,7 +405,7 @@ def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
 def test_the_plans_dry_run_finds_a_checkpoint_folder_given_relative_to_where_it_runs(tmp_path):
     """A relative evaluation.models path (as `make plan` runs from the repository root) reaches the plan's dry run,
     which runs in an empty directory elsewhere: without absolute_folders it stops on the missing folder."""
-    from brorl.plan.cli import DagError, absolute_folders, dag_job_counts
+    from brorl.plan.job_counts import DagError, absolute_folders, dag_job_counts
 
     (tmp_path / "ckpts" / "mine").mkdir(parents=True)
     (tmp_path / "ckpts" / "mine" / "config.json").write_text('{"architectures": ["Qwen2ForCausalLM"]}')

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from brorl.reporting.provenance import provenance
 from brorl.reporting.tables import write_table
-from brorl.simulation.claims import claims_table, sensitivity_table
+from brorl.simulation.claims import claims_table
+from brorl.simulation.sensitivity import sensitivity_table
 
 Q0, C = 0.6, 10
 P0 = Q0 / C  # a correct token's initial probability in the hand-made runs

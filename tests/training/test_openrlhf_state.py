@@ -187,7 +187,7 @@ def test_job_hook_seeds_torch_in_a_fresh_process(tmp_path):
 
 
 def test_code_rewards_refuse_an_old_sandbox_python(tmp_path):
-    from brorl.training.openrlhf.run import sandbox_python_problem
+    from brorl.training.openrlhf.job_environment import sandbox_python_problem
 
     assert sandbox_python_problem(sys.executable) is None
     old = tmp_path / "python3"
@@ -307,7 +307,7 @@ def test_reward_log_is_read_for_the_segments_window_only(tmp_path):
 
 
 def test_a_training_job_refuses_to_run_inside_a_container():
-    from brorl.training.openrlhf.run import container_problem
+    from brorl.training.openrlhf.job_environment import container_problem
 
     assert container_problem({}) is None
     problem = container_problem({"APPTAINER_CONTAINER": "/images/brorl-gpu.sif"})

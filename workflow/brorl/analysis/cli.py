@@ -37,8 +37,9 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     import pandas as pd
 
     from ..reporting.tables import write_table
+    from .checkpoint_rows import checkpoint_rows
     from .paper import FAMILIES, is_tiny_scale, load_paper
-    from .paper_tables import benchmark_table, checkpoint_rows, display, table1, table1_long
+    from .paper_tables import benchmark_table, display, table1, table1_long
     from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
 
     spec, paper = spec_of(a), load_paper()

@@ -45,12 +45,13 @@ import os
 import resource
 import selectors
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
+
+from .sandbox_kill import kill_group, kill_uid
 
 log = logging.getLogger(__name__)
 
@@ -308,56 +309,16 @@ def run_sandboxed(
         try:
             out, err, timed_out, output_limited = _communicate(proc, stdin, limits, start)
         finally:
-            _kill_group(proc)
+            kill_group(proc)
             proc.wait()
         wall = time.monotonic() - start
         rc = None if (timed_out or output_limited) else proc.returncode
         return SandboxResult(out, err, rc, timed_out, output_limited, wall, mode)
     finally:
         if mode != "bwrap" and uid is not None:
-            _kill_uid(uid)  # processes that left the process group (setsid) outside a pid namespace
+            kill_uid(uid)  # processes that left the process group (setsid) outside a pid namespace
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                kids += [int(k) for k in f.read().split()]
-    except (OSError, ValueError):
-        pass
-    return kids
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill the sandbox. Under bwrap, first the pid namespace's init (the child of the outer bwrap), which takes the
-    whole namespace with it and is reaped by the outer bwrap; killing the outer bwrap first would orphan it, and it
-    would stay a zombie where the container's pid 1 does not reap."""
-    if proc.poll() is not None:
-        return
-    for kid in _children(proc.pid):
-        try:
-            os.kill(kid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        proc.wait(0.5)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _kill_uid(uid: int) -> None:
-    """kill(-1, SIGKILL) as `uid`: every process of that (private) user."""
-    try:
-        subprocess.run(["kill", "-9", "-1"], user=uid, group=uid, extra_groups=[], capture_output=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        pass
 
 
 def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits, start: float):

@@ -51,7 +51,7 @@ def _fmt(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-def _check_columns(runs: pd.DataFrame) -> None:
+def check_columns(runs: pd.DataFrame) -> None:
     missing = [c for c in REQUIRED if c not in runs.columns]
     if missing:
         raise ValueError(f"runs table lacks columns {missing}; expected the output of io.read_runs")
@@ -62,7 +62,7 @@ def _check_columns(runs: pd.DataFrame) -> None:
 def final_rows(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run (label, n, seed, path): its final step, with worst_drop the run's lowest (over every step)
     and drop_at_T the final step's, plus p0 = a correct token's p at step 0."""
-    _check_columns(runs)
+    check_columns(runs)
     key = ["label", "n", "seed"] + (["path"] if "path" in runs.columns else [])
     ordered = runs.sort_values(key + ["step"])
     first = ordered.groupby(key, sort=False).head(1).set_index(key)
@@ -307,19 +307,20 @@ def _variance(runs: pd.DataFrame) -> dict:
     }
 
 
-def _evaluate(runs: pd.DataFrame, tol: float, pct: float) -> tuple[_Family, dict[int | str, dict]]:
+def evaluate_claims(runs: pd.DataFrame, tol: float, pct: float) -> tuple[_Family, dict[int | str, dict]]:
+    """One family's seed means and each claim's row (1-4) with the Q_pos reference (``"ref"``)."""
     f = _Family.of(runs)
     return f, {1: _claim1(f), 2: _claim2(f), 3: _claim3(f, tol), 4: _claim4(f, pct), "ref": _reference(f)}
 
 
 def main_family(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs labelled "main", or all runs when no run has that label."""
-    _check_columns(runs)
+    check_columns(runs)
     main = runs[runs["label"] == "main"]
     return main if len(main) else runs
 
 
-def _check_thresholds(tol: float, pct: float) -> None:
+def check_thresholds(tol: float, pct: float) -> None:
     if not tol >= 0:
         raise ValueError(f"near_zero_rel_tol must be >= 0, got {tol}")
     if not 0 <= pct <= 100:
@@ -334,9 +335,9 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
     (the same at the final step), seeds holding (in how many seeds the claim holds on its own), note (criterion,
     seed agreement, missing N).
     """
-    _check_thresholds(near_zero_rel_tol, full_improvement_pct)
+    check_thresholds(near_zero_rel_tol, full_improvement_pct)
     fam = main_family(runs)
-    f, results = _evaluate(fam, near_zero_rel_tol, full_improvement_pct)
+    f, results = evaluate_claims(fam, near_zero_rel_tol, full_improvement_pct)
     rows = []
     for cid in (1, 2, 3, 4):
         rows.append(
@@ -396,49 +397,3 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
         "note",
     ]
     return pd.DataFrame(rows, columns=columns)
-
-
-def _settings(runs: pd.DataFrame) -> dict:
-    """Optimizer settings of one family (joined when they differ between its runs)."""
-    out = {}
-    for col in ("optimizer", "lr", "eps", "weight_decay", "anchor", "anchor_frozen"):
-        if col in runs.columns:
-            vals = list(dict.fromkeys(runs[col].tolist()))
-            out[col] = vals[0] if len(vals) == 1 else " / ".join(map(str, vals))
-    return out
-
-
-def sensitivity_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_pct: float) -> pd.DataFrame:
-    """One row per run family (``label``): optimizer and anchor settings, final Q_pos per N, % improved, worst drop
-    over the run at N = 512, whether each of the four claims holds (yes / no / not run; over the run, at T, and in
-    Figure 3's units), and in how many seeds the family's curves draw Figure 3's axes as printed."""
-    _check_thresholds(near_zero_rel_tol, full_improvement_pct)
-    _check_columns(runs)
-    all_ns = sorted(int(n) for n in runs["n"].unique())
-    rows = []
-    for label in dict.fromkeys(runs["label"].tolist()):
-        fam = runs[runs["label"] == label]
-        f, results = _evaluate(fam, near_zero_rel_tol, full_improvement_pct)
-        row: dict = {"label": label, **_settings(fam), "seeds": int(f.finals.groupby("n")["seed"].nunique().max())}
-        for n in all_ns:
-            row[f"Q_pos(T) N={n}"] = float(f.means.loc[n, "q_pos"]) if n in f.ns else np.nan
-        largest = max(f.ns)
-        row["largest N"] = largest
-        row["% improved at largest N"] = float(f.means.loc[largest, "pct_improved"])
-        has512 = NEAR_ZERO_N in f.ns
-        row[f"% improved N={NEAR_ZERO_N}"] = float(f.means.loc[NEAR_ZERO_N, "pct_improved"]) if has512 else np.nan
-        row[f"worst drop N={NEAR_ZERO_N}"] = float(f.means.loc[NEAR_ZERO_N, "worst_drop"]) if has512 else np.nan
-        row[f"worst drop / p_i(0) N={NEAR_ZERO_N}"] = (
-            float(f.means.loc[NEAR_ZERO_N, "worst_drop"] / f.means.loc[NEAR_ZERO_N, "p0"]) if has512 else np.nan
-        )
-        for cid in (1, 2, 3, 4):
-            row[f"claim {cid}"] = results[cid]["holds"]
-            row[f"claim {cid} seeds holding"] = results[cid].get("seeds holding", "-")
-            if cid > 1:
-                row[f"claim {cid} at T"] = results[cid].get("holds at T", NOT_RUN)
-                row[f"claim {cid} (figure units)"] = figure_units(f, cid)
-        row["fits Figure 3 axes"], row["fits Figure 3 axes seeds"], _ = fits_figure_axes(fam)
-        row["Q_pos lowest"], row["Q_pos highest"] = float(fam["q_pos"].min()), float(fam["q_pos"].max())
-        row["lowest worst drop"] = float(fam["worst_drop"].min())
-        rows.append(row)
-    return pd.DataFrame(rows)

@@ -138,8 +138,9 @@ def claim_cells(table):
 
 def _cmd_claims(a: argparse.Namespace) -> None:
     from ..reporting.tables import write_table
-    from .claims import claims_table, sensitivity_table
+    from .claims import claims_table
     from .io import read_runs
+    from .sensitivity import sensitivity_table
 
     claims = claims_table(read_runs(a.runs), a.near_zero_rel_tol, a.full_improvement_pct)
     write_table(claims, a.out_md, a.out_csv, title="Figure 3 claims: do they hold in this reproduction?")

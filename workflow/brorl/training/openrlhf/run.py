@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -41,6 +40,7 @@ from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, lat
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
 from .dataset import TrainDataError, chat_prompt_tokens, reward_text, write_openrlhf_dataset
 from .drills import HOLD_ENV, LAUNCH_ENV, DrillWatch, pending_drills, read_fired
+from .job_environment import container_problem, sandbox_python_problem
 from .launch import (
     LAUNCHER,
     REWARD_SCRIPT,
@@ -138,34 +138,6 @@ def ensure_prompts(config: Mapping[str, Any], plan: ArmPlan, paths: ClusterPaths
         )
         atomic_json(summary_path, summary)
     return json.loads(summary_path.read_text())
-
-
-def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> str | None:
-    """Why the code verifier's interpreter (brorl.scoring.sandbox.Limits.python, the node's system Python) cannot
-    judge modern solutions, or None: an old system Python would score every such program 0 without a trace."""
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
-        )
-        version = tuple(int(x) for x in out.stdout.split())
-    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
-        return f"{python} does not run ({error})"
-    if version < minimum:
-        return f"{python} is Python {'.'.join(map(str, version))}, older than {'.'.join(map(str, minimum))}"
-    return None
-
-
-def container_problem(env: Mapping[str, str]) -> str | None:
-    """Why a training job cannot run in this process's container, or None: the launcher drives Slurm (squeue,
-    scontrol, srun node steps), which `apptainer exec` hides, and its node steps would run outside the image."""
-    image = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
-    if not image:
-        return None
-    return (
-        f"train_ppo runs inside the container {image}, where the Slurm client and the srun node steps of its Ray "
-        "cluster are not available: run training in its conda environment (--sdm conda apptainer: the rule has no "
-        "container) or with the engines on PATH (docs/gpu-software.md#two-ways-to-get-it)"
-    )
 
 
 def run_segment(
