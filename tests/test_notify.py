@@ -4,6 +4,7 @@ webhook (an HTTP server in a thread) and a `mail` program."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 from http.server import BaseHTTPRequestHandler
@@ -13,39 +14,58 @@ import pytest
 from brorl.operations import notify
 from helpers import ROOT, http_server, output_of, snakemake
 
-# Two blocks of a real Snakemake 9.27 log (-k, a failing job with a log, its start block above it; Slurm adds
-# external_jobid).
-LOG = """
-[Tue Dec  1 15:07:17 2026]
-rule generate_samples:
-    input: results/train/prorl_n16/step25
-    output: results/eval/prorl_n16/step25/aime24.samples.parquet
-    log: results/logs/generate_samples/prorl_n16/step25/aime24.log
-    jobid: 7
-    reason: Missing output files: results/eval/prorl_n16/step25/aime24.samples.parquet
-    wildcards: arm=prorl_n16, step=25, benchmark=aime24
-    resources: tmpdir=/tmp
-[Tue Dec  1 15:07:18 2026]
-Error in rule generate_samples:
-    message: SLURM-job '4242' failed, SLURM status is: 'TIMEOUT'
-    jobid: 7
-    output: results/eval/prorl_n16/step25/aime24.samples.parquet
-    log: results/logs/generate_samples/prorl_n16/step25/aime24.log (check log file(s) for error details)
-    shell:
-        python -m brorl.generation generate ...
-        (command exited with non-zero exit code)
-    external_jobid: 4242
-Error in rule collect_units:
-    message: None
-    jobid: 9
-    output: results/stats/instance_scores.parquet
-    shell:
-        python -m brorl.stats ...
-"""
+# The events of two failed jobs as Snakemake 9.27 logs them (Job.log_info, Job.log_error: the fields of
+# snakemake/jobs.py); a remote executor (Slurm) adds aux.external_jobid and its message.
+EVENTS = [
+    {
+        "event": "job_info",
+        "jobid": 7,
+        "rule_name": "generate_samples",
+        "wildcards": {"arm": "prorl_n16", "step": "25", "benchmark": "aime24"},
+    },
+    {"event": "job_info", "jobid": 9, "rule_name": "collect_units", "wildcards": {}},
+    {
+        "event": "job_error",
+        "rule_name": "generate_samples",
+        "jobid": 7,
+        "rule_msg": "SLURM-job '4242' failed, SLURM status is: 'TIMEOUT'",
+        "output": ["results/eval/prorl_n16/step25/aime24.samples.parquet"],
+        "log": ["results/logs/generate_samples/prorl_n16/step25/aime24.log"],
+        "aux": {"external_jobid": "4242"},
+    },
+    {
+        "event": "job_error",
+        "rule_name": "collect_units",
+        "jobid": 9,
+        "rule_msg": None,
+        "output": ["results/stats/instance_scores.parquet"],
+        "log": [],
+        "aux": {},
+    },
+]
 
 
-def test_failed_jobs_are_read_from_the_log_with_wildcards_logs_and_slurm_ids():
-    jobs = notify.failed_jobs(LOG)
+def _failed(events) -> list:
+    """The failed jobs JobEvents collects from `events`, logged through a logger as Snakemake logs them."""
+    logger = logging.getLogger(f"test-notify-{id(events)}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    events_handler = notify.JobEvents.install(logger.name)
+    for fields in events:
+        level = logging.ERROR if fields["event"] == "job_error" else logging.INFO
+        logger.log(level, "event", extra=dict(fields))
+    logger.removeHandler(events_handler)
+    return events_handler.failed
+
+
+def test_the_event_names_are_snakemakes():
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    assert (notify.JOB_INFO, notify.JOB_ERROR) == (LogEvent.JOB_INFO, LogEvent.JOB_ERROR)
+
+
+def test_failed_jobs_come_from_snakemakes_events_with_wildcards_logs_and_slurm_ids():
+    jobs = _failed(EVENTS)
     assert [j.rule for j in jobs] == ["generate_samples", "collect_units"]
     gen, units = jobs
     assert gen.wildcards == "arm=prorl_n16, step=25, benchmark=aime24"
@@ -68,7 +88,10 @@ def test_the_rerun_hint_is_a_command_that_works():
 
 
 def test_the_error_message_names_each_failed_job_its_log_and_the_rerun_command():
-    text = notify.error_message("/scratch/run", ["/scratch/run/.snakemake/log/x.log"], LOG, "snakemake --profile slurm")
+    failed = _failed(EVENTS)
+    text = notify.error_message(
+        "/scratch/run", ["/scratch/run/.snakemake/log/x.log"], failed, "snakemake --profile slurm"
+    )
     assert "FAILED in /scratch/run: 2 failed job(s)" in text
     assert "generate_samples [arm=prorl_n16, step=25, benchmark=aime24], Slurm job 4242" in text
     assert "results/logs/slurm/generate_samples/" in text
@@ -76,10 +99,9 @@ def test_the_error_message_names_each_failed_job_its_log_and_the_rerun_command()
     assert "collect_units" in text and "the rule has no log" in text
     assert "Snakemake log: /scratch/run/.snakemake/log/x.log" in text
     assert "snakemake --profile slurm --rerun-incomplete" in text
-    retried = LOG.replace(
-        "Error in rule collect_units", "Error in rule generate_samples\n    jobid: 7\nError in rule x"
-    )
-    assert notify.error_message("/w", None, retried, "s").count("generate_samples [") == 1  # one line per job
+    retried = _failed([*EVENTS, EVENTS[2]])  # a second failed attempt of the same job
+    assert len(retried) == 3 and notify.error_message("/w", None, retried, "s").count("generate_samples [") == 1
+    assert "no job failed" in notify.error_message("/w", None, [], "s")
 
 
 def test_start_and_success_messages_say_where_the_run_and_its_outputs_are(tmp_path):
@@ -87,9 +109,6 @@ def test_start_and_success_messages_say_where_the_run_and_its_outputs_are(tmp_pa
     assert "started in /w" in start and "command: snakemake --profile slurm" in start and "none (no log" in start
     done = notify.success_message("/w", "/w/.snakemake/log/a.log")
     assert "/w/results/tables" in done and "/w/results/figures" in done and "/w/.snakemake/log/a.log" in done
-    log = tmp_path / "a.log"
-    log.write_text("hello")
-    assert notify.read_logs([str(log), str(tmp_path / "missing.log")]) == "hello"
 
 
 class _Hook(BaseHTTPRequestHandler):

@@ -1,12 +1,15 @@
 # Notifications: a message when the run starts, succeeds or fails (which jobs, their logs, how to rerun), printed and,
 # where the environment names them, sent to BRORL_NOTIFY_WEBHOOK and BRORL_NOTIFY_MAIL (docs/cluster.md#notifications).
-# The messages are built by brorl.operations.notify; Snakemake runs these hooks in the main process only (never in jobs).
+# The messages are built by brorl.operations.notify from Snakemake's structured log events (JobEvents, installed here,
+# while the Snakefile is read); Snakemake runs these hooks in the main process only (never in jobs).
 import os
 import sys
 
 from snakemake.exceptions import WorkflowError
 
 from brorl.operations import notify as _notify
+
+_job_events = _notify.JobEvents.install()
 
 
 def _rerun_command():
@@ -48,7 +51,7 @@ onerror:
     _notify.notify(
         "BroRL: workflow FAILED",
         _notify.error_message(
-            os.getcwd(), log, _notify.read_logs(log), _rerun_command()
+            os.getcwd(), log, _job_events.failed, _rerun_command()
         ),
         os.environ,
     )

@@ -188,7 +188,10 @@ rule analyse_probe:
     params:
         # rerun trigger: an edit of the code it runs
         code=code_sha256(
-            "probe", "analysis/figures.py", "reporting/figure_points.py", "reporting/tables.py"
+            "probe",
+            "analysis/figures.py",
+            "reporting/figure_points.py",
+            "reporting/tables.py",
         ),
         samples=PROBE["samples"],
         start_step=config["base_model"]["start_step"],
@@ -345,7 +348,10 @@ rule analyse_in_batch:
         runtime=10,
     params:
         code=code_sha256(
-            "probe", "analysis/figures.py", "reporting/figure_points.py", "reporting/tables.py"
+            "probe",
+            "analysis/figures.py",
+            "reporting/figure_points.py",
+            "reporting/tables.py",
         ),
         samples=PROBE["samples"],
         z=PROBE["noise_z"],

@@ -1,7 +1,9 @@
 """Messages of the workflow's onstart / onsuccess / onerror hooks (workflow/rules/hooks.smk), and their optional
 delivery to a webhook and a mail address (docs/cluster.md#notifications).
 
-Building a message is pure (``failed_jobs``, ``start_message``, ``success_message``, ``error_message``); ``send``
+The failed jobs come from Snakemake's own structured log events (``JobEvents``, a handler on its logger that the
+hooks file installs: job errors with their rule, log files and Slurm job id), never from parsing its text log.
+Building a message is pure (``failed_job``, ``start_message``, ``success_message``, ``error_message``); ``send``
 delivers one where the environment asks for it (BRORL_NOTIFY_WEBHOOK, BRORL_NOTIFY_MAIL; unset = nothing is sent).
 A notification that cannot be delivered is a warning on stderr, never an error: the run's outcome stays the run's.
 """
@@ -9,7 +11,7 @@ A notification that cannot be delivered is a warning on stderr, never an error: 
 from __future__ import annotations
 
 import json
-import re
+import logging
 import shlex
 import shutil
 import subprocess
@@ -26,9 +28,15 @@ SENDMAIL_PATHS = ("/usr/sbin/sendmail", "/usr/lib/sendmail")  # outside PATH on 
 SLURM_LOGDIR = "results/logs/slurm"  # slurm-logdir of profiles/slurm/config.yaml
 
 
+# Snakemake's structured log events (snakemake_interface_logger_plugins.common.LogEvent, a StrEnum): every job's
+# start (its wildcards) and every failed attempt (Job.log_error, also for each job of a failed group), with fields.
+JOB_INFO = "job_info"
+JOB_ERROR = "job_error"
+
+
 @dataclass(frozen=True)
 class FailedJob:
-    """One `Error in rule ...` block of a Snakemake log."""
+    """One failed attempt of a job, from Snakemake's JOB_ERROR event."""
 
     rule: str
     wildcards: str = ""
@@ -38,42 +46,48 @@ class FailedJob:
     outputs: tuple[str, ...] = ()
 
 
-_BLOCK = re.compile(r"^Error in rule (\w+):\n((?:[ \t]+.*\n?)*)", flags=re.M)
+def wildcards_text(wildcards: Mapping[str, object] | None) -> str:
+    """`arm=prorl_n16, step=25`: a job's wildcards as Snakemake prints them."""
+    return ", ".join(f"{key}={value}" for key, value in (wildcards or {}).items())
 
 
-def _field(body: str, name: str) -> str:
-    match = re.search(rf"^\s+{name}: (.*)$", body, flags=re.M)
-    return match[1].strip() if match else ""
+def failed_job(fields: Mapping[str, object], wildcards: Mapping[object, str]) -> FailedJob:
+    """The FailedJob of one JOB_ERROR event's fields (rule_name, jobid, rule_msg, log, output, aux: Job.log_error);
+    its wildcards from the JOB_INFO event of the same jobid (the error event does not repeat them)."""
+    aux = fields.get("aux") or {}
+    return FailedJob(
+        rule=str(fields["rule_name"]),
+        wildcards=wildcards.get(fields.get("jobid"), ""),
+        logs=tuple(map(str, fields.get("log") or ())),
+        external_jobid=str(aux.get("external_jobid") or ""),  # set by remote executors (Slurm's job id)
+        message=str(fields.get("rule_msg") or ""),
+        outputs=tuple(map(str, fields.get("output") or ())),
+    )
 
 
-def _paths(value: str) -> tuple[str, ...]:
-    value = re.sub(r"\s*\(check log file\(s\) for error details\)\s*$", "", value)
-    return tuple(p for p in (s.strip() for s in value.split(",")) if p)
+class JobEvents(logging.Handler):
+    """Collects the failed jobs of this run from Snakemake's log events as they happen, in the driver process (the
+    only one that logs job errors). ``install()`` attaches it to Snakemake's logger; the onerror hook reads
+    ``failed``. Snakemake builds its logger before it reads the Snakefile and removes every handler only when the
+    run ends, after the hooks."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.wildcards: dict[object, str] = {}
+        self.failed: list[FailedJob] = []
 
-_JOB_START = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*\n?)*)", flags=re.M)
+    def emit(self, record: logging.LogRecord) -> None:
+        event = str(getattr(record, "event", ""))
+        if event == JOB_INFO:
+            self.wildcards[getattr(record, "jobid", None)] = wildcards_text(getattr(record, "wildcards", None))
+        elif event == JOB_ERROR:
+            self.failed.append(failed_job(vars(record), self.wildcards))
 
-
-def failed_jobs(log_text: str) -> list[FailedJob]:
-    """The failed jobs of a Snakemake run, from its log (one entry per `Error in rule` block; a job that failed on
-    several attempts appears once per attempt, in the order of the log). Wildcards come from the job's start block
-    (the error block does not repeat them)."""
-    wildcards = {_field(m[2], "jobid"): _field(m[2], "wildcards") for m in _JOB_START.finditer(log_text)}
-    jobs = []
-    for match in _BLOCK.finditer(log_text):
-        body = match[2]
-        message = _field(body, "message")
-        jobs.append(
-            FailedJob(
-                rule=match[1],
-                wildcards=_field(body, "wildcards") or wildcards.get(_field(body, "jobid"), ""),
-                logs=_paths(_field(body, "log")),
-                external_jobid=_field(body, "external_jobid"),
-                message="" if message == "None" else message,
-                outputs=_paths(_field(body, "output")),
-            )
-        )
-    return jobs
+    @classmethod
+    def install(cls, logger_name: str = "snakemake.logging") -> JobEvents:
+        handler = cls()
+        logging.getLogger(logger_name).addHandler(handler)
+        return handler
 
 
 def _unique(jobs: Sequence[FailedJob]) -> list[FailedJob]:
@@ -90,17 +104,6 @@ def log_paths(log: str | Sequence[str] | None) -> list[str]:
     if not log:
         return []
     return [str(log)] if isinstance(log, (str, Path)) else [str(p) for p in log]
-
-
-def read_logs(log: str | Sequence[str] | None) -> str:
-    """The text of the run's log file(s); "" where there is none or it cannot be read."""
-    texts = []
-    for path in log_paths(log):
-        try:
-            texts.append(Path(path).read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-    return "\n".join(texts)
 
 
 def _log_line(log: str | Sequence[str] | None) -> str:
@@ -145,9 +148,10 @@ def success_message(workdir: str, log: str | Sequence[str] | None) -> str:
     )
 
 
-def error_message(workdir: str, log: str | Sequence[str] | None, log_text: str, rerun: str) -> str:
-    """`onerror`: which jobs failed, where their logs are, how to rerun."""
-    jobs = _unique(failed_jobs(log_text))
+def error_message(workdir: str, log: str | Sequence[str] | None, failed: Sequence[FailedJob], rerun: str) -> str:
+    """`onerror`: which jobs failed (``failed``: every failed attempt, JobEvents), where their logs are, how to
+    rerun."""
+    jobs = _unique(failed)
     lines = [f"BroRL workflow FAILED in {workdir}: {len(jobs)} failed job(s)"]
     for job in jobs:
         where = f" [{job.wildcards}]" if job.wildcards else ""
@@ -159,7 +163,7 @@ def error_message(workdir: str, log: str | Sequence[str] | None, log_text: str, 
             lines.append(f"      message: {job.message}")
         lines.append(f"      log: {', '.join(job.logs) or '(the rule has no log: see the Snakemake log)'}")
     if not jobs:
-        lines.append("  (no `Error in rule` block in the log: the run stopped before or between jobs)")
+        lines.append("  (no job failed: the run stopped before or between jobs)")
     lines += [
         _log_line(log),
         f"rerun (finished jobs are kept; incomplete outputs are redone): {rerun} --rerun-incomplete",
