@@ -1,3 +1,16 @@
 """BroRL reproduction suite: all logic of the Snakemake workflow lives in this package."""
 
 __version__ = "0.1.0"
+
+
+def lazy_exports(package: str, homes: dict[str, str]):
+    """``__all__`` and a module ``__getattr__`` for a package whose names (name -> its submodule) load on first use,
+    so that importing the package imports none of its heavy modules (PEP 562)."""
+    from importlib import import_module
+
+    def __getattr__(name: str):
+        if name not in homes:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(import_module(f"{package}.{homes[name]}"), name)
+
+    return sorted(homes), __getattr__

@@ -21,6 +21,8 @@ def switch_on_sweep(cfg: dict) -> None:
 
 
 def check_analysis(cfg: dict) -> list[str]:
+    """The compared arms, the algorithm pairs, the first cluster arm and the N sweep name arms that exist, train
+    with the pair's estimator and are evaluated at the sweep's step."""
     arms = {a["name"]: a for a in cfg["arms"] if isinstance(a, dict) and "name" in a}
     comparison, sweep, problems = cfg["analysis"]["comparison"], cfg["analysis"]["n_sweep"], []
     for role in ("treatment", "control"):

@@ -5,7 +5,7 @@ Importing this package imports nothing heavy (the engine imports vLLM when it st
 so that the driver environment, which has no scoring or vLLM, reads `brorl.generation.vllm_scheduler`.
 """
 
-from importlib import import_module
+from .. import lazy_exports
 
 _HOMES = {
     "Completion": "engine",
@@ -15,10 +15,4 @@ _HOMES = {
     "generate_samples": "generate",
     "shard_seed": "generate",
 }
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+__all__, __getattr__ = lazy_exports(__name__, _HOMES)

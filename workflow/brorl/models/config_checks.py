@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def check_lengths(cfg: dict) -> list[str]:
+    """Training extends the base context, evaluation fits its context, and the tiny model's positions hold the
+    longest prompt and response."""
     ctx, problems = cfg["context"], []
     if ctx["train_max_len"] < ctx["base_max_len"]:
         problems.append(
@@ -28,6 +30,7 @@ def check_lengths(cfg: dict) -> list[str]:
 
 
 def check_embedded_model(cfg: dict) -> list[str]:
+    """The tiny model's key-value heads divide its attention heads."""
     model = cfg["base_model"]["embedded_model"]
     if model["num_heads"] % model["num_kv_heads"]:
         return [

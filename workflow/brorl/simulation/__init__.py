@@ -4,7 +4,7 @@ Its names load on first use, so that importing the package (brorl.config reads s
 import torch, which the driver environment lacks.
 """
 
-from importlib import import_module
+from .. import lazy_exports
 
 _HOMES = {
     "COLUMNS": "engine",
@@ -13,10 +13,4 @@ _HOMES = {
     "SimulationError": "spec",
     "SimulationSpec": "spec",
 }
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+__all__, __getattr__ = lazy_exports(__name__, _HOMES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 def check_simulation(cfg: dict) -> list[str]:
+    """The correct tokens leave room for the anchor token 0, which is incorrect."""
     sim = cfg["simulation"]
     if sim["correct"] >= sim["vocab"]:
         return [

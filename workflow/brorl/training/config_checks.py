@@ -44,6 +44,7 @@ def _check_arm(i: int, arm: dict, train: dict) -> list[str]:
 
 
 def check_training(cfg: dict) -> list[str]:
+    """Clip-Higher's order, dynamic sampling's score range and the reference reset's schedule."""
     train, problems = cfg["training"], []
     if train["clip_eps_high"] < train["clip_eps_low"]:
         problems.append(
