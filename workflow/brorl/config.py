@@ -3,8 +3,8 @@
 The Snakefile calls ``validate_config(config)`` on Snakemake's global ``config`` before any job starts. We do not use
 ``snakemake.utils.validate``: it stops at the first error, words it as jsonschema's dump of schema and instance, and
 fills defaults into required keys too, which hides a missing arm name. Here every problem is collected and named by
-its config key (``arms[1].n``), and checks a JSON schema cannot express (unique arm names, cross-key constraints) run
-as well.
+its config key (``arms[1].n``), and checks a JSON schema cannot express run as well: unique names here, each section's
+cross-key checks by its stage (``brorl.<stage>.config_checks``, none of which imports this module back).
 """
 
 from __future__ import annotations
