@@ -1,10 +1,11 @@
 """Tables 1 and 3-5 with the paper's value beside the reproduced one and their difference (pure: frames in, frames out).
 
-Rows are checkpoints: the start checkpoint (arm base), every report step of every enabled arm, every checkpoint of
-evaluation.models (e.g. a released model, beside the paper row it names), and every checkpoint of the paper's Table 1
-that this configuration has no row for (marked NOT_RUN, never dropped). A reproduced row is
-paired with a paper row when its arm plays the paper row's role (analysis.comparison: control = ProRL, treatment =
-BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns. Values are pass@1 in percent.
+Rows are checkpoints (listed by checkpoint_rows.py): the start checkpoint (arm base), every report step of every
+enabled arm, every checkpoint of evaluation.models (e.g. a released model, beside the paper row it names), and every
+checkpoint of the paper's Table 1 that this configuration has no row for (marked NOT_RUN, never dropped). A
+reproduced row is paired with a paper row when its arm plays the paper row's role (analysis.comparison: control =
+ProRL, treatment = BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns. Values are
+pass@1 in percent.
 
 Every reproduced pass@1 column ``X`` has ``X se`` (its standard error, points) and ``X n`` (problems x samples)
 beside it when the input frames carry them (trajectories.py); ``display`` writes ``62.10 ± 0.80`` and drops the se

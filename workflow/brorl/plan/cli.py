@@ -1,11 +1,11 @@
 """``python -m brorl.plan``: jobs per stage, GPU-hours and a wall-clock estimate of the whole reproduction, from
 the config and the SLURM profile, printed before anyone submits (`make plan`).
 
-Job counts: a dry run of the workflow (``snakemake -n --forceall`` in an empty directory, no cluster needed); where
-the config implies jobs the DAG does not list yet (training, evaluation of trained checkpoints, throughput), the
-plan counts those too and says so. Hours per job: measured where ``--measured DIR`` names a run at the planned scale
-(brorl.plan.measured), the evaluation cost model for generation (brorl.plan.evaluation), profiles/slurm/estimates.yaml
-otherwise; the column `source` says which.
+Job counts (brorl.plan.job_counts): a dry run of the workflow (``snakemake -n --forceall`` in an empty directory, no
+cluster needed); where the config implies jobs the DAG does not list yet (training, evaluation of trained
+checkpoints, throughput), the plan counts those too and says so. Hours per job: measured where ``--measured DIR``
+names a run at the planned scale (brorl.plan.measured), the evaluation cost model for generation
+(brorl.plan.evaluation), profiles/slurm/estimates.yaml otherwise; the column `source` says which.
 """
 
 from __future__ import annotations
