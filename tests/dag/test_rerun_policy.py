@@ -46,6 +46,8 @@ def evaluation_and_analysis(jobs: dict[str, int]) -> bool:
 ANALYSIS_RULES = {"collect_units", "test_significance", "make_tables", "plot_figures", "write_summary"}
 ANALYSIS_CODE = {
     "workflow/brorl/simulation/figure.py": {"plot_simulation"},
+    # split out of claims.py: its table must still rerun with it
+    "workflow/brorl/simulation/sensitivity.py": {"tabulate_simulation"},
     # the probes' figures save through it
     "workflow/brorl/analysis/figures.py": ANALYSIS_RULES | {"analyse_probe", "analyse_in_batch"},
     "workflow/brorl/probe/figure.py": {"analyse_probe", "analyse_in_batch"},
