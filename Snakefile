@@ -67,6 +67,8 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/throughput.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/probe.smk"
+# last: every rule above gets its rerun trigger from the code its command runs
+include: "workflow/rules/reruns.smk"
 
 
 rule all:

@@ -25,9 +25,12 @@ TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
 
 
-def snakemake(*args: str | Path, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the venv's snakemake with the venv first on PATH (jobs call `python -m brorl...`, snakefmt calls shfmt)."""
-    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+def snakemake(
+    *args: str | Path, cwd: Path = ROOT, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run the venv's snakemake with the venv first on PATH (jobs call `python -m brorl...`, snakefmt calls shfmt);
+    ``env``: variables set on top of this process's environment."""
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), **(env or {})}
     return subprocess.run(
         [str(BIN / "snakemake"), *map(str, args)],
         cwd=cwd,
@@ -56,7 +59,7 @@ def job_counts(proc: subprocess.CompletedProcess) -> dict[str, int]:
 def copy_workflow(dest: Path) -> Path:
     """A private copy of the workflow (Snakefile, config, its own brorl package, profiles, envs) at `dest`, so that a
     test may edit code or config without touching the checkout."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".cache")
     for name in ("workflow", "profiles", "envs"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     for name in ("Snakefile", "config.yaml"):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from brorl.config import load_yaml_config
 from helpers import BIN, CONFIG, ROOT, TINY, job_counts, output_of, snakemake, write_yaml
+from import_oracle import FOLDER_ENV, audited, outside_closure
 
 # A small simulation (seconds per job) that still exercises every simulation rule.
 SMALL_SIMULATION = {
@@ -213,8 +214,11 @@ def test_small_simulation_runs_end_to_end_and_is_then_up_to_date(tmp_path):
         "results/figures/simulation_n_grid.png",
     ]
     args = (*targets, "--cores", "2", "--directory", tmp_path, "--configfile", override)
-    proc = snakemake(*args)
+    audit = tmp_path / "audit"  # what each job imported and opened: the rerun derivation's oracle
+    proc = snakemake(*args, env={FOLDER_ENV: str(audit)})
     assert proc.returncode == 0, output_of(proc)[-6000:]
+    assert outside_closure(audit) == {}  # every module a job ran is in its rule's rerun trigger
+    assert {"brorl.simulation run", "brorl.simulation claims", "brorl.simulation figure"} <= set(audited(audit))
 
     results = tmp_path / "results"
     runs = [results / f"simulation/N{n}_seed0.parquet" for n in (4, 64)]

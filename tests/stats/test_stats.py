@@ -332,6 +332,14 @@ def test_importing_brorl_stats_is_light():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_the_package_exports_every_public_name_of_the_tests_module_on_first_use():
+    import brorl.stats
+    import brorl.stats.tests
+
+    assert sorted(brorl.stats.__all__) == sorted(brorl.stats.tests.__all__)
+    assert all(getattr(brorl.stats, name) is getattr(brorl.stats.tests, name) for name in brorl.stats.__all__)
+
+
 # ---------------------------------------------------------------- units and compare_arms
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 import yaml
 from helpers import TINY, copy_workflow, output_of, snakemake, write_yaml
+from import_oracle import FOLDER_ENV, audited, outside_closure
 
 ARM = "prorl_n4"  # the arm whose learning effect this test asserts (the demo trains both)
 
@@ -65,8 +66,11 @@ def test_rl_training_improves_the_tiny_start_model_by_the_papers_paired_test(tmp
         TINY,
         override,
     )
-    proc = snakemake(*args, cwd=repo, timeout=1500)
+    audit = tmp_path / "audit"  # what each job imported and opened: the rerun derivation's oracle
+    proc = snakemake(*args, cwd=repo, timeout=1500, env={FOLDER_ENV: str(audit)})
     assert proc.returncode == 0, output_of(proc)[-6000:]
+    assert outside_closure(audit) == {}  # every module a job ran is in its rule's rerun trigger
+    assert len(audited(audit)) >= 15, sorted(audited(audit))  # training, generation, scoring, probes, analysis
 
     sig = json.loads((work / "results/stats/significance.json").read_text())
     (row,) = [r for r in sig["learning"] if r["arm"] == ARM]

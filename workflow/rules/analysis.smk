@@ -25,7 +25,6 @@ rule collect_units:
         mem_mb=4096,
         runtime=30,
     params:
-        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         n=EVAL["n_samples"],
         start=f"{BASE_ARM}:{config['base_model']['start_step']}:{EVAL['start_draws']}",
     shell:
@@ -61,7 +60,6 @@ rule test_significance:
         mem_mb=4096,
         runtime=30,
     params:
-        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
     shell:
         """
@@ -96,7 +94,6 @@ rule compare_algorithms:
         mem_mb=4096,
         runtime=30,
     params:
-        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
     shell:
         """
@@ -134,7 +131,6 @@ rule make_tables:
         mem_mb=4096,
         runtime=30,
     params:
-        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         out_dir=lambda wildcards, output: os.path.dirname(output.t1_md),
     shell:
@@ -174,7 +170,6 @@ rule plot_figures:
         mem_mb=4096,
         runtime=60,
     params:
-        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         sweep=n_sweep_flags,
     shell:
@@ -220,7 +215,6 @@ rule write_summary:
         mem_mb=1024,
         runtime=10,
     params:
-        code=ANALYSIS_CODE,  # rerun trigger: an analysis edit
         spec=analysis_spec(),
         claims=lambda wildcards, input: optional_flag("--claims", input.claims),
         table2=lambda wildcards, input: optional_flag("--table2-md", input.table2),
@@ -229,6 +223,8 @@ rule write_summary:
         in_batch=lambda wildcards, input: (
             ["--in-batch", *input.in_batch] if input.in_batch else []
         ),
+        # arms trained by code that has changed since (helpers/train.smk): SUMMARY.md is rewritten when this changes
+        stale_code=json.dumps(STALE_TRAINING, sort_keys=True),
     shell:
         """
         python -m brorl.analysis summary \
@@ -241,6 +237,7 @@ rule write_summary:
             {params.table2:q} \
             {params.probe:q} \
             {params.in_batch:q} \
+            --stale-code {params.stale_code:q} \
             --out {output:q} \
             >{log:q} 2>&1
         """

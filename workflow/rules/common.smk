@@ -1,7 +1,6 @@
 # What several stages share: wildcard constraints, the stage targets of `rule all`, source hashes, report entries and
 # the model folders. Each stage's own input functions live in workflow/rules/helpers/<stage>.smk; logic lives in the
 # brorl package.
-import hashlib
 import re
 
 from brorl.benchmarks.registry import load_registry
@@ -37,13 +36,21 @@ ARM_NAMES = [arm["name"] for arm in config["arms"]]
 # checkpoints evaluated beside the arms (evaluation.models): filed like arms, results/eval/<name>/step<step>/
 EVAL_MODELS = {model["name"]: model for model in EVAL["models"]}
 TRAIN_MIX = f"resources/train/{config['train_data']['name']}.jsonl"  # the RL prompts (rule prepare_train_data)
-# vLLM's scheduler limits of every GPU engine (brorl.generation.vllm_scheduler) reach the generation, benchmark and training jobs
-# in their environment (declared with envvars: below), not in params: a systems setting, so changing it reruns nothing
-os.environ[SCHEDULER_ENV] = scheduler_json(config)
 
 
-envvars:
-    SCHEDULER_ENV,
+def operational_env(name, value):
+    """Pass a setting that changes how jobs run, never what they compute, in the jobs' environment (declared to
+    Snakemake, so executors that do not inherit the environment pass it on) instead of params: changing it reruns
+    nothing (docs/cluster.md#rerun-policy). The one channel for such settings: vLLM's scheduler limits, experiment
+    tracking (config `logging`) and the training engines' operational keys (helpers/train.smk).
+    """
+    os.environ[name] = value
+    workflow.register_envvars(name)
+
+
+# vLLM's scheduler limits of every GPU engine (brorl.generation.vllm_scheduler): generation, training and the Table 2
+# benchmark read them from the environment; the benchmark also takes them as a param (its number depends on them)
+operational_env(SCHEDULER_ENV, scheduler_json(config))
 
 
 wildcard_constraints:
@@ -68,21 +75,6 @@ def get_final_outputs():
 
 
 # ------------------------------------------------------------------------------------------- rule parameters
-def code_sha256(*parts):
-    """SHA-256 over the source of brorl/<part> (a .py file or a package folder) for each part: a params value of
-    the rules that run that code and nothing heavier (verifiers -> scoring, plotting -> figures), so that editing
-    it reruns exactly those rules (Snakemake's own code trigger sees only a rule's shell text).
-    """
-    digest = hashlib.sha256()
-    root = Path(PACKAGE_DIR) / "brorl"
-    for part in parts:
-        target = root / part
-        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def report_file(path, caption, category, subcategory=None, **labels):
     """``path`` as an entry of the HTML report (`snakemake --report`): captioned by workflow/report/<caption>.rst,
     filed under category (and subcategory), described by labels (e.g. table="Table 1", format="csv").

@@ -30,6 +30,8 @@ rule prepare_benchmark:
     params:
         source=benchmark_source,
         pins=unpinned_flag(),
+        registry=lambda wildcards: registry_entry(wildcards.bench),  # rerun trigger (helpers/data.smk)
+        data=benchmark_data,  # rerun trigger: the local file's sha256
     shell:
         """
         python -m brorl.benchmarks prepare \
@@ -56,6 +58,7 @@ rule generate_reasoning_gym:
         mem_mb=4096,
         runtime=30,
     params:
+        registry=lambda wildcards: registry_entry(f"rg_{wildcards.category}"),  # rerun trigger
         items_per_task=EVAL["reasoning_gym"]["items_per_task"],
         seed=EVAL["reasoning_gym"]["seed"],
         version=EVAL["reasoning_gym"]["version"],

@@ -85,7 +85,8 @@ rule score_samples:
     params:
         n=samples_of,
         max_items=max_items_flag(),
-        verifier_sha256=code_sha256("scoring"),  # rerun trigger only: a verifier change rescores
+        code_timeout_s=EVAL["code"]["timeout_s"],  # the code verifier's limits (evaluation.code)
+        code_memory_mb=EVAL["code"]["memory_mb"],
         # model-written code runs under bubblewrap, or not at all unless the config accepts weaker isolation
         unsandboxed="--allow-unsandboxed" if EVAL["allow_unsandboxed_code"] else "",
     shell:
@@ -96,6 +97,8 @@ rule score_samples:
             --n {params.n} \
             {params.max_items:q} {params.unsandboxed} \
             --workers {threads} \
+            --code-timeout-s {params.code_timeout_s} \
+            --code-memory-mb {params.code_memory_mb} \
             --out {output:q} \
             >{log:q} 2>&1
         """

@@ -117,7 +117,8 @@ rule score_probe:
         runtime=120,
     params:
         n=PROBE["samples"],
-        verifier_sha256=code_sha256("scoring"),  # rerun trigger only: a verifier change rescores
+        code_timeout_s=EVAL["code"]["timeout_s"],  # the code verifier's limits (evaluation.code)
+        code_memory_mb=EVAL["code"]["memory_mb"],
     shell:
         """
         python -m brorl.evaluation score \
@@ -125,6 +126,8 @@ rule score_probe:
             --samples {input.samples:q} \
             --n {params.n} \
             --workers {threads} \
+            --code-timeout-s {params.code_timeout_s} \
+            --code-memory-mb {params.code_memory_mb} \
             --out {output:q} \
             >{log:q} 2>&1
         """
@@ -186,13 +189,6 @@ rule analyse_probe:
         mem_mb=2048,
         runtime=10,
     params:
-        # rerun trigger: an edit of the code it runs
-        code=code_sha256(
-            "probe",
-            "analysis/figures.py",
-            "reporting/figure_points.py",
-            "reporting/tables.py",
-        ),
         samples=PROBE["samples"],
         start_step=config["base_model"]["start_step"],
         z=PROBE["noise_z"],
@@ -347,12 +343,6 @@ rule analyse_in_batch:
         mem_mb=2048,
         runtime=10,
     params:
-        code=code_sha256(
-            "probe",
-            "analysis/figures.py",
-            "reporting/figure_points.py",
-            "reporting/tables.py",
-        ),
         samples=PROBE["samples"],
         z=PROBE["noise_z"],
         engine=config["engine"],

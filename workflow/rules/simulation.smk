@@ -178,13 +178,6 @@ rule plot_simulation:
     resources:
         mem_mb=1024,
         runtime=10,
-    params:
-        # rerun trigger: a plotting edit redraws (the figure, the family it draws, its point count)
-        code=code_sha256(
-            "simulation/figure.py",
-            "simulation/claims.py",
-            "reporting/figure_points.py",
-        ),
     shell:
         """
         python -m brorl.simulation figure \
@@ -225,13 +218,6 @@ rule tabulate_n_grid:
         mem_mb=1024,
         runtime=10,
     params:
-        # rerun trigger: the grid, the final rows it reads, its table and figure helpers
-        code=code_sha256(
-            "simulation/n_grid.py",
-            "simulation/claims.py",
-            "reporting/tables.py",
-            "reporting/figure_points.py",
-        ),
         mark=training_sweep_n(),
     shell:
         """
@@ -276,13 +262,6 @@ rule tabulate_simulation:
         mem_mb=1024,
         runtime=10,
     params:
-        # rerun trigger: the claims (with the figure-axes check they call), the sensitivity table and the table writer
-        code=code_sha256(
-            "simulation/claims.py",
-            "simulation/figure_axes.py",
-            "simulation/sensitivity.py",
-            "reporting/tables.py",
-        ),
         near_zero_rel_tol=SIM["claims"]["near_zero_rel_tol"],
         full_improvement_pct=SIM["claims"]["full_improvement_pct"],
         sensitivity_tables=sensitivity_table_flags,

@@ -10,17 +10,11 @@
 #   results/train/{arm}/run/                    the engine's working state (resume after interruption; not an output)
 # params.recipe holds only what the weights depend on, so editing labels, evaluation or analysis settings never
 # retrains; changing the recipe of an arm with a run folder stops with an error instead of mixing two recipes.
-# The engines' operational keys (polling, watchdog, prompt-file size, checkpoints kept, partition, threads) reach
-# them in BRORL_TRAIN_OPERATIONS, also not params (helpers/train.smk): tuning them mid-run reruns nothing.
-# Experiment tracking (config `logging`, docs/stages.md#experiment-tracking) reaches train_ppo's jobs in the
-# environment: BRORL_TRACKING (set by helpers/train.smk; not params, so editing it never retrains) and
-# WANDB_API_KEY, read from the environment only, never params or the config, and declared when it is set, like
-# HF_TOKEN (model.smk), so that executors that do not inherit the environment pass both on.
-envvars:
-    "BRORL_TRACKING",
-    "BRORL_TRAIN_OPERATIONS",
-
-
+# The engines' operational keys (polling, watchdog, prompt-file size, checkpoints kept, partition, threads) and
+# experiment tracking (config `logging`, docs/stages.md#experiment-tracking) reach the jobs in the environment
+# (BRORL_TRAIN_OPERATIONS, BRORL_TRACKING: operational_env in helpers/train.smk), not params: tuning them mid-run
+# reruns nothing. WANDB_API_KEY is read from the environment only, never params or the config, and declared when it
+# is set, like HF_TOKEN (model.smk), so that executors that do not inherit the environment pass it on.
 if os.environ.get("WANDB_API_KEY"):
 
     envvars:

@@ -132,8 +132,11 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     probe = pd.read_csv(a.probe) if a.probe else None
     probe_arms = pd.read_csv(a.probe_arms) if a.probe_arms else None
     in_batch = (pd.read_csv(a.in_batch[0]), pd.read_csv(a.in_batch[1])) if a.in_batch else None
+    stale = json.loads(a.stale_code)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(render_summary(spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms, in_batch))
+    a.out.write_text(
+        render_summary(spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms, in_batch, stale)
+    )
     print(f"summary -> {a.out}")
 
 
@@ -205,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--in-batch", type=Path, nargs=2, default=None, help="the in-batch probe's table and between-arm test (CSV)"
     )
     m.add_argument("--patterns", type=Path, default=None, help="task_patterns.csv of the figures command")
+    m.add_argument(
+        "--stale-code",
+        default="{}",
+        help="JSON: arm -> files changed since it trained, or null where not recorded (brorl.operations.stale_code)",
+    )
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)
     return p

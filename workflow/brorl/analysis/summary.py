@@ -292,6 +292,28 @@ def demote_headings(markdown: str, below: int) -> str:
     return "\n".join("#" * shift + line if line.startswith("#") else line for line in markdown.splitlines())
 
 
+def stale_code_lines(stale: Mapping[str, list[str] | None], shown: int = 8) -> list[str]:
+    """A section naming the arms trained by code that has changed since (a code edit never reruns training), with
+    the changed files; nothing when every arm ran the current code."""
+    if not stale:
+        return []
+    lines = ["## Trained by older code", ""]
+    for arm, changed in sorted(stale.items()):
+        if changed is None:
+            lines.append(f"- `{arm}`: the code it was trained with is not recorded (trained before code records).")
+            continue
+        more = f" and {len(changed) - shown} more" if len(changed) > shown else ""
+        files = ", ".join(f"`{path}`" for path in changed[:shown])
+        lines.append(f"- `{arm}`: {files}{more} changed since it trained.")
+    lines += [
+        "",
+        "A code edit never reruns training (its weights are protected): the numbers below come from the code each arm "
+        "ran. Delete `results/train/<arm>` to retrain an arm with the current code.",
+        "",
+    ]
+    return lines
+
+
 def render_summary(
     spec: Mapping,
     table1: pd.DataFrame,
@@ -303,9 +325,11 @@ def render_summary(
     probe: pd.DataFrame | None = None,
     probe_arms: pd.DataFrame | None = None,
     in_batch: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    stale: Mapping[str, list[str] | None] | None = None,
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
+    lines += stale_code_lines(stale or {})
     lines += _learning(sig, spec, table1)
     lines += _main_claim(table1, spec, sig)
     lines += _simulation(claims)

@@ -48,6 +48,7 @@ def _cmd_score(a: argparse.Namespace) -> None:
         n=a.n,
         where=str(a.samples),
         reasoning_opened=reasoning_opened,
+        code_limits={"time_limit_s": a.code_timeout_s, "memory_mb": a.code_memory_mb},
     )
     write_scores(scores, a.out)
     errors = int(scores["error"].notna().sum())
@@ -128,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--n", type=int, default=None, help="samples per item (default: the most any item has)")
     s.add_argument("--workers", type=int, default=2, help="scoring worker processes")
     s.add_argument("--timeout-s", type=float, default=None, help="hard timeout per call (default: each scorer's)")
+    s.add_argument("--code-timeout-s", type=float, default=5.0, help="code: seconds for all tests of one program")
+    s.add_argument("--code-memory-mb", type=int, default=2048, help="code: memory cap of each program's processes")
     s.add_argument("--out", required=True, type=Path, help="BENCH.scores.parquet")
     s.add_argument(
         "--allow-unsandboxed",

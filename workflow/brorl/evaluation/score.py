@@ -117,9 +117,11 @@ def score_samples(
     n: int | None = None,
     where: str = "samples",
     reasoning_opened: bool = False,
+    code_limits: dict | None = None,
 ) -> pd.DataFrame:
     """One score row per sample, in item order then sample_idx (coverage checked first). `reasoning_opened`: the
-    chat template opened <think>, so each response is scored with that tag (brorl.scoring.reasoning)."""
+    chat template opened <think>, so each response is scored with that tag (brorl.scoring.reasoning). `code_limits`:
+    the code verifier's time_limit_s and memory_mb (config evaluation.code; None: the verifier's defaults)."""
     from ..scoring import score_batch
     from ..scoring.reasoning import as_scored
 
@@ -129,7 +131,7 @@ def score_samples(
         as_scored("" if r is None or (isinstance(r, float) and r != r) else str(r), reasoning_opened)
         for r in samples["response"]
     ]
-    pairs = [(evaluation_item(by_id[i]), r) for i, r in zip(samples["id"].astype(str), responses)]
+    pairs = [(evaluation_item(by_id[i], code_limits), r) for i, r in zip(samples["id"].astype(str), responses)]
     results = score_batch(pairs, workers=workers, timeout_s=timeout_s, progress=progress)
     math_verify = [
         (bool(r.math_verify) if item.get("scorer") == "math" else pd.NA) for (item, _), r in zip(pairs, results)
@@ -149,12 +151,13 @@ def score_samples(
     )
 
 
-def evaluation_item(item: dict) -> dict:
+def evaluation_item(item: dict, code_limits: dict | None = None) -> dict:
     """The item as evaluation scores it. Code runs every test of the program in one sandboxed run (the training
-    reward's fraction mode, within the same time budget), so one run yields both verdicts: all tests passed, and
-    the fraction of tests passed."""
+    reward's fraction mode, within the limits of config evaluation.code), so one run yields both verdicts: all tests
+    passed, and the fraction of tests passed."""
     if item.get("scorer") == "code":
-        return {**item, "scorer_options": {**item.get("scorer_options", {}), "reward": "fraction"}}
+        options = {**item.get("scorer_options", {}), **(code_limits or {}), "reward": "fraction"}
+        return {**item, "scorer_options": options}
     return item
 
 

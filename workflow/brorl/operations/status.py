@@ -1,7 +1,7 @@
 """`make status` (`python -m brorl.operations.status`): where a run stands, read from its own records in a few seconds.
 
   per arm    the last committed step, segments done, the job holding its lease (results/train/<arm>/: run/metrics.jsonl,
-             segment<s>.json, run/lease.json, train.json)
+             segment<s>.json, run/lease.json, train.json), and whether it was trained by code that has changed since
   per stage  jobs done (Snakemake's metadata: .snakemake/metadata, one record per output), in progress
              (.snakemake/incomplete), and from Slurm's accounting (sacct, jobs whose working directory is this one)
              pending, running and failed, with where each failed job's logs are
@@ -133,11 +133,21 @@ def arm_lines(train_dir: Path, now: float) -> list[str]:
     return lines
 
 
+def stale_arm_lines(train_dir: Path) -> list[str]:
+    """The arms trained by code that has changed since (brorl.operations.stale_code): a code edit never retrains."""
+    from .rerun_policy import training_code
+    from .stale_code import stale_lines, stale_training
+
+    arms = sorted(p.name for p in train_dir.iterdir() if p.is_dir()) if train_dir.is_dir() else []
+    return stale_lines(stale_training(train_dir, arms, training_code()))
+
+
 def report(root: Path, rows: list[list[str]] | None) -> str:
     """The status text of the run in `root`."""
     now = time.time()
     out = ["Arms (results/train):"]
     out += ["  " + line for line in arm_lines(root / "results" / "train", now)] or ["  none started"]
+    out += ["  " + line for line in stale_arm_lines(root / "results" / "train")]
     stages, incomplete = snakemake_stages(root)
     if rows is not None:
         for rule, stage in slurm_stages(rows, str(root), root / "results" / "logs" / "slurm").items():

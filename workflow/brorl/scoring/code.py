@@ -40,6 +40,7 @@ Errors (Score.error): "no_code", "timeout", "memory", "runtime_error", "output_l
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import logging
 import marshal
@@ -341,9 +342,15 @@ main()
 
 
 def score_code(
-    item: dict, response: str, *, reward: str = "binary", time_limit_s: float = 5.0, limits: Limits | None = None
+    item: dict,
+    response: str,
+    *,
+    reward: str = "binary",
+    time_limit_s: float = 5.0,
+    memory_mb: int | None = None,
+    limits: Limits | None = None,
 ) -> Score:
-    """Run the program of `response` on `item["tests"]` in the sandbox; see the module docstring."""
+    """Run the program of `response` on `item["tests"]` in the sandbox (module docstring); `memory_mb`: a cap per process."""
     if reward not in ("binary", "fraction"):
         raise ValueError(f"reward must be 'binary' or 'fraction', got {reward!r}")
     code = extract_code(response)
@@ -362,7 +369,8 @@ def score_code(
         }
     )
     base = limits or Limits()
-    limits = Limits(**{**base.__dict__, "wall_s": time_limit_s + STARTUP_GRACE_S, "cpu_s": int(time_limit_s) + 2})
+    memory = {"memory_bytes": int(memory_mb) << 20} if memory_mb else {}
+    limits = dataclasses.replace(base, wall_s=time_limit_s + STARTUP_GRACE_S, cpu_s=int(time_limit_s) + 2, **memory)
     res = run_sandboxed(HARNESS, payload, limits)
     if res.timed_out:
         return failed("timeout")

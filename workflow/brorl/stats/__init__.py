@@ -6,6 +6,21 @@ benchmark) live in ``brorl.stats.units``; import that module explicitly. ``pytho
 whole analysis at the paper's size.
 """
 
-# the public names are those of brorl.stats.tests (its __all__)
-from .tests import *  # noqa: F403
-from .tests import __all__  # noqa: F401
+from .. import lazy_exports
+
+# the public names are those of brorl.stats.tests (its __all__), loaded on first use: a module that needs only the
+# standard errors (brorl.stats.stderr) does not run the tests' module, nor rerun when it changes
+# (docs/cluster.md#rerun-policy)
+_HOMES = {
+    "BootstrapCI": "tests",
+    "PairedTest": "tests",
+    "bootstrap_ci": "tests",
+    "bootstrap_distribution": "tests",
+    "grouped_paired_one_tailed": "tests",
+    "holm": "tests",
+    "holm_reject": "tests",
+    "paired_bootstrap_ci": "tests",
+    "paired_differences": "tests",
+    "paired_one_tailed": "tests",
+}
+__all__, __getattr__ = lazy_exports(__name__, _HOMES)

@@ -29,11 +29,14 @@ def engine(name: str) -> ModuleType:
 
 
 def cmd_segment(args: argparse.Namespace) -> None:
+    from brorl.operations.rerun_policy import training_code
+
     from .layout import record_layout
     from .lease import Lease
     from .segments import write_segment_manifest
     from .stop import Stopped, StopRequests
 
+    code = training_code()  # the code this job runs, recorded in its manifest (brorl.operations.stale_code)
     config = load_job_config(text_or_file(args.config))
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
@@ -62,7 +65,9 @@ def cmd_segment(args: argparse.Namespace) -> None:
             lease.keep()  # a requeue (same job id) keeps it; the retry of a stopped job takes it over
         else:
             lease.wait_for_contenders()  # a refused job's cleanup must not delete the manifest (brorl.training.lease)
-            write_segment_manifest(Path(args.manifest), plan, job.segment, records, job.out_dir / "run", extra)
+            write_segment_manifest(
+                Path(args.manifest), plan, job.segment, records, job.out_dir / "run", {**extra, "code": code}
+            )
     if unfinished and stop.reason:
         last = records[-1]["step"] if records else job.segment.first_step - 1
         raise Stopped(f"{args.arm} stopped after step {last} on {stop.reason}; step {last} is saved: the retry resumes")
@@ -76,7 +81,9 @@ def cmd_segment(args: argparse.Namespace) -> None:
 
 
 def exit_on_stop(args: argparse.Namespace) -> None:
-    """cmd_segment; a stop request answered at a step boundary ends the job with STOP_EXIT (brorl.training.stop)."""
+    """cmd_segment; a stop request answered at a step boundary ends the job with STOP_EXIT (brorl.training.stop), and
+    an error the engine expects with one `error: ...` line, as run_command ends the others. Only this subcommand
+    imports an engine: export and finish need neither torch nor OpenRLHF."""
     from .stop import STOP_EXIT, Stopped
 
     try:
@@ -84,6 +91,9 @@ def exit_on_stop(args: argparse.Namespace) -> None:
     except Stopped as stopped:
         print(f"stopped: {stopped}", file=sys.stderr, flush=True)
         sys.exit(STOP_EXIT)
+    except engine(args.engine).ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -211,7 +221,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from .lease import LeaseHeld
 
-    engine_errors = [error for name in ENGINES for error in engine(name).ERRORS]
     run_command(
         args,
         (
@@ -222,6 +231,5 @@ def main(argv: list[str] | None = None) -> None:
             TrackingError,
             FileNotFoundError,
             LeaseHeld,
-            *engine_errors,
         ),
     )

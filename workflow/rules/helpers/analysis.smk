@@ -5,8 +5,6 @@ from brorl.hub.checkpoint_identity import steps_note
 
 ANALYSIS = config["analysis"]
 ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
-# rerun trigger of every analysis rule: an edit of the analysis code reruns the stage
-ANALYSIS_CODE = code_sha256("analysis", "stats", "reporting/tables.py")
 
 
 def analysis_targets():

@@ -1,7 +1,12 @@
 # Input functions of the data stage (workflow/rules/data.smk).
+import hashlib
 import json
 
-from brorl.benchmarks.prepare import source_kind
+from snakemake.exceptions import WorkflowError
+
+from brorl.benchmarks.prepare import local_data_root, source_kind
+from brorl.operations.source_cache import cached
+from brorl.operations.source_digest import file_digest
 from brorl.hub.checkpoint_identity import start_identity_problem
 from brorl.hub.pin_gate import unpinned_of_run
 from brorl.hub.pin_lock import LOCK_NAME, read_lock_data
@@ -18,6 +23,41 @@ def data_targets():
 def benchmark_source(wildcards):
     """--source of prepare_benchmark: synthetic, local (the registry's file exists here) or hub (source_kind)."""
     return source_kind(BENCHMARKS[wildcards.bench])
+
+
+# What a benchmark's records are made from, as params (not inputs: Snakemake reruns on an input newer than its
+# output, so a copied or touched data file would rerun GPU generation): its parsed registry entry (seed, prompt
+# template, hub revision, fields; a comment changes nothing) and its local data file's sha256. A change reruns the
+# benchmark's preparation and everything downstream of it (docs/cluster.md#rerun-policy).
+def registry_entry(name):
+    """The digest of benchmark ``name``'s parsed registry entry (workflow/benchmarks/<file>.yaml)."""
+    spec = BENCHMARKS[name]
+    if spec.path is None:
+        return f"{name}: no registry file"
+    try:
+        return f"{spec.path.name} {file_digest(spec.path)}"
+    except (OSError, ValueError) as err:
+        raise WorkflowError(
+            f"benchmark {name}: its registry entry {spec.path} cannot be read: {err}"
+        ) from None
+
+
+def benchmark_data(wildcards):
+    """The sha256 of the local data file prepare_benchmark reads (source local), else what it is prepared from."""
+    spec = BENCHMARKS[wildcards.bench]
+    kind = source_kind(spec)
+    if kind != "local":
+        return kind
+    path = local_data_root() / spec.source("local").path
+    try:
+        digest = cached(
+            path, "sha256", lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
+        )
+    except OSError as err:
+        raise WorkflowError(
+            f"benchmark {wildcards.bench}: its local data file {path} cannot be read: {err}"
+        ) from None
+    return f"{path.name} sha256:{digest}"
 
 
 # The pin gate (brorl.hub.pins). Every hub source of this config that is not pinned to a commit is listed here as a

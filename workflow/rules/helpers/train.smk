@@ -20,6 +20,8 @@ from brorl.training.recipe import (
     split_operations,
 )
 from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
+from brorl.operations.rerun_policy import training_code
+from brorl.operations.stale_code import stale_lines, stale_training
 from brorl.smoke.gate import smoke_gate_problem
 
 TRAIN = config["training"]
@@ -40,11 +42,11 @@ if _shape:
     raise WorkflowError(_shape)
 TRAINED_ARMS = enabled_arms(config)
 PRESENTATION_KEYS = ("label", "description", "enabled")
-# config `logging` reaches the segment jobs through the environment (TRACKING_ENV, declared with `envvars:` in
-# train.smk), not params: tracking changes no weight, so editing it must never rerun (or, with protected outputs,
+# config `logging` reaches the segment jobs through the environment (TRACKING_ENV, operational_env in common.smk),
+# not params: tracking changes no weight, so editing it must never rerun (or, with protected outputs,
 # block) training. With W&B online, a missing WANDB_API_KEY stops the workflow here, before any job (the job checks
 # again: an executor may not pass it on).
-os.environ[TRACKING_ENV] = json.dumps(config["logging"], sort_keys=True)
+operational_env(TRACKING_ENV, json.dumps(config["logging"], sort_keys=True))
 if TRAINED_ARMS:
     check_key(Tracking.from_config(config["logging"]).wandb)
 
@@ -53,12 +55,22 @@ if TRAINED_ARMS:
 # training.segment_max_steps (or the arm's own) never renumbers, reruns or blocks its finished jobs.
 for note in freeze_layouts(config, Path("results/train")):
     print(f"note: {note}", file=sys.stderr)
+# Arms trained by code that has changed since (brorl.operations.stale_code): no code edit reruns training, so the
+# dry run, `make status` and SUMMARY.md (write_summary's param) say which arms and which files instead.
+STALE_TRAINING = (
+    stale_training(Path("results/train"), TRAINED_ARMS, training_code())
+    if TRAINED_ARMS
+    else {}
+)
+if workflow.is_main_process:
+    for note in stale_lines(STALE_TRAINING):
+        print(f"note: {note}", file=sys.stderr)
 # The operational keys of the engine sections (brorl.training.recipe.OPERATIONAL_KEYS: polling, watchdog, prompt
 # file size, checkpoints kept, the micro-batch partition, threads) change how a job runs, never its weights: they
-# reach train_ppo's jobs in BRORL_TRAIN_OPERATIONS (declared with envvars: in train.smk), not in params.recipe, so
+# reach train_ppo's jobs in BRORL_TRAIN_OPERATIONS (operational_env, common.smk), not in params.recipe, so
 # tuning them during a run reruns nothing (docs/cluster.md#rerun-policy).
 _RECIPE_TRAINING, _OPERATIONS = split_operations(TRAIN)
-os.environ[OPERATIONS_ENV] = json.dumps(_OPERATIONS, sort_keys=True)
+operational_env(OPERATIONS_ENV, json.dumps(_OPERATIONS, sort_keys=True))
 # The smoke gate (brorl.smoke.gate): GPU training at paper scale waits for a passed GPU smoke run. A warning here
 # (-n and make plan stay usable); onstart (hooks.smk) stops a run whose jobs would train.
 SMOKE_GATE = smoke_gate_problem(config) if TRAINED_ARMS else ""

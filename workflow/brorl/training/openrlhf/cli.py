@@ -68,23 +68,26 @@ def cmd_prompts(args: argparse.Namespace) -> None:
     print(f"{args.arm}: {summary['prompts']} prompts ({summary['passes']} pass(es) of the mix) for OpenRLHF")
 
 
+def _common_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments cluster-check and cluster-command share."""
+    p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
+    p.add_argument("--start-model", default="resources/models/start", help="the model training starts from")
+    p.add_argument("--train-data", default="resources/train/mix.jsonl", help="the prepared train mix")
+    p.add_argument("--out-dir", default="results/train/ARM", help="results/train/<arm>")
+
+
 def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
-    """Register cluster-check and cluster-command on `python -m brorl.training`'s subparsers."""
-    for name, func, help_text in (
-        ("cluster-check", cmd_cluster_check, "validate the config and parse every OpenRLHF command"),
-        ("cluster-command", cmd_cluster_command, "print one segment's OpenRLHF command"),
-    ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
-        p.add_argument("--start-model", default="resources/models/start", help="the model training starts from")
-        p.add_argument("--train-data", default="resources/train/mix.jsonl", help="the prepared train mix")
-        p.add_argument("--out-dir", default="results/train/ARM", help="results/train/<arm>")
-        if name == "cluster-check":
-            p.add_argument("--arms", nargs="*", default=None, help="arms to check (default: the enabled ones)")
-        else:
-            p.add_argument("--arm", required=True)
-            p.add_argument("--segment", type=int, required=True)
-        p.set_defaults(func=func)
+    """Register cluster-check, cluster-command and prompts on `python -m brorl.training`'s subparsers (each bound
+    with set_defaults(func=...), which the rerun derivation reads: brorl.operations.source_closure)."""
+    p = sub.add_parser("cluster-check", help="validate the config and parse every OpenRLHF command")
+    _common_arguments(p)
+    p.add_argument("--arms", nargs="*", default=None, help="arms to check (default: the enabled ones)")
+    p.set_defaults(func=cmd_cluster_check)
+    p = sub.add_parser("cluster-command", help="print one segment's OpenRLHF command")
+    _common_arguments(p)
+    p.add_argument("--arm", required=True)
+    p.add_argument("--segment", type=int, required=True)
+    p.set_defaults(func=cmd_cluster_command)
     p = sub.add_parser("prompts", help="write an arm's OpenRLHF prompt file (before its first GPU job)")
     p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
     p.add_argument("--arm", required=True)
