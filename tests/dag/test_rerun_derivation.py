@@ -275,3 +275,60 @@ def test_the_oracle_records_a_jobs_imports_and_flags_what_its_closure_lacks(tmp_
     # a module no closure of that command holds is reported
     (folder / "1.jsonl").write_text(json.dumps({"job": "brorl.analysis tables", "module": "brorl.scoring.code"}) + "\n")
     assert outside_closure(folder) == {"brorl.analysis tables": ["brorl.scoring.code"]}
+
+
+# ------------------------------------------------------------------------------------------------ stale code
+def test_arms_trained_by_older_code_are_named_with_the_files_changed(tmp_path):
+    from brorl.operations.stale_code import stale_lines, stale_training
+
+    current = {"brorl/a.py": "1", "brorl/b.py": "2"}
+    for arm, code in (("same", current), ("older", {"brorl/a.py": "0", "brorl/c.py": "3"}), ("unrecorded", None)):
+        (tmp_path / arm).mkdir()
+        (tmp_path / arm / "segment0.json").write_text(json.dumps({"code": code} if code else {"steps": []}))
+    (tmp_path / "fresh").mkdir()  # no finished segment: nothing to say
+    stale = stale_training(tmp_path, ["same", "older", "unrecorded", "fresh"], current)
+    assert stale == {"older": ["brorl/a.py", "brorl/b.py", "brorl/c.py"], "unrecorded": None}
+    lines = stale_lines(stale)
+    assert "arm older was trained by code that has changed since: brorl/a.py, brorl/b.py, brorl/c.py" in lines[0]
+    assert "not recorded" in lines[1]
+
+
+def test_outputs_of_exempt_rules_are_counted_by_the_code_comment_in_snakemakes_metadata(tmp_path):
+    from brorl.operations.stale_code import code_comment, keep_record, stale_output_lines, stale_outputs
+
+    old, new = {"brorl/g.py": "1"}, {"brorl/g.py": "2"}
+    keep_record(tmp_path, "a" * 12, old)
+    metadata = tmp_path / ".snakemake" / "metadata"
+    metadata.mkdir(parents=True)
+    records = [
+        ("generate_samples", code_comment("a" * 12)),  # older code, recorded
+        ("generate_samples", code_comment("b" * 12)),  # the current code
+        ("generate_probe", ""),  # made before code comments
+        ("score_samples", ""),  # not an exempt rule here
+    ]
+    for i, (rule, comment) in enumerate(records):
+        (metadata / f"r{i}").write_text(json.dumps({"rule": rule, "shellcmd": comment + "python -m brorl.x y"}))
+    stale = stale_outputs(tmp_path, {"generate_samples": ("b" * 12, new), "generate_probe": ("c" * 12, new)})
+    assert stale == {
+        "generate_samples": {"outputs": 1, "changed": ["brorl/g.py"]},
+        "generate_probe": {"outputs": 1, "changed": None},
+    }
+    lines = stale_output_lines(stale)
+    assert lines[0].startswith("1 output(s) of generate_samples were made by code that has changed since: brorl/g.py")
+    assert lines[1] == "outputs made before code records (the code that made them is not known): generate_probe 1"
+
+
+def test_summary_names_what_older_code_made_and_says_nothing_otherwise():
+    from brorl.analysis.summary import stale_code_lines
+
+    assert stale_code_lines({"arms": {}, "outputs": {}}) == []
+    text = "\n".join(
+        stale_code_lines(
+            {
+                "arms": {"prorl_n4": ["brorl/training/reward.py"]},
+                "outputs": {"generate_samples": {"outputs": 3, "changed": None}},
+            }
+        )
+    )
+    assert "- arm `prorl_n4`: `brorl/training/reward.py` changed." in text
+    assert "- 3 output(s) of `generate_samples`: made before code records." in text

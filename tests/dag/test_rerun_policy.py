@@ -219,22 +219,31 @@ def test_a_new_flag_in_a_rules_command_reruns_that_rule(faked):
 
 
 @pytest.mark.workflow
-def test_a_training_code_edit_reruns_no_training_and_names_the_arms_trained_by_older_code(faked):
+def test_an_exempt_rules_code_edit_reruns_nothing_and_names_what_older_code_made(faked):
     _, work, _ = faked
     arm = next(a["name"] for a in yaml.safe_load(TINY.read_text())["arms"] if a.get("enabled", True))
     manifest = work / "results" / "train" / arm / "segment0.json"
     kept, stat = manifest.read_bytes(), manifest.stat()
     manifest.write_text(json.dumps({"code": training_code()}))  # as a segment trained by the current code writes it
     os.utime(manifest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    exempt = {  # training, and GPU generation (whose command's first line names its code: kept in the metadata)
+        "workflow/brorl/training/embedded/advantages.py": behaviour_edit(".py"),
+        "workflow/brorl/generation/generate.py": behaviour_edit(".py"),
+    }
     try:
-        with edits(faked[0], {"workflow/brorl/training/embedded/advantages.py": behaviour_edit(".py")}):
+        with edits(faked[0], exempt):
             jobs, text = dry_run(faked)
     finally:
         manifest.write_bytes(kept)
         os.utime(manifest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    # SUMMARY.md is rewritten to say so (its param lists the stale arms); nothing trains again
+    # SUMMARY.md is rewritten to say so (its param lists what is stale); nothing trains or generates again
     assert set(jobs) == {"write_summary"}, jobs
     assert f"note: arm {arm} was trained by code that has changed since: brorl/training/embedded/advantages.py" in text
+    assert re.search(
+        r"note: \d+ output\(s\) of generate_samples were made by code that has changed since: "
+        r"brorl/generation/generate.py; a code edit never reruns generate_samples",
+        text,
+    ), text[-3000:]
 
 
 @pytest.mark.parametrize(

@@ -223,8 +223,9 @@ rule write_summary:
         in_batch=lambda wildcards, input: (
             ["--in-batch", *input.in_batch] if input.in_batch else []
         ),
-        # arms trained by code that has changed since (helpers/train.smk): SUMMARY.md is rewritten when this changes
-        stale_code=json.dumps(STALE_TRAINING, sort_keys=True),
+        # outputs of the exempt rules made by code that has changed since (reruns.smk): SUMMARY.md says so, and is
+        # rewritten when this changes
+        stale_code=lambda wildcards: json.dumps(STALE_CODE, sort_keys=True),
     shell:
         """
         python -m brorl.analysis summary \

@@ -292,23 +292,35 @@ def demote_headings(markdown: str, below: int) -> str:
     return "\n".join("#" * shift + line if line.startswith("#") else line for line in markdown.splitlines())
 
 
-def stale_code_lines(stale: Mapping[str, list[str] | None], shown: int = 8) -> list[str]:
-    """A section naming the arms trained by code that has changed since (a code edit never reruns training), with
-    the changed files; nothing when every arm ran the current code."""
-    if not stale:
+def stale_code_lines(stale: Mapping[str, Mapping], shown: int = 8) -> list[str]:
+    """A section naming the arms trained, and the other exempt rules' outputs made, by code that has changed since
+    (a code edit never reruns them), with the changed files; nothing when every output came from the current code.
+    ``stale``: {"arms": arm -> files or None, "outputs": rule -> {"outputs", "changed"}} (brorl.operations.stale_code).
+    """
+    arms, outputs = stale.get("arms", {}), stale.get("outputs", {})
+    if not arms and not outputs:
         return []
-    lines = ["## Trained by older code", ""]
-    for arm, changed in sorted(stale.items()):
-        if changed is None:
-            lines.append(f"- `{arm}`: the code it was trained with is not recorded (trained before code records).")
-            continue
+
+    def files(changed: list[str]) -> str:
         more = f" and {len(changed) - shown} more" if len(changed) > shown else ""
-        files = ", ".join(f"`{path}`" for path in changed[:shown])
-        lines.append(f"- `{arm}`: {files}{more} changed since it trained.")
+        return ", ".join(f"`{path}`" for path in changed[:shown]) + more
+
+    lines = ["## Made by older code", ""]
+    for arm, changed in sorted(arms.items()):
+        lines.append(
+            f"- arm `{arm}`: "
+            + ("the code it was trained with is not recorded." if changed is None else f"{files(changed)} changed.")
+        )
+    for rule, entry in sorted(outputs.items()):
+        what = f"- {entry['outputs']} output(s) of `{rule}`: "
+        lines.append(
+            what + ("made before code records." if entry["changed"] is None else f"{files(entry['changed'])} changed.")
+        )
     lines += [
         "",
-        "A code edit never reruns training (its weights are protected): the numbers below come from the code each arm "
-        "ran. Delete `results/train/<arm>` to retrain an arm with the current code.",
+        "A code edit never reruns training, what training starts from, or GPU generation: the numbers below come from "
+        "the code that made each output. Delete `results/train/<arm>` to retrain an arm, or add `--forcerun <rule>` "
+        "to remake a rule's outputs, with the current code.",
         "",
     ]
     return lines
@@ -325,7 +337,7 @@ def render_summary(
     probe: pd.DataFrame | None = None,
     probe_arms: pd.DataFrame | None = None,
     in_batch: tuple[pd.DataFrame, pd.DataFrame] | None = None,
-    stale: Mapping[str, list[str] | None] | None = None,
+    stale: Mapping[str, Mapping] | None = None,
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]

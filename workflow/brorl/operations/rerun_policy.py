@@ -115,11 +115,16 @@ def check_exemptions(rules: Iterable[str]) -> None:
         )
 
 
-def add_triggers(rules: Iterable) -> None:
-    """Append each Snakemake rule's trigger params (``rule.set_params``); RerunPolicyError naming the first rule
-    whose trigger cannot be derived (a run:, script: or wrapper rule, or a command outside the package)."""
+def add_triggers(rules: Iterable) -> dict[str, tuple[str, dict[str, str], list]]:
+    """Append each Snakemake rule's trigger params (``rule.set_params``); an exempt rule's command gets instead a
+    first line naming its code's digest (brorl.operations.stale_code.code_comment). Returns exempt rule -> (digest,
+    code, commands); RerunPolicyError naming the first rule whose trigger cannot be derived (a run:, script: or wrapper rule,
+    or a command outside the package)."""
+    from .stale_code import code_comment
+
     rules = list(rules)
     check_exemptions([rule.name for rule in rules])
+    exempt = {}
     for rule in rules:
         if rule.norun:
             continue  # a target rule (all, prepare_data): it runs nothing
@@ -128,7 +133,23 @@ def add_triggers(rules: Iterable) -> None:
                 f"rule {rule.name}: a run:, script: or wrapper rule, whose code the rerun trigger cannot derive: call "
                 "`python -m brorl.<stage>` from shell:"
             )
-        rule.set_params(*trigger_params(rule.name, rule.shellcmd))
+        if rule.name in EXEMPT_RULES:
+            commands = rule_commands(rule.name, rule.shellcmd)
+            code = code_sources(commands)
+            exempt[rule.name] = (code_digest(code), code, commands)
+            rule.shellcmd = code_comment(exempt[rule.name][0]) + rule.shellcmd.lstrip("\n")
+        else:
+            rule.set_params(*trigger_params(rule.name, rule.shellcmd))
+    return exempt
+
+
+def current_code(commands: Mapping[str, list]) -> dict[str, tuple[str, dict[str, str]]]:
+    """Rule -> (digest, code) of the code each rule's commands run now."""
+    current = {}
+    for rule, pairs in commands.items():
+        code = code_sources([tuple(pair) for pair in pairs])
+        current[rule] = (code_digest(code), code)
+    return current
 
 
 def training_code() -> dict[str, str]:

@@ -5,6 +5,7 @@ another way (named in NOT_CODE, with how)."""
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,13 +14,10 @@ REPO = WORKFLOW.parent
 
 # Folders whose files run as code or are read as data by the package: a named path under one is hashed.
 CODE_ROOTS = ("workflow/brorl", "workflow/scripts", "workflow/rehearsal", "workflow/stubs")
-# Paths a module names that are not code, and how each reaches the rules instead.
+# Paths under the workflow folder that a module names and that are not code, and how each reaches the rules instead.
+# (Paths outside it are never code: the config and profiles reach rules as params, outputs and local data files as
+# inputs or params; they are not followed.)
 NOT_CODE = {
-    "config.yaml": "the config reaches each rule through its params",
-    "Snakefile": "the workflow itself: each rule's command is hashed with the rule",
-    "profiles": "scheduling and resources: no result depends on them",
-    "results": "outputs, not code",
-    "data": "a local benchmark file reaches prepare_benchmark as its sha256 (a param)",
     "workflow/schemas": "the schemas' defaults reach the rules filled into their params",
     "workflow/benchmarks": "each benchmark's parsed registry entry is a param of its preparation",
     "workflow/.cache": "the rerun derivation's own cache of what it read (brorl.operations.source_cache)",
@@ -47,21 +45,21 @@ def _first_existing(candidates: Iterable[Path]) -> list[Path]:
 
 
 def named_paths(path: Path, nodes: list[ast.AST]) -> set[Path]:
-    """Existing files and folders these nodes (every node, already walked) of the file ``path`` name: string chains (``X / "a" / "b"``, tried
-    from the workflow folder, the repository and the file's folder), and string constants naming a file beside it
-    (``with_name("paper_results.yaml")``)."""
+    """Existing files and folders these nodes (every node, already walked) of the file ``path`` name under the
+    workflow folder: string chains (``X / "a" / "b"``, tried from the workflow folder and the file's folder), and
+    string constants naming a file beside it (``with_name("paper_results.yaml")``)."""
     found: set[Path] = set()
     divisions = [n for n in nodes if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
     inner = {id(n.left) for n in divisions}  # a chain is read from its outermost division only
     for node in divisions:
         parts = None if id(node) in inner else _path_parts(node)
         if parts:
-            found.update(_first_existing(root.joinpath(*parts) for root in (WORKFLOW, REPO, path.parent)))
+            found.update(_first_existing(root.joinpath(*parts) for root in (WORKFLOW, path.parent)))
     for node in nodes:
         text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
         if 0 < len(text) < 80 and "/" not in text and "." in text.strip(".") and not text.endswith(".py"):
             found.update(_first_existing([path.parent / text]))
-    return {p.resolve() for p in found}
+    return {p.resolve() for p in found if p.resolve().is_relative_to(WORKFLOW)}
 
 
 def _root_of(found: Path) -> str | None:
@@ -82,7 +80,7 @@ def code_paths(path: Path, nodes: list[ast.AST]) -> set[Path]:
             files.add(found)
         elif root is None:
             raise ClosureError(
-                f"{path.relative_to(REPO)} names {found}, which the rerun derivation cannot place: code under "
+                f"{os.path.relpath(path, REPO)} names {found}, which the rerun derivation cannot place: code under "
                 + ", ".join(CODE_ROOTS)
                 + " (hashed), or an entry of NOT_CODE (brorl.operations.source_paths) saying how it reaches the rules"
             )

@@ -133,13 +133,17 @@ def arm_lines(train_dir: Path, now: float) -> list[str]:
     return lines
 
 
-def stale_arm_lines(train_dir: Path) -> list[str]:
-    """The arms trained by code that has changed since (brorl.operations.stale_code): a code edit never retrains."""
-    from .rerun_policy import training_code
-    from .stale_code import stale_lines, stale_training
+def stale_code_lines(root: Path) -> list[str]:
+    """The arms trained, and the other exempt rules' outputs made, by code that has changed since
+    (brorl.operations.stale_code): a code edit never reruns them."""
+    from .rerun_policy import current_code, training_code
+    from .stale_code import kept_commands, stale_lines, stale_output_lines, stale_outputs, stale_training
 
+    train_dir = root / "results" / "train"
     arms = sorted(p.name for p in train_dir.iterdir() if p.is_dir()) if train_dir.is_dir() else []
-    return stale_lines(stale_training(train_dir, arms, training_code()))
+    commands = {rule: c for rule, c in kept_commands(root).items() if rule != "train_ppo"}
+    lines = stale_lines(stale_training(train_dir, arms, training_code()))
+    return lines + stale_output_lines(stale_outputs(root, current_code(commands)))
 
 
 def report(root: Path, rows: list[list[str]] | None) -> str:
@@ -147,7 +151,9 @@ def report(root: Path, rows: list[list[str]] | None) -> str:
     now = time.time()
     out = ["Arms (results/train):"]
     out += ["  " + line for line in arm_lines(root / "results" / "train", now)] or ["  none started"]
-    out += ["  " + line for line in stale_arm_lines(root / "results" / "train")]
+    stale = stale_code_lines(root)
+    if stale:
+        out += ["Made by code that has changed since (docs/cluster.md#rerun-policy):"] + ["  " + line for line in stale]
     stages, incomplete = snakemake_stages(root)
     if rows is not None:
         for rule, stage in slurm_stages(rows, str(root), root / "results" / "logs" / "slurm").items():

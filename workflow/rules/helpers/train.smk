@@ -20,8 +20,6 @@ from brorl.training.recipe import (
     split_operations,
 )
 from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
-from brorl.operations.rerun_policy import training_code
-from brorl.operations.stale_code import stale_lines, stale_training
 from brorl.smoke.gate import smoke_gate_problem
 
 TRAIN = config["training"]
@@ -55,16 +53,6 @@ if TRAINED_ARMS:
 # training.segment_max_steps (or the arm's own) never renumbers, reruns or blocks its finished jobs.
 for note in freeze_layouts(config, Path("results/train")):
     print(f"note: {note}", file=sys.stderr)
-# Arms trained by code that has changed since (brorl.operations.stale_code): no code edit reruns training, so the
-# dry run, `make status` and SUMMARY.md (write_summary's param) say which arms and which files instead.
-STALE_TRAINING = (
-    stale_training(Path("results/train"), TRAINED_ARMS, training_code())
-    if TRAINED_ARMS
-    else {}
-)
-if workflow.is_main_process:
-    for note in stale_lines(STALE_TRAINING):
-        print(f"note: {note}", file=sys.stderr)
 # The operational keys of the engine sections (brorl.training.recipe.OPERATIONAL_KEYS: polling, watchdog, prompt
 # file size, checkpoints kept, the micro-batch partition, threads) change how a job runs, never its weights: they
 # reach train_ppo's jobs in BRORL_TRAIN_OPERATIONS (operational_env, common.smk), not in params.recipe, so
