@@ -8,10 +8,19 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # checkouts (whose editable install points at one of them)
 export PYTHONPATH := $(CURDIR)/workflow$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help setup sandbox demo report evaluate status driver-job test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
+.PHONY: help setup sandbox config-messages demo report evaluate status driver-job test test-fast lint bench-sim bench-scoring bench-train bench-partition slurm-env slurm-up slurm-down slurm-ci plan dry-run submit rehearsal smoke pin
 
 ## Build the local environment (.venv) from the pins; later targets reuse it.
-setup: $(STAMP) sandbox
+setup: $(STAMP) sandbox config-messages
+
+# Snakemake reads --configfile files before the Snakefile: a .pth file makes its messages for a file it cannot load
+# name the file, line and fix (workflow/scripts/driver_site/brorl_snakemake_messages.py), in .venv and .venv-slurm.
+MESSAGES_PTH = $(CURDIR)/workflow/scripts/driver_site
+define write_messages_pth
+	$(1)/bin/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'brorl_snakemake_messages.pth').write_text('$(MESSAGES_PTH)\nimport brorl_snakemake_messages\n')"
+endef
+config-messages: $(STAMP)
+	@$(call write_messages_pth,$(VENV))
 
 # Code verification runs untrusted programs under bubblewrap with the system's /usr/bin/python3 (Debian packages
 # `bubblewrap`, `python3-minimal`). Installed here when we may (root with apt-get); otherwise the scorer falls
@@ -51,9 +60,10 @@ report: setup
 	  --snakemake $(if $(filter slurm,$(REPORT_PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake) \
 	  -- $(SUBMIT_ARGS)
 
-## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are.
+## Run the embedded default (tiny preset, CPU) end to end and say where the outputs are. ARGS= goes to Snakemake;
+## its --configfile files are merged over the tiny preset (`make demo ARGS='--configfile over.yaml'`).
 demo: setup
-	snakemake --profile profiles/local
+	snakemake --profile profiles/local $(subst --configfile,--configfile workflow/presets/tiny.yaml,$(ARGS))
 	@$(VENV)/bin/python -m brorl.reporting.outputs results
 
 # Three pytest-xdist workers on 2 cores: much of the suite waits on subprocesses (Slurm jobs, Snakemake, vLLM start-up);
@@ -104,6 +114,7 @@ $(SLURM_STAMP): Makefile
 	$(SLURM_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
 	$(SLURM_VENV)/bin/python -m pip install --quiet snakemake==9.27.1 snakemake-executor-plugin-slurm==2.8.0 \
 	  snakemake-executor-plugin-slurm-jobstep==0.6.1 jsonschema==4.25.1 pyyaml==6.0.3
+	@$(call write_messages_pth,$(SLURM_VENV))
 	touch $(SLURM_STAMP)
 
 ## A real local Slurm for the tests (root + apt only: 8 emulated 8-GPU nodes, a CPU node, slurmdbd for sacct).

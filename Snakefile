@@ -28,7 +28,10 @@ if PACKAGE_DIR not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         )
     )
 
+from snakemake.exceptions import WorkflowError
+
 from brorl.config import validate_config
+from brorl.operations.run_profile import lost_preset
 from brorl.hub.pin_lock import apply_lock_file
 
 
@@ -38,6 +41,9 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 # Fill schema defaults in place and check every key: a bad config stops here, before any job, naming the key.
 validate_config(config)
+# A profile that runs a preset (profiles/local: the tiny one) loses it to a --configfile on the command line: refused.
+if lost_preset(config, workflow.config_settings.configfiles):
+    raise WorkflowError(lost_preset(config, workflow.config_settings.configfiles))
 # Branch names resolved to commits by `make pin` (pins.lock.yaml beside this file, when present: brorl.hub.pin_lock).
 for _key in apply_lock_file(config, Path(workflow.basedir)):
     print(f"note: {_key} pinned by pins.lock.yaml", file=sys.stderr)

@@ -59,5 +59,5 @@ def test_the_report_shows_arms_stages_and_what_a_dead_driver_left(tmp_path):
     assert "a: step 3/16, segments done 1; training: Slurm job 15 on gpu01 (segment 1" in text
     assert "export_checkpoint: 2 done, 0 pending, 0 running" in text
     assert "train_ppo: 0 done, 0 pending, 1 running" in text
-    assert "results/train/a/segment1.json" in text.split("rerun with --rerun-incomplete")[1]
+    assert "results/train/a/segment1.json" in text.split("the next run redoes them")[1]
     assert "no Slurm accounting here" in report(tmp_path, None)

@@ -202,6 +202,41 @@ def test_a_registry_edit_reruns_its_benchmark_and_everything_after_it_but_not_tr
 
 
 @pytest.mark.workflow
+def test_a_registry_entry_no_config_uses_reruns_nothing(faked):
+    registry = faked[0] / "workflow" / "benchmarks"
+    unused = registry / "unused_sums.yaml"
+    unused.write_text(
+        (registry / "synthetic_sums.yaml").read_text().replace("name: synthetic_sums", "name: unused_sums")
+    )
+    try:
+        assert planned(faked) == {}
+    finally:
+        unused.unlink()
+
+
+@pytest.mark.workflow
+def test_a_damaged_checkpoint_is_named_before_any_job_reads_it(faked):
+    _, work, _ = faked
+    arm = next(a["name"] for a in yaml.safe_load(TINY.read_text())["arms"] if a.get("enabled", True))
+    step = work / "results" / "train" / arm / "step16"
+    kept, stat = step.read_bytes(), step.stat()  # the faked run's checkpoint is a file: a real one is a folder
+    step.unlink()
+    step.mkdir()
+    (step / "brorl_manifest.json").write_text(json.dumps({"files": {"model.safetensors": {"bytes": 10}}}))
+    try:
+        _, text = dry_run(faked)
+    finally:
+        for path in step.iterdir():
+            path.unlink()
+        step.rmdir()
+        step.write_bytes(kept)
+        os.utime(step, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert f"warning: trained checkpoint(s) damaged since they were exported: results/train/{arm}/step16: " in text
+    assert "model.safetensors is listed in brorl_manifest.json but missing" in text
+    assert f"rm -rf results/train/{arm}/step16" in text
+
+
+@pytest.mark.workflow
 def test_an_edit_of_code_training_starts_from_reruns_no_training(faked):
     # the tiny benchmarks' generator: also the warm start's and the training mix's (exempt: they feed training)
     with edits(faked[0], {"workflow/brorl/benchmarks/synthetic.py": behaviour_edit(".py")}):

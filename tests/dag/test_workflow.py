@@ -175,6 +175,39 @@ def test_a_bad_config_stops_snakemake_before_any_job_naming_the_key(tmp_path, ov
     assert "Building DAG" not in text and "rule simulate" not in text
 
 
+@pytest.mark.workflow
+def test_the_local_profile_refuses_a_configfile_that_replaced_its_preset(tmp_path):
+    over = write_yaml(tmp_path / "over.yaml", {"evaluation": {"seed": 0}})
+    proc = snakemake("-n", "--profile", "profiles/local", "--directory", tmp_path, "--configfile", over)
+    text = output_of(proc)
+    assert proc.returncode != 0 and "Job stats" not in text, text[-3000:]
+    assert "replaced it" in text and f"--configfile workflow/presets/tiny.yaml {over}" in text, text[-3000:]
+    fixed = snakemake("-n", "--profile", "profiles/local", "--directory", tmp_path, "--configfile", TINY, over)
+    assert fixed.returncode == 0 and "collect_evaluation" in job_counts(fixed), output_of(fixed)[-3000:]
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("evaluation: {seed: 0\n  bad: [\n", r"over\.yaml, line 2, column \d+: not valid YAML"),
+        ("", r"over\.yaml is empty: give it keys at top level"),
+        (None, r"config file .*nonexistent\.yaml does not exist \(workflow/presets/ holds: .*tiny\.yaml"),
+    ],
+    ids=["yaml-syntax", "empty", "missing"],
+)
+@pytest.mark.workflow
+def test_a_config_file_snakemake_cannot_load_is_named_with_its_line_and_fix(tmp_path, text, words):
+    # Snakemake reads --configfile files before the Snakefile; the environment's hook words its errors
+    # (workflow/scripts/driver_site/brorl_snakemake_messages.py, installed by make setup)
+    path = tmp_path / ("over.yaml" if text is not None else "nonexistent.yaml")
+    if text is not None:
+        path.write_text(text)
+    proc = snakemake("-n", "--directory", tmp_path, "--configfile", path)
+    out = output_of(proc)
+    assert proc.returncode != 0 and re.search(words, out), out[-2000:]
+    assert "Traceback" not in out, out[-2000:]
+
+
 # --------------------------------------------------------------------------------------------- lint and format
 def test_snakefmt_check_is_clean():
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}

@@ -5,13 +5,16 @@ offline benchmarks) that is then up to date and resumes from its generation shar
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import itertools
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +26,7 @@ from brorl.config import load_yaml_config
 from brorl.evaluation.passk import ks_for, pass_at_k, pass_at_k_from_scores
 from brorl.evaluation.score import EvaluationError, check_coverage
 from brorl.evaluation.summary import collect, summarize
-from helpers import CONFIG, SHORT_WARM_START, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
+from helpers import BIN, CONFIG, SHORT_WARM_START, TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
@@ -527,9 +530,9 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         kept = {p: p.stat().st_mtime_ns for p in shards if p != victim and p.suffix == ".parquet"}
         victim.unlink()
         (eval_dir / "synthetic_math.samples.parquet").unlink()
-        # Snakemake does not rebuild a missing intermediate file whose consumers are complete: ask for it by name
-        samples_file = "results/eval/base/step0/synthetic_math.samples.parquet"
-        resumed = snakemake(samples_file, "collect_evaluation", *args, cwd=repo)
+        # every per-checkpoint output is a target: the plain command remakes a deleted one (Snakemake alone would not
+        # rebuild a missing intermediate file whose consumers are complete)
+        resumed = snakemake(*args, cwd=repo)
         text = output_of(resumed)
         assert resumed.returncode == 0, text[-8000:]
         assert victim.is_file() and all(p.stat().st_mtime_ns == t for p, t in kept.items())
@@ -540,10 +543,11 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
         log = (tmp_path / "results/logs/generate_samples/base/step0/all_benchmarks.log").read_text()
         assert f"1 of {len(kept) + 1} shard(s) to generate" in log, log[-3000:]
         assert len(pd.read_parquet(eval_dir / "synthetic_math.samples.parquet")) == 48
+        check_lost_scores_are_remade(repo, tmp_path, args)
 
         # A verifier change reruns scoring (and what reads the scores), never generation.
         verifier = repo / "workflow" / "brorl" / "scoring" / "math" / "__init__.py"
-        verifier.write_text(verifier.read_text() + "\n# a verifier edit\n")
+        verifier.write_text(verifier.read_text() + "\n_A_VERIFIER_EDIT = 1\n")  # behaviour, not a comment
         changed = job_counts(snakemake("-n", *args, cwd=repo))
         assert changed.get("score_samples") == 2 * (1 + len(TINY_MODELS)), changed  # start + models
         assert "generate_samples" not in changed and "build_tiny_model" not in changed, changed
@@ -554,6 +558,41 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
             os.environ.pop("BRORL_DATA_ROOT", None)
         else:
             os.environ["BRORL_DATA_ROOT"] = env_data_root
+
+
+def check_lost_scores_are_remade(repo: Path, work: Path, args: tuple) -> None:
+    """A deleted scores file, and one whose job was killed with the driver (docs/cluster.md#after-a-failure), are
+    remade equal by the plain command (after --unlock for the kill)."""
+    scores = work / "results/eval/base/step0/synthetic_math.scores.parquet"
+    before = pd.read_parquet(scores)
+    scores.unlink()
+    remade = snakemake(*args, cwd=repo)
+    assert remade.returncode == 0 and job_counts(remade).get("score_samples") == 1, output_of(remade)[-4000:]
+    pd.testing.assert_frame_equal(pd.read_parquet(scores), before)
+
+    # kill the driver and its jobs while the scoring job runs: its output, deleted at the job's start, stays missing
+    rel = scores.relative_to(work).as_posix()
+    marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(rel.encode()).decode()
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+    driver = subprocess.Popen(
+        [str(BIN / "snakemake"), rel, "--forcerun", "score_samples", *map(str, args)],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (marker.exists() and not scores.exists()) and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.2)
+    assert marker.exists() and driver.poll() is None, "the scoring job did not start"
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert not scores.exists()
+    assert snakemake("--unlock", *args, cwd=repo).returncode == 0
+    rerun = snakemake(*args, cwd=repo)
+    assert rerun.returncode == 0, output_of(rerun)[-4000:]
+    pd.testing.assert_frame_equal(pd.read_parquet(scores), before)
 
 
 def check_make_evaluate(work: Path, override: Path) -> None:

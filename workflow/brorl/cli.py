@@ -4,9 +4,26 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
+import tempfile
 from pathlib import Path
+
+# a full disk, a quota, a read-only or forbidden folder: one line naming the file instead of a traceback
+STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def writable_problem(out: Path | str) -> str:
+    """Why ``out`` cannot be written ("" when it can): checked before a long job's work, so nothing is lost."""
+    folder = Path(out).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as err:
+        return f"{folder}: cannot write there ({err.strerror}): nothing was done; fix the folder and rerun"
+    return ""
 
 
 def run_command(
@@ -16,6 +33,12 @@ def run_command(
     ``hard_exit``: leave without interpreter teardown (for stateless commands that read parquet, see below)."""
     try:
         args.func(args)
+    except OSError as err:
+        if err.errno not in STORAGE_ERRORS or isinstance(err, errors):
+            raise
+        where = err.filename or "an output file (the error did not say which)"
+        print(f"error: cannot write {where}: {err.strerror}; free space or fix the folder, then rerun", file=sys.stderr)
+        sys.exit(status)
     except errors as err:
         print(f"error: {err}", file=sys.stderr)
         if not hard_exit:
@@ -26,6 +49,14 @@ def run_command(
         # sometimes aborts the process (SIGABRT, "terminate called without an active exception": apache/arrow#34314),
         # which would replace this exit status; nothing is left to clean up on this path
         os._exit(status)
+
+
+def remake_hint(path: Path | str) -> str:
+    """How to recover from an output that cannot be read: "; delete <path>: ..." (every output of the workflow is a
+    target, so the plain command remakes it); "" for an engine's working state (run/), which nothing remakes."""
+    if "run" in Path(path).parts[:-1]:
+        return ""
+    return f"; delete {path}: the next run of the workflow remakes it"
 
 
 def text_or_file(value: str) -> str:

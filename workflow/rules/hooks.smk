@@ -24,6 +24,10 @@ onstart:
     )
     if _unpinned:
         raise WorkflowError(f"not started: {_unpinned}")
+    # trained checkpoints damaged since their export (helpers/train.smk): named before any job reads them
+    _broken = checkpoint_stop(workflow) if "checkpoint_stop" in globals() else ""
+    if _broken:
+        raise WorkflowError(f"not started: {_broken}")
     # the smoke gate (helpers/train.smk): GPU training waits for a passed GPU smoke run
     _smoke = smoke_gate_stop(workflow) if "smoke_gate_stop" in globals() else ""
     if _smoke:

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..hub.pins import UnpinnedRevisionError, require_pinned
 from ..hub.retry import call_hub
 from ..reporting.provenance import provenance, sha256_file
-from .records import RECORD_VERSION, write_records
+from .records import RECORD_VERSION, check_ids, write_records
 from .registry import BenchmarkSpec, Source
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -308,6 +308,7 @@ def prepare_from_file(
             f"{path}: {len(records)} rows for {spec.name!r} after filtering, expected {spec.expected_rows} "
             f"(key 'expected_rows' of {spec.path})"
         )
+    check_ids(records, path)  # a duplicate is named in the source, not in the output a failure deletes
     write_records(out, records)
     source_info = {
         "kind": source.kind,

@@ -117,7 +117,8 @@ def check_record(rec, where: str) -> dict:
     return rec
 
 
-def _check_ids(records: list[dict], path) -> None:
+def check_ids(records: list[dict], path) -> None:
+    """RecordError naming the line of the first id seen twice."""
     seen: dict[str, int] = {}
     for i, rec in enumerate(records, 1):
         if rec["id"] in seen:
@@ -143,7 +144,7 @@ def read_records(path: Path | str) -> list[dict]:
         records.append(check_record(rec, f"{path}:{lineno}"))
     if not records:
         raise RecordError(f"{path}: empty file, no records")
-    _check_ids(records, path)
+    check_ids(records, path)
     return records
 
 
@@ -158,7 +159,7 @@ def write_records(path: Path | str, records: Iterable[dict]) -> int:
     records = [check_record(dict(rec), f"{path}: record {i}") for i, rec in enumerate(records, 1)]
     if not records:
         raise RecordError(f"{path}: refusing to write an empty records file")
-    _check_ids(records, path)
+    check_ids(records, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:

@@ -14,6 +14,7 @@ from ..cli import run_command
 
 
 def _cmd_score(a: argparse.Namespace) -> None:
+    from ..cli import writable_problem
     from .score import (
         SAMPLE_COLUMNS,
         EvaluationError,
@@ -24,6 +25,8 @@ def _cmd_score(a: argparse.Namespace) -> None:
         write_scores,
     )
 
+    if writable_problem(a.out):  # before any sample is scored: the work would be lost
+        raise EvaluationError(writable_problem(a.out))
     items = load_items(a.benchmark, a.max_items)
     if any(item.get("scorer") == "code" for item in items):  # refuse before any model-written program runs
         from ..scoring.sandbox import isolation_mode, isolation_problem

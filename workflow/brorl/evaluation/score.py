@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..benchmarks.records import read_records
+from ..cli import remake_hint
 
 SAMPLE_COLUMNS = ("id", "sample_idx", "response", "n_tokens", "finish_reason")
 SCORE_COLUMNS = ("id", "sample_idx", "score", "correct", "error")
@@ -57,7 +58,7 @@ def read_table(path: Path | str, columns: tuple[str, ...], what: str) -> pd.Data
     try:
         df = pd.read_parquet(path)
     except Exception as e:  # pyarrow raises several types for a missing or corrupt file
-        raise EvaluationError(f"{path}: cannot read the {what}: {e}") from e
+        raise EvaluationError(f"{path}: cannot read the {what}: {e}{remake_hint(path)}") from e
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise EvaluationError(f"{path}: the {what} lack column(s) {', '.join(missing)} (have {', '.join(df.columns)})")

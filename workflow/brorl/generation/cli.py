@@ -10,7 +10,12 @@ from ..cli import run_command
 
 
 def _cmd_generate(a: argparse.Namespace) -> None:
-    from .generate import generate_many, generate_samples
+    from ..cli import writable_problem
+    from .generate import GenerationError, generate_many, generate_samples
+
+    problems = [writable_problem(out) for out in a.out]
+    if any(problems):  # before the engine starts: its work would be lost
+        raise GenerationError(next(p for p in problems if p))
 
     if len(a.benchmark) != len(a.out):
         raise ValueError(

@@ -147,6 +147,22 @@ def _verify_manifest(folder: Path, manifest: dict) -> None:
             )
 
 
+def quick_problem(folder: Path) -> str:
+    """What a glance at a model folder finds wrong against its manifest (a listed file missing, or of another size:
+    truncated), without hashing anything; "" when nothing is, or when the folder has no manifest."""
+    try:
+        files = json.loads((folder / MANIFEST_NAME).read_text()).get("files") or {}
+    except (OSError, ValueError, AttributeError):
+        return ""
+    for name, entry in sorted(files.items()):
+        target = folder / name
+        if not target.is_file():
+            return f"{folder}: {name} is listed in {MANIFEST_NAME} but missing"
+        if isinstance(entry, dict) and target.stat().st_size != entry.get("bytes", target.stat().st_size):
+            return f"{folder}: {name} has {target.stat().st_size} bytes, {MANIFEST_NAME} says {entry['bytes']}"
+    return ""
+
+
 def manifest_files(folder: Path) -> dict[str, dict]:
     """sha256 and size of every file under ``folder`` (recursively, the manifest itself excluded), sorted."""
     out = {}

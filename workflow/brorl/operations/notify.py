@@ -166,7 +166,8 @@ def error_message(workdir: str, log: str | Sequence[str] | None, failed: Sequenc
         lines.append("  (no job failed: the run stopped before or between jobs)")
     lines += [
         _log_line(log),
-        f"rerun (finished jobs are kept; incomplete outputs are redone): {rerun} --rerun-incomplete",
+        f"rerun (finished jobs are kept; interrupted and deleted outputs are remade): {rerun}",
+        "a job that failed on a file it cannot read names that file and its fix in its log (usually: delete it)",
     ]
     return "\n".join(lines)
 

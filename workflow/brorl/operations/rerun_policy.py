@@ -120,8 +120,6 @@ def add_triggers(rules: Iterable) -> dict[str, tuple[str, dict[str, str], list]]
     first line naming its code's digest (brorl.operations.stale_code.code_comment). Returns exempt rule -> (digest,
     code, commands); RerunPolicyError naming the first rule whose trigger cannot be derived (a run:, script: or wrapper rule,
     or a command outside the package)."""
-    from .stale_code import code_comment
-
     rules = list(rules)
     check_exemptions([rule.name for rule in rules])
     exempt = {}
@@ -150,6 +148,12 @@ def current_code(commands: Mapping[str, list]) -> dict[str, tuple[str, dict[str,
         code = code_sources([tuple(pair) for pair in pairs])
         current[rule] = (code_digest(code), code)
     return current
+
+
+def code_comment(digest: str) -> str:
+    """The first line of an exempt rule's command: which code it runs (a shell comment: it changes nothing; Snakemake
+    keeps the command in its metadata, where brorl.operations.stale_code reads it back)."""
+    return f"# code {digest}: recorded for stale-code notes (docs/cluster.md#rerun-policy)\n"
 
 
 def training_code() -> dict[str, str]:

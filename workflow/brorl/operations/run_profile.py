@@ -23,6 +23,21 @@ def profile_configfiles(profile: Path) -> list[Path]:
     return [Path(f) for f in ([files] if isinstance(files, str) else files)]
 
 
+def lost_preset(config: dict, configfiles: list) -> str:
+    """Why a run refuses its config files: its profile's preset (config profile_preset, set by profiles/local) is
+    not among them, because a --configfile on the command line replaced the profile's; "" when it is there."""
+    preset = config.get("profile_preset")
+    if not preset or any(Path(f).resolve() == (ROOT / preset).resolve() for f in configfiles):
+        return ""
+    given = " ".join(str(f) for f in configfiles) or "none"
+    return (
+        f"this profile runs the preset {preset}, but the command line's --configfile ({given}) replaced it (Snakemake "
+        f"replaces a profile's configfile), so the run would plan the paper's experiment: pass the preset first, "
+        f"--configfile {preset} {given if configfiles else ''}".rstrip()
+        + " (`make demo ARGS='--configfile over.yaml'` adds the preset itself)"
+    )
+
+
 def absolute_directory(snakemake_args: list[str], cwd: Path) -> list[str]:
     """Snakemake's arguments with its --directory/-d made absolute (Snakemake runs from the repository root)."""
     out, args = [], iter(snakemake_args)

@@ -14,7 +14,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .rerun_policy import changed_code
+from .rerun_policy import changed_code, code_comment
+
+__all__ = ["code_comment"]
 
 NOT_RECORDED = None  # an arm whose manifests predate code records (or cannot be read)
 
@@ -64,11 +66,6 @@ def stale_lines(stale: Mapping[str, list[str] | None], shown: int = 6) -> list[s
 # ------------------------------------------------------------------------------ the other exempt rules' outputs
 RECORDS = Path(".snakemake") / "brorl" / "code"  # <digest>.json: the code behind a digest (relative to the workdir)
 MARK = re.compile(r"^# code ([0-9a-f]{12})\b", flags=re.M)
-
-
-def code_comment(digest: str) -> str:
-    """The first line of an exempt rule's command: which code it runs (a shell comment: it changes nothing)."""
-    return f"# code {digest}: recorded for stale-code notes (docs/cluster.md#rerun-policy)\n"
 
 
 def keep_record(workdir: Path, digest: str, code: Mapping[str, str]) -> None:

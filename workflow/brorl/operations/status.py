@@ -35,6 +35,7 @@ class Stage:
     pending: int = 0
     running: int = 0
     failed: list[str] = field(default_factory=list)  # "job <id> <state>: <log>"
+    missing: list[str] = field(default_factory=list)  # outputs made before and deleted since
 
 
 # ----------------------------------------------------------------------------------------- pure: parsing
@@ -74,15 +75,21 @@ def decode_marker(name: str) -> str:
 
 # ----------------------------------------------------------------------------------------------------- I/O
 def snakemake_stages(root: Path) -> tuple[dict[str, Stage], list[str]]:
-    """Per rule, outputs Snakemake recorded as done; and the outputs marked in progress (or left by a dead driver)."""
+    """Per rule, outputs Snakemake recorded as done (and those of them missing now); and the outputs marked in
+    progress (or left by a dead driver)."""
     stages: dict[str, Stage] = defaultdict(Stage)
     done: Counter = Counter()
-    for record in (root / ".snakemake" / "metadata").rglob("*"):
+    metadata = root / ".snakemake" / "metadata"
+    for record in metadata.rglob("*"):
         if record.is_file():
             try:
-                done[json.loads(record.read_text()).get("rule", "?")] += 1
+                rule = json.loads(record.read_text()).get("rule", "?")
             except ValueError:
                 continue
+            done[rule] += 1
+            output = decode_marker(str(record.relative_to(metadata)))
+            if not (root / output).exists():
+                stages[rule].missing.append(output)
     for rule, count in done.items():
         stages[rule].done = count
     incomplete_dir = root / ".snakemake" / "incomplete"
@@ -163,12 +170,18 @@ def report(root: Path, rows: list[list[str]] | None) -> str:
     for rule in sorted(stages):
         s = stages[rule]
         counts = f"{s.done} done" + (f", {s.pending} pending, {s.running} running" if rows is not None else "")
-        out.append(f"  {rule}: {counts}" + (f", {len(s.failed)} failed" if s.failed else ""))
+        out.append(
+            f"  {rule}: {counts}"
+            + (f", {len(s.failed)} failed" if s.failed else "")
+            + (f", {len(s.missing)} missing (the plain command remakes them)" if s.missing else "")
+        )
         out += [f"    {line}" for line in s.failed]
+        out += [f"    missing: {path}" for path in sorted(s.missing)[:5]]
+        out += [f"    ... and {len(s.missing) - 5} more" for _ in [0] if len(s.missing) > 5]
     if rows is None:
         out.append("  (no Slurm accounting here: pending, running and failed jobs are not shown)")
     if incomplete:
-        out.append("Outputs in progress, or left by a driver that stopped (rerun with --rerun-incomplete):")
+        out.append("Outputs in progress, or left by a driver that stopped (the next run redoes them):")
         out += [f"  {path}" for path in incomplete]
     return "\n".join(out)
 

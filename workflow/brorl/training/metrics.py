@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..cli import remake_hint
+
 # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio;
 # 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions; 7: launch; 8: adv_rms, grad_norm (fields
 # added since 6 are read as null from older files)
@@ -77,11 +79,11 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     with path.open() as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
-                raise MetricsError(f"{path}:{number}: blank line")
+                raise MetricsError(f"{path}:{number}: blank line{remake_hint(path)}")
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise MetricsError(f"{path}:{number}: not JSON ({error})") from None
+                raise MetricsError(f"{path}:{number}: not JSON ({error}){remake_hint(path)}") from None
             for added in ("launch", "adv_rms", "grad_norm"):  # schema 6 had none of them, 7 no adv_rms, grad_norm
                 record.setdefault(added, None)
             validate_record(record, f"{path}:{number}")

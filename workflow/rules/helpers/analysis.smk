@@ -19,7 +19,9 @@ def analysis_targets():
             for ext in ("md", "tex", "csv")
         ]
         + [f"results/figures/{f}.{ext}" for f in figures for ext in ("png", "pdf")]
-        + ["results/tables/task_patterns.csv"]
+        + ["results/tables/task_patterns.csv", "results/stats/instance_scores.parquet"]
+        + [f"results/tables/significance.{ext}" for ext in ("md", "csv")]
+        + ["results/figures/figures.json"]
         + (
             [f"results/tables/algorithms.{ext}" for ext in ("md", "csv")]
             if ANALYSIS["algorithms"]["enabled"]
@@ -82,7 +84,8 @@ def analysis_spec():
                 **{k: EVAL[k] for k in ("benchmarks", "n_samples", "max_items")},
                 "include_start": EVAL["steps"].get("include_start", True),
             },
-            "benchmark_families": {n: b.family for n, b in BENCHMARKS.items()},
+            # the evaluated benchmarks' only: a registry entry no config uses reruns nothing
+            "benchmark_families": {n: BENCHMARKS[n].family for n in EVAL["benchmarks"]},
         },
         sort_keys=True,
     )

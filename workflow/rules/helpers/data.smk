@@ -20,6 +20,19 @@ def data_targets():
     return benchmark_files() + [TRAIN_MIX]
 
 
+def prepared_data_targets():
+    """The prepared data the run uses, with manifests, each a target of its own (a deleted file is remade): every
+    evaluated benchmark when something is evaluated, the training mix when an arm trains or Table 2 measures.
+    """
+    files = benchmark_files() if evaluation_points() else []
+    if TRAINED_ARMS or config["throughput"]["enabled"]:
+        files.append(TRAIN_MIX)
+    return [path for f in files for path in (f, f.replace(".jsonl", ".manifest.json"))]
+
+
+STAGE_TARGETS.append(prepared_data_targets)
+
+
 def benchmark_source(wildcards):
     """--source of prepare_benchmark: synthetic, local (the registry's file exists here) or hub (source_kind)."""
     return source_kind(BENCHMARKS[wildcards.bench])

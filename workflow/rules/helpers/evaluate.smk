@@ -13,9 +13,21 @@ if EVAL_TRACKED:
 
 
 def evaluation_targets():
-    """The evaluation table (markdown and CSV), which needs every summary, and with tracking on (config `logging`)
-    every evaluated checkpoint's tracking marker."""
-    targets = ["results/tables/eval_summary.md", "results/tables/eval_summary.csv"]
+    """The evaluation tables (markdown and CSV), every evaluated checkpoint's samples, scores and summaries (each a
+    target of its own: a deleted or killed one is remade by the plain command, not only when a table must be), and
+    with tracking on (config `logging`) every evaluated checkpoint's tracking marker."""
+    targets = [
+        f"results/tables/{table}.{ext}"
+        for table in ("eval_summary", "math_verify_agreement")
+        for ext in ("md", "csv")
+    ]
+    for suffix in (
+        "samples.parquet",
+        "samples.parquet.json",
+        "scores.parquet",
+        "summary.json",
+    ):
+        targets += evaluation_files(suffix)
     return targets + tracking_markers()
 
 

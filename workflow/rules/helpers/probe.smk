@@ -39,6 +39,13 @@ def probe_targets():
         "results/figures/probe_arms.pdf",
         "results/tables/probe_between_arms.md",
         "results/tables/probe_between_arms.csv",
+        # every probed checkpoint's files, each a target of its own (a deleted or killed one is remade)
+        PROBE_SET,
+        *[
+            f"results/probe/{arm}/step{step}.{suffix}"
+            for arm, step in probe_points()
+            for suffix in ("samples.parquet", "samples.parquet.json", "scores.parquet")
+        ],
         *in_batch_targets(),
     ]
 
@@ -54,6 +61,19 @@ def in_batch_targets():
         "results/probe/in_batch/pass_rates.csv",
         "results/figures/probe_in_batch.png",
         "results/figures/probe_in_batch.pdf",
+        *in_batch_files(
+            ".prompts.jsonl",
+            ".rollouts.csv",
+            *(
+                f".{side}.{suffix}"
+                for side in ("before", "after")
+                for suffix in (
+                    "samples.parquet",
+                    "samples.parquet.json",
+                    "scores.parquet",
+                )
+            ),
+        ),
     ]
 
 

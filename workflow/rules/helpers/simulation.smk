@@ -19,10 +19,12 @@ def simulation_targets():
         ]
     if SIM["n_grid"]["enabled"]:
         targets += [
-            "results/tables/simulation_n_grid.md",
-            "results/figures/simulation_n_grid.png",
+            f"results/{kind}/simulation_n_grid.{ext}"
+            for kind, exts in (("tables", ("md", "csv")), ("figures", ("png", "pdf")))
+            for ext in exts
         ]
-    return targets
+    # every run, a target of its own: a deleted or killed one is remade by the plain command
+    return targets + simulation_all_runs() + simulation_sensitivity_runs()
 
 
 STAGE_TARGETS.append(simulation_targets)

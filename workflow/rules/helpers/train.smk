@@ -3,6 +3,7 @@ import json
 
 from snakemake.exceptions import WorkflowError
 
+from brorl.models.check import quick_problem
 from brorl.training.recipe import training_engine
 from brorl.training.job_shape import (
     profile_shape_problem,
@@ -64,6 +65,38 @@ operational_env(OPERATIONS_ENV, json.dumps(_OPERATIONS, sort_keys=True))
 SMOKE_GATE = smoke_gate_problem(config) if TRAINED_ARMS else ""
 if SMOKE_GATE:
     print(f"warning: {SMOKE_GATE}", file=sys.stderr)
+
+
+def checkpoint_stop(workflow):
+    """The broken checkpoints' message (empty: none)."""
+    return checkpoint_advice(BROKEN_CHECKPOINTS) if BROKEN_CHECKPOINTS else ""
+
+
+def checkpoint_advice(problems):
+    """The broken checkpoints and the fix."""
+    folders = " ".join(sorted({p.split(":")[0] for p in problems}))
+    return (
+        "trained checkpoint(s) damaged since they were exported: "
+        + "; ".join(problems)
+        + f". Delete the folder(s) (protected: `chmod -R u+w` first) and run again: each is exported again from "
+        f"its arm's run folder (rm -rf {folders})"
+    )
+
+
+# Trained checkpoints checked where it is cheap (brorl.models.check.quick_problem: every file its manifest lists is
+# there, at its size): root ignores protected(), and a folder missing its weights is still "present" to Snakemake.
+# A warning here (-n stays usable); onstart (hooks.smk) stops the run before any job reads the folder.
+BROKEN_CHECKPOINTS = [
+    problem
+    for arm in TRAINED_ARMS
+    for step in arm_plan(config, arm).saved_steps
+    if (problem := quick_problem(Path(f"results/train/{arm}/step{step}")))
+]
+if BROKEN_CHECKPOINTS:
+    print(
+        "warning: " + checkpoint_advice(BROKEN_CHECKPOINTS),
+        file=sys.stderr,
+    )
 
 
 def smoke_gate_stop(workflow):
@@ -150,11 +183,18 @@ def arm_checkpoints(wildcards):
 
 
 def training_targets():
-    """Every enabled arm's train.json and metrics.jsonl (which need all its segments and saved checkpoints)."""
+    """Every enabled arm's train.json and metrics.jsonl (which need all its segments) and every saved checkpoint,
+    each a target of its own: a deleted checkpoint folder is exported again from the run folder. (A segment's
+    manifest is not: it is the training job's own output, protected; delete results/train/<arm> to retrain.)
+    """
     return [
         f"results/train/{arm}/{name}"
         for arm in TRAINED_ARMS
         for name in ("train.json", "metrics.jsonl")
+    ] + [
+        f"results/train/{arm}/step{step}"
+        for arm in TRAINED_ARMS
+        for step in arm_plan(config, arm).saved_steps
     ]
 
 

@@ -1,0 +1,90 @@
+"""Snakemake's own messages for a config file it cannot load, reworded to name the file, the line and the fix.
+
+Snakemake 9.27.1 reads every `--configfile` before the Snakefile runs (snakemake.settings.types.ConfigSettings), so
+the workflow cannot word these errors itself: a YAML syntax error reads "Config file is not valid JSON or YAML" (no
+file, no line), an empty file "must be given as JSON or YAML with keys at top level" (no file), a missing file is a
+Python traceback. `make setup` puts a .pth file in the environment (.venv, and .venv-slurm for the Slurm driver)
+that imports this module at start-up; it wraps `load_configfile` once Snakemake's settings module is imported and
+changes nothing else. A file that loads is loaded by Snakemake's own function, unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+from pathlib import Path
+
+TARGET = "snakemake.settings.types"
+
+
+def config_problem(path: Path) -> str:
+    """Why ``path`` is no config file Snakemake can load ("" when it is), naming the file, the line and the fix."""
+    if not path.is_file():
+        presets = sorted(p.name for p in Path("workflow/presets").glob("*.yaml"))
+        known = f" (workflow/presets/ holds: {', '.join(presets)})" if presets else ""
+        return f"config file {path} does not exist{known}: check the path given to --configfile"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
+        return (
+            f"config file {path} is empty: give it keys at top level (e.g. `evaluation: {{seed: 0}}`) or leave it out"
+        )
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = getattr(err, "problem", None) or str(err).splitlines()[0]
+        return f"config file {path}{where}: not valid YAML ({what}): fix that line"
+    if not isinstance(data, dict):
+        return (
+            f"config file {path} holds a {type(data).__name__}, not keys at top level: write it as `key: value` lines"
+        )
+    return ""
+
+
+def _wrap(module) -> None:
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    original = module.load_configfile
+
+    def load_configfile(configpath):
+        problem = config_problem(Path(configpath))
+        if problem:
+            raise WorkflowError(problem)
+        return original(configpath)
+
+    module.load_configfile = load_configfile
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds TARGET with the other finders, then wraps it right after it executes."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != TARGET:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None:
+            return None
+        self.loader = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _wrap(module)
+
+
+if TARGET in sys.modules:
+    _wrap(sys.modules[TARGET])
+else:
+    sys.meta_path.insert(0, _AfterImport())
