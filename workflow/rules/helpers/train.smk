@@ -93,10 +93,7 @@ BROKEN_CHECKPOINTS = [
     if (problem := quick_problem(Path(f"results/train/{arm}/step{step}")))
 ]
 if BROKEN_CHECKPOINTS:
-    print(
-        "warning: " + checkpoint_advice(BROKEN_CHECKPOINTS),
-        file=sys.stderr,
-    )
+    print(f"warning: {checkpoint_advice(BROKEN_CHECKPOINTS)}", file=sys.stderr)
 
 
 def smoke_gate_stop(workflow):
