@@ -28,14 +28,20 @@ def audited(folder: Path) -> dict[str, dict[str, set[str]]]:
     return dict(found)
 
 
-def outside_closure(folder: Path) -> dict[str, list[str]]:
-    """command -> the package modules and code or data files its jobs used that its derived closure lacks."""
+def outside_closure(folder: Path, workflow: Path = WORKFLOW) -> dict[str, list[str]]:
+    """command -> the package modules and code or data files its jobs used that its derived closure lacks, the closure
+    derived from ``workflow`` (the folder of the package the jobs ran: a test's copy of the checkout)."""
     code = tuple(root.removeprefix("workflow/") + "/" for root in CODE_ROOTS)
     missing = {}
     for job, used in audited(folder).items():
         entry, _, subcommand = job.partition(" ")
-        closure = command_closure([(entry, subcommand or None)])
-        files = {p.relative_to(WORKFLOW).as_posix() for p in closure.files}
+        closure = command_closure([(entry, subcommand or None)], workflow.resolve())
+        files = {
+            (
+                p.relative_to(workflow.resolve()) if p.is_relative_to(workflow.resolve()) else p.relative_to(WORKFLOW)
+            ).as_posix()
+            for p in closure.files
+        }
         extra = sorted(
             [m for m in used["module"] - closure.modules - set(EXEMPT_MODULES)]
             + [f for f in used["file"] - files if f.startswith(code)]

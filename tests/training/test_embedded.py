@@ -289,3 +289,32 @@ def test_one_update_moves_logprobs_the_way_the_advantages_point(tmp_path):
     assert gain[0] > 0 > gain[1], gain
     # only response tokens are trained: the prompt positions carry no advantage
     assert batch.action_mask[0].tolist() == [0, 0, 0, 1, 1, 1, 0, 0, 0][: batch.action_mask.shape[1]]
+
+
+@pytest.mark.engine
+def test_a_replicate_of_an_arm_draws_other_prompts_with_the_same_recipe(setup, straight):
+    """Seeds as an axis: replicate 1 of the arm (config arms[].replicates 2) trains with its own seed, everything else
+    equal, so its first step draws other prompts than replicate 0 (the straight run)."""
+    from brorl.training.config_checks import expand_replicates
+
+    root, recipe = setup
+    config = json.loads(json.dumps(recipe))
+    config["arms"][0]["replicates"] = 2
+    expand_replicates(config)
+    first, second = config["arms"]
+    assert second["name"] == f"{ARM}_r1" and second["replicate_of"] == ARM and second["seed"] == first["seed"] + 1000
+    assert {k: v for k, v in second.items() if k not in ("name", "seed", "label", "replicate_of")} == {
+        k: v for k, v in first.items() if k not in ("name", "seed", "label", "replicate_of")
+    }
+    replica = {**config, "arms": [second]}
+    out = root / "replica"
+    cmd = segment_cmd(root, replica, out, 0, "--stop-after", "1")
+    cmd[cmd.index("--arm") + 1] = second["name"]
+    run(cmd)
+    drawn = {
+        folder: [
+            p["id"] for p in json.loads((folder / "run" / "step_prompts.jsonl").read_text().splitlines()[0])["prompts"]
+        ]
+        for folder in (straight, out)
+    }
+    assert drawn[straight] != drawn[out], drawn

@@ -88,6 +88,7 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
         raise ConfigError([f"the config must be a mapping of keys, not {type(config).__name__}"])
     _fill_defaults(config, schema, schema)
     analysis.switch_on_sweep(config)
+    training.expand_replicates(config)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: _key(e.absolute_path))
     problems = [_describe(e) for e in errors] + _semantic_problems(config)
@@ -251,6 +252,7 @@ _CHECKS = (
     training.check_embedded_engine,
     _unique_entries,
     analysis.check_analysis,
+    analysis.check_decision,
     simulation.check_simulation,
     benchmarks.check_benchmarks,
     probe.check_probe,

@@ -202,6 +202,7 @@ rule write_summary:
         table2=table2_input(),
         probe=probe_summary_input(),
         in_batch=in_batch_summary_input(),
+        decision=decision_summary_input(),
     output:
         report_file(
             "results/SUMMARY.md", "summary", "Analysis", "Summary", file="SUMMARY.md"
@@ -223,6 +224,7 @@ rule write_summary:
         in_batch=lambda wildcards, input: (
             ["--in-batch", *input.in_batch] if input.in_batch else []
         ),
+        decision=lambda wildcards, input: optional_flag("--decision", input.decision),
         # outputs of the exempt rules made by code that has changed since (reruns.smk): SUMMARY.md says so, and is
         # rewritten when this changes
         stale_code=lambda wildcards: json.dumps(STALE_CODE, sort_keys=True),
@@ -238,7 +240,83 @@ rule write_summary:
             {params.table2:q} \
             {params.probe:q} \
             {params.in_batch:q} \
+            {params.decision:q} \
             --stale-code {params.stale_code:q} \
             --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule register_decision:
+    """The decision experiment's thresholds, frozen before any of its jobs runs (written once: delete the file to
+    register again; rule decide withholds its verdicts when the config's block differs from this record).
+    """
+    output:
+        protected(DECISION_FILE),
+    log:
+        "results/logs/register_decision/registration.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=512,
+        runtime=5,
+    shell:
+        """
+        python -m brorl.analysis register-decision \
+            --block "$BRORL_DECISION_BLOCK" \
+            --planned-steps "$BRORL_DECISION_PLANNED" \
+            --out {output:q} \
+            >{log:q} 2>&1
+        """
+
+
+rule decide:
+    """F1 (the released weights' gain over the start) and F3 (kept samples per GPU-hour of the two step shapes)
+    against the registered thresholds: supported, falsified or inconclusive (docs/stages.md#the-decision-experiment).
+    """
+    input:
+        registration=DECISION_FILE,
+        units="results/stats/instance_scores.parquet",
+        metrics=expand(
+            "results/train/{arm}/metrics.jsonl",
+            arm=[DECISION["f3"]["treatment"], DECISION["f3"]["control"]],
+        ),
+    output:
+        md=report_file(
+            DECISION_TABLES["md"],
+            "decision",
+            "Analysis",
+            table="The decision experiment",
+            format="markdown",
+        ),
+        csv=DECISION_TABLES["csv"],
+        json=DECISION_TABLES["json"],
+    log:
+        "results/logs/decide/decision.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        block=json.dumps(DECISION, sort_keys=True),
+        start_arm=BASE_ARM,
+        start_step=config["base_model"]["start_step"],
+        gpus=decision_gpus(),
+    shell:
+        """
+        python -m brorl.analysis decide \
+            --block {params.block:q} \
+            --registration {input.registration:q} \
+            --units {input.units:q} \
+            --metrics {input.metrics:q} \
+            --start-arm {params.start_arm:q} \
+            --start-step {params.start_step} \
+            --gpus {params.gpus} \
+            --out-md {output.md:q} \
+            --out-csv {output.csv:q} \
+            --out-json {output.json:q} \
             >{log:q} 2>&1
         """

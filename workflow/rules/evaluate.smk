@@ -14,6 +14,7 @@ rule generate_samples:
         model=evaluation_model,
         benchmark=generation_benchmarks(),
         preflight=eval_preflight_input(),
+        registration=decision_input,  # the decision experiment's thresholds first (when it is on)
     output:
         samples=[ensure(p, non_empty=True) for p in generation_files("samples.parquet")],
         sidecar=generation_files("samples.parquet.json"),

@@ -30,16 +30,22 @@ save_cache()  # what the derivation read, kept for the next parse (every job par
 # reruns them. What they ran is recorded instead (a training segment's manifest; the first line of every other exempt
 # command, kept in Snakemake's metadata) and outputs made by code that has changed since are named here, by `make
 # status` and in SUMMARY.md (write_summary's param).
-# (computed in jobs too: a job that parses the Snakefile formats write_summary's command itself)
+# (computed in jobs too: a job that parses the Snakefile formats write_summary's command itself). Not reported per
+# output: training (reported per arm) and the decision experiment's registration (a record, not a result).
+STALE_UNREPORTED = {"train_ppo", "register_decision"}
 if workflow.is_main_process:
     for _digest, _code, _ in EXEMPT_CODE.values():
         keep_record(Path.cwd(), _digest, _code)
-    keep_commands(Path.cwd(), {rule: c[2] for rule, c in EXEMPT_CODE.items()})
+    keep_commands(Path.cwd(), {name: c[2] for name, c in EXEMPT_CODE.items()})
 STALE_CODE = {
     "arms": stale_training(Path("results/train"), TRAINED_ARMS, training_code()),
     "outputs": stale_outputs(
         Path.cwd(),
-        {rule: c[:2] for rule, c in EXEMPT_CODE.items() if rule != "train_ppo"},
+        {
+            name: c[:2]
+            for name, c in EXEMPT_CODE.items()
+            if name not in STALE_UNREPORTED
+        },
     ),
 }
 if workflow.is_main_process:

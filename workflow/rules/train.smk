@@ -62,6 +62,7 @@ rule train_ppo:
         previous=previous_segment,
         prompts=cluster_prompts,
         preflight=train_preflight_input,
+        registration=decision_input,  # the decision experiment's thresholds first (when it is on)
     output:
         manifest=protected("results/train/{arm}/segment{segment}.json"),
     log:

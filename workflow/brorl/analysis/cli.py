@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..cli import run_command
 from .cli_inputs import clocks_of, hours_of, read_units, spec_of
+from .cmd_decision import add_parsers as add_decision_parsers
 from .cmd_figures import cmd_figures
 from .cmd_significance import cmd_significance
 
@@ -133,9 +134,12 @@ def _cmd_summary(a: argparse.Namespace) -> None:
     probe_arms = pd.read_csv(a.probe_arms) if a.probe_arms else None
     in_batch = (pd.read_csv(a.in_batch[0]), pd.read_csv(a.in_batch[1])) if a.in_batch else None
     stale = json.loads(a.stale_code)
+    decision = json.loads(a.decision.read_text()) if a.decision else None
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(
-        render_summary(spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms, in_batch, stale)
+        render_summary(
+            spec, table1, tables, sig, claims, table2, patterns, probe, probe_arms, in_batch, stale, decision
+        )
     )
     print(f"summary -> {a.out}")
 
@@ -195,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out-csv", required=True, type=Path)
     g.set_defaults(func=_cmd_algorithms)
 
+    add_decision_parsers(sub)
+
     m = sub.add_parser("summary", help="results/SUMMARY.md, claim by claim")
     m.add_argument("--spec", required=True)
     m.add_argument("--significance", required=True, type=Path)
@@ -208,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--in-batch", type=Path, nargs=2, default=None, help="the in-batch probe's table and between-arm test (CSV)"
     )
     m.add_argument("--patterns", type=Path, default=None, help="task_patterns.csv of the figures command")
+    m.add_argument("--decision", type=Path, default=None, help="the decision experiment's JSON (when it is on)")
     m.add_argument(
         "--stale-code",
         default="{}",

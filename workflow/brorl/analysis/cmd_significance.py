@@ -15,6 +15,7 @@ def cmd_significance(a: argparse.Namespace) -> None:
     from .checkpoints import SelectionError
     from .equal_compute import equal_hours, equal_samples
     from .paper import load_paper
+    from .replicate_runs import across_runs
     from .significance import learning_effects, paper_comparison
 
     spec, paper = spec_of(a), load_paper()
@@ -42,6 +43,7 @@ def cmd_significance(a: argparse.Namespace) -> None:
         result["equal_samples"] = equal_samples(units, roles, evaluated, clocks, cfg["alternative"], test)
     except SelectionError as err:
         result.update(status="not run", reason=str(err))
+    result["across_runs"] = across_runs(units, spec, result, cfg["alpha"])  # seeds as an axis (arms' replicates)
     result["lr_ablation"] = lr_ablation(units, spec, clocks, test)
     # the learning effect is one-tailed always: the question is whether training improved the start model
     base = (spec["base_arm"], spec["start_step"])

@@ -81,3 +81,52 @@ def _evaluated_steps(cfg: dict, name: str) -> tuple[int, ...] | None:
         return evaluation_steps(cfg, name)
     except (RecipeError, KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
+
+
+def check_decision(cfg: dict) -> list[str]:
+    """The decision experiment's thresholds lie strictly between the two published values they separate, and its
+    tests name a checkpoint that is evaluated and arms that train (only when it is enabled)."""
+    block = cfg["decision"]
+    if not block["enabled"]:
+        return []
+    f1, f3, problems = block["f1"], block["f3"], []
+    if not f1["published_low"] < f1["threshold"] < f1["published_high"]:
+        problems.append(
+            f"config key 'decision.f1.threshold': {f1['threshold']} is not between the published gains it separates "
+            f"({f1['published_low']} and {f1['published_high']})"
+        )
+    if not 1.0 < f3["threshold"] < f3["published"]:
+        problems.append(
+            f"config key 'decision.f3.threshold': {f3['threshold']} is not between no advantage (1.0) and the "
+            f"published ratio {f3['published']}"
+        )
+    missing = decision_missing(cfg)
+    if missing and block["mode"] == "pipeline_check":
+        return problems  # the tiny preset's check is off where a test left out its arms (decision_missing says so)
+    arms = {a["name"] for a in cfg["arms"] if a.get("enabled", True)}
+    models = {m["name"] for m in cfg["evaluation"]["models"]}
+    if f1["checkpoint"] not in arms | models:
+        problems.append(
+            f"config key 'decision.f1.checkpoint': {f1['checkpoint']!r} is neither an evaluation model nor an enabled "
+            f"arm (models: {', '.join(sorted(models)) or 'none'}; arms: {', '.join(sorted(arms)) or 'none'})"
+        )
+    for role in ("treatment", "control"):
+        if f3[role] not in arms:
+            problems.append(
+                f"config key 'decision.f3.{role}': {f3[role]!r} is not an enabled arm (arms: {', '.join(sorted(arms))})"
+            )
+    return problems
+
+
+def decision_missing(cfg: dict) -> list[str]:
+    """The checkpoint and arms of the decision block that this config does not evaluate or train."""
+    block = cfg["decision"]
+    arms = {a["name"] for a in cfg["arms"] if a.get("enabled", True)}
+    models = {m["name"] for m in cfg["evaluation"]["models"]}
+    wanted = [block["f1"]["checkpoint"], block["f3"]["treatment"], block["f3"]["control"]]
+    return [name for name in wanted if name not in arms | models]
+
+
+def decision_active(cfg: dict) -> bool:
+    """The decision experiment runs: enabled, and (a pipeline check) its arms and checkpoint are in this run."""
+    return bool(cfg["decision"]["enabled"]) and not decision_missing(cfg)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from .design import design_lines, paper_test_lines
 from .model_summary import model_lines
 from .paper import NOT_RUN, is_tiny_scale
 from .paper_tables import RG_CATEGORY, RG_TASK, gains_over_start
@@ -181,6 +182,7 @@ def _main_claim(table1: pd.DataFrame, spec: Mapping, sig: Mapping | None = None)
         )
     else:
         lines.append("- Verdict here: **not run** (both arms need evaluated report steps).")
+    lines += design_lines(spec.get("design"), sig or {}) + paper_test_lines(spec.get("design"))
     return lines + [""] + _earlier_claim(table1, roles)
 
 
@@ -338,12 +340,17 @@ def render_summary(
     probe_arms: pd.DataFrame | None = None,
     in_batch: tuple[pd.DataFrame, pd.DataFrame] | None = None,
     stale: Mapping[str, Mapping] | None = None,
+    decision: Mapping | None = None,
 ) -> str:
     """The SUMMARY.md text (one heading outline: embedded tables' headings sit below its sections)."""
     lines = ["# BroRL reproduction: summary", "", scale_text(spec), ""]
     lines += stale_code_lines(stale or {})
     lines += _learning(sig, spec, table1)
     lines += _main_claim(table1, spec, sig)
+    if decision:  # the decision experiment's verdicts, with its registered thresholds (spec: the block)
+        from .decision import decision_lines
+
+        lines += decision_lines(decision, spec["decision"])
     lines += _simulation(claims)
     lines += probe_lines(probe, probe_arms, spec)
     lines += in_batch_lines(in_batch, spec)

@@ -43,6 +43,7 @@ EXEMPT_RULES = {
     "generate_samples": "GPU generation (evaluation): a verifier edit reruns scoring only",
     "generate_probe": "GPU generation (the mass-balance probe)",
     "generate_in_batch": "GPU generation (the in-batch probe)",
+    "register_decision": "the decision experiment's pre-registration: written once, before any result, never again",
 }
 
 # Package modules whose edits rerun nothing: none of them changes a number, a table or a figure.

@@ -14,7 +14,7 @@ from typing import Any
 # beside the sources it describes (git ignores it)
 CACHE_PATH = Path(__file__).resolve().parents[2] / ".cache" / "source_facts.json"
 NO_CACHE_ENV = "BRORL_NO_SOURCE_CACHE"
-FORMAT = 1  # bumped when what is cached changes shape or meaning
+FORMAT = 2  # bumped when what is cached changes shape or meaning
 
 
 class SourceCache:

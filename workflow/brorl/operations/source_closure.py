@@ -140,7 +140,7 @@ class _Reach:
                 self.add(binding[0], attribute)
         self._strings(module, facts)
         for relative in facts["paths"]:
-            for path in files_under(REPO / relative):
+            for path in files_under(self.workflow.parent / relative):
                 if path not in self.closure.files:
                     self.closure.files.add(path)
                     if path.suffix == ".py" and not path.is_relative_to(self.workflow / PACKAGE):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .source_cache import cached
-from .source_paths import REPO, code_paths
+from .source_paths import code_paths
 
 TOP = "<top>"  # the unit that runs on import
 
@@ -140,8 +140,16 @@ def _lazy_homes(package: str, units: dict[str, list[ast.AST]]) -> dict[str, str]
     return {}
 
 
+def module_root(module: str, path: Path) -> Path:
+    """The workflow folder holding a module's package (brorl.a.b at <root>/brorl/a/b.py)."""
+    depth = len(module.split(".")) + (path.name == "__init__.py")
+    return path.parents[depth - 1]
+
+
 def _unit_record(module: str, is_package: bool, path: Path, unit: str, nodes: list, index: frozenset[str]) -> dict:
-    """What one unit imports, names, reads and launches, from one pass over its nodes."""
+    """What one unit imports, names, reads and launches, from one pass over its nodes (paths relative to the folder
+    above the module's workflow folder: the repository, or a copy of it)."""
+    root = module_root(module, path)
     everything = list(walk(nodes))
     imports = [b for node in everything for b in _bindings(module, is_package, node, index).items()]
     local = {name for name, _ in imports} if unit != TOP else set()
@@ -167,7 +175,7 @@ def _unit_record(module: str, is_package: bool, path: Path, unit: str, nodes: li
         "names": sorted(names),
         "attributes": sorted(map(list, attributes)),
         "strings": sorted(strings),
-        "paths": sorted(p.relative_to(REPO).as_posix() for p in code_paths(path, everything)),
+        "paths": sorted(p.relative_to(root.parent).as_posix() for p in code_paths(path, everything, root)),
         "dynamic": dynamic,
     }
 

@@ -44,7 +44,7 @@ def _first_existing(candidates: Iterable[Path]) -> list[Path]:
     return next(([c] for c in candidates if c.exists()), [])
 
 
-def named_paths(path: Path, nodes: list[ast.AST]) -> set[Path]:
+def named_paths(path: Path, nodes: list[ast.AST], workflow: Path = WORKFLOW) -> set[Path]:
     """Existing files and folders these nodes (every node, already walked) of the file ``path`` name under the
     workflow folder: string chains (``X / "a" / "b"``, tried from the workflow folder and the file's folder), and
     string constants naming a file beside it (``with_name("paper_results.yaml")``)."""
@@ -54,28 +54,28 @@ def named_paths(path: Path, nodes: list[ast.AST]) -> set[Path]:
     for node in divisions:
         parts = None if id(node) in inner else _path_parts(node)
         if parts:
-            found.update(_first_existing(root.joinpath(*parts) for root in (WORKFLOW, path.parent)))
+            found.update(_first_existing(root.joinpath(*parts) for root in (workflow, path.parent)))
     for node in nodes:
         text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
         if 0 < len(text) < 80 and "/" not in text and "." in text.strip(".") and not text.endswith(".py"):
             found.update(_first_existing([path.parent / text]))
-    return {p.resolve() for p in found if p.resolve().is_relative_to(WORKFLOW)}
+    return {p.resolve() for p in found if p.resolve().is_relative_to(workflow)}
 
 
-def _root_of(found: Path) -> str | None:
+def _root_of(found: Path, repo: Path) -> str | None:
     """The CODE_ROOTS or NOT_CODE entry a path falls under, or None."""
-    if not found.is_relative_to(REPO):
+    if not found.is_relative_to(repo):
         return None
-    rel = found.relative_to(REPO).as_posix()
+    rel = found.relative_to(repo).as_posix()
     return next((r for r in (*CODE_ROOTS, *NOT_CODE) if rel == r or rel.startswith(r + "/")), None)
 
 
-def code_paths(path: Path, nodes: list[ast.AST]) -> set[Path]:
-    """The code and data files and folders these nodes (every node, already walked) name; ClosureError for a path
-    that is neither code nor a NOT_CODE entry."""
+def code_paths(path: Path, nodes: list[ast.AST], workflow: Path = WORKFLOW) -> set[Path]:
+    """The code and data files and folders these nodes (every node, already walked) of the file ``path`` (under the
+    workflow folder ``workflow``) name; ClosureError for a path that is neither code nor a NOT_CODE entry."""
     files: set[Path] = set()
-    for found in named_paths(path, nodes):
-        root = _root_of(found)
+    for found in named_paths(path, nodes, workflow):
+        root = _root_of(found, workflow.parent)
         if root in CODE_ROOTS:
             files.add(found)
         elif root is None:

@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +28,7 @@ from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, w
 from .evaluation import BenchmarkCost
 from .job_counts import ROOT, DagError, absolute_folders, config_job_counts, dag_job_counts, jobs_per_rule
 from .measured import MeasuredError, MeasuredRun, read_measured
+from .power import power_lines
 from .pricing import (
     IN_BATCH,
     evaluation_model,
@@ -125,6 +127,24 @@ def render(
             + " -- the rules or their targets do not exist yet"
         )
     return "\n".join(lines)
+
+
+def smoke_price_line(profile: Path) -> str:
+    """The GPU smoke run's price (workflow/presets/gpu_smoke.yaml: it must pass before a preset that trains on GPUs),
+    from this command run on that preset."""
+    smoke = ROOT / "workflow" / "presets" / "gpu_smoke.yaml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "brorl.plan", "--configfile", str(smoke), "--profile", str(profile)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    total = next((line.split() for line in proc.stdout.splitlines() if line.startswith("total ")), None)
+    price = f"{total[2]} GPU-hours" if total else f"not priced ({proc.stderr.strip().splitlines()[-1:]})"
+    return (
+        f"  first, the GPU smoke run (training.cluster.require_smoke): {price} "
+        f'(make plan PLAN_ARGS="--configfile {smoke.relative_to(ROOT)}")'
+    )
 
 
 def longest_segments(config: dict) -> dict[str, tuple[int, int]]:
@@ -244,6 +264,10 @@ def _cmd_plan(a: argparse.Namespace) -> None:
             "(an assumption: estimates.yaml's reference_budget_tokens)"
         )
     print(measured_line(run))
+    print()
+    print("\n".join(power_lines(config, problems)))  # before anyone pays: what the run can establish
+    if config["decision"]["enabled"] and config["training"]["cluster"]["require_smoke"]:
+        print(smoke_price_line(a.profile))
     print()
     print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
     for r in probe_rows:

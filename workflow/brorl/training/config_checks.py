@@ -130,3 +130,35 @@ def cluster_problems(config: dict) -> list[str]:
     except ClusterConfigError as error:
         return str(error).split("\n  - ")[1:]
     return []
+
+
+REPLICATE_SEED_STEP = 1000  # replicate i of an arm trains with the arm's seed + 1000 i
+
+
+def replicate_name(arm: str, index: int) -> str:
+    """The arm name of replicate ``index`` >= 1 of ``arm``."""
+    return f"{arm}_r{index}"
+
+
+def expand_replicates(cfg: dict) -> None:
+    """Add, for each arm with ``replicates`` k >= 2, its replicates 1..k-1 as arms of their own (the arm's recipe, seed
+    + 1000 i, ``replicate_of`` naming the arm), right after it; idempotent, so a job's recipe is not expanded twice.
+    Malformed values are left for the schema to name."""
+    arms = cfg.get("arms")
+    if not isinstance(arms, list):
+        return
+    names = {a.get("name") for a in arms if isinstance(a, dict)}
+    expanded = []
+    for arm in arms:
+        expanded.append(arm)
+        k = arm.get("replicates") if isinstance(arm, dict) else None
+        if not isinstance(k, int) or isinstance(k, bool) or k < 2 or arm.get("replicate_of"):
+            continue
+        for i in range(1, k):
+            name = replicate_name(arm["name"], i)
+            if name not in names:
+                seed = arm.get("seed", 1) + REPLICATE_SEED_STEP * i
+                label = f"{arm['label']} (run {i + 1})" if arm.get("label") else None
+                expanded.append({**arm, "name": name, "seed": seed, "label": label, "replicate_of": arm["name"]})
+                names.add(name)
+    cfg["arms"] = expanded

@@ -1,10 +1,26 @@
 # Input functions of the analysis stage (workflow/rules/analysis.smk).
 import json
 
+from brorl.analysis.config_checks import decision_active, decision_missing
 from brorl.hub.checkpoint_identity import steps_note
+from brorl.plan.power import design_record, power_verdict
+from brorl.plan.problems import ProblemCountError, benchmark_problems
+from brorl.training.recipe import enabled_arms
 
 ANALYSIS = config["analysis"]
 ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
+# What this run can establish, before anyone pays (brorl.plan.power; `make plan` prints every pair's numbers): the
+# main comparison's minimum detectable effect, and its power against the paper's predicted gap where it has one.
+if workflow.is_main_process and enabled_arms(config):
+    try:
+        print(
+            f"note: {power_verdict(config, benchmark_problems(config))}",
+            file=sys.stderr,
+        )
+    except (
+        ProblemCountError
+    ) as err:  # a benchmark of unknown size: the plan says so too
+        print(f"note: what this run can establish is not known: {err}", file=sys.stderr)
 
 
 def analysis_targets():
@@ -22,6 +38,7 @@ def analysis_targets():
         + ["results/tables/task_patterns.csv", "results/stats/instance_scores.parquet"]
         + [f"results/tables/significance.{ext}" for ext in ("md", "csv")]
         + ["results/figures/figures.json"]
+        + (list(DECISION_TABLES.values()) if DECISION_ON else [])
         + (
             [f"results/tables/algorithms.{ext}" for ext in ("md", "csv")]
             if ANALYSIS["algorithms"]["enabled"]
@@ -49,10 +66,26 @@ def n_sweep_arms():
 MODEL_IDENTITY = PIN_LOCK.get("identity") or {}  # read by helpers/data.smk
 
 
+def analysis_design():
+    """The main comparison's design record (brorl.plan.power.design_record), None when a benchmark's size is unknown."""
+    try:
+        return design_record(config, benchmark_problems(config))
+    except ProblemCountError:
+        return None
+
+
 def analysis_spec():
     """--spec of the analysis CLI (JSON): engine, start checkpoint, enabled arms, evaluation.models, analysis and
     evaluation sections."""
-    keys = ("name", "label", "n", "prompts_per_step", "continued_steps", "report_steps")
+    keys = (
+        "name",
+        "label",
+        "n",
+        "prompts_per_step",
+        "continued_steps",
+        "report_steps",
+        "replicate_of",
+    )
     return json.dumps(
         {
             "engine": config["engine"],
@@ -86,6 +119,9 @@ def analysis_spec():
             },
             # the evaluated benchmarks' only: a registry entry no config uses reruns nothing
             "benchmark_families": {n: BENCHMARKS[n].family for n in EVAL["benchmarks"]},
+            # what the main comparison could detect, from the plan's inputs (brorl.plan.power): SUMMARY.md says so
+            "design": analysis_design(),
+            "decision": DECISION if DECISION_ON else None,
         },
         sort_keys=True,
     )
@@ -142,6 +178,62 @@ def n_sweep_flags(wildcards, output):
 def simulation_claims_input():
     """The simulation claims table for SUMMARY.md (none when the simulation is disabled)."""
     return ["results/tables/simulation_claims.csv"] if SIM["enabled"] else []
+
+
+# The decision experiment (config `decision`, workflow/presets/decision.yaml): its thresholds are registered once
+# (rule register_decision) before any of its jobs; its block reaches that rule in the environment, never as a param,
+# so that editing the block can never rewrite the registration: rule decide compares the two and withholds verdicts.
+DECISION = config["decision"]
+DECISION_ON = decision_active(config)
+if (
+    DECISION["enabled"] and not DECISION_ON and workflow.is_main_process
+):  # a pipeline check whose arms a run left out
+    print(
+        f"note: the decision experiment's pipeline check is off: {', '.join(decision_missing(config))} not in this run",
+        file=sys.stderr,
+    )
+DECISION_FILE = "results/decision/registration.json"
+DECISION_TABLES = {
+    ext: f"results/tables/decision.{ext}" for ext in ("md", "csv", "json")
+}
+
+
+def decision_input(wildcards=None):
+    """The registration record for a job of the decision experiment (F1: the start's and the compared checkpoint's
+    generation; F3: the two arms' training), else nothing."""
+    if (
+        not DECISION_ON or DECISION["mode"] == "pipeline_check"
+    ):  # a pipeline check registers, its jobs need not wait
+        return []
+    arm = getattr(wildcards, "arm", None)
+    f1 = {BASE_ARM, DECISION["f1"]["checkpoint"]}
+    f3 = {DECISION["f3"]["treatment"], DECISION["f3"]["control"]}
+    return [DECISION_FILE] if arm is None or arm in f1 | f3 else []
+
+
+def decision_planned_steps():
+    """The F3 arms' planned continued steps (the pre-registered extension counts from them)."""
+    by_name = {arm["name"]: arm for arm in config["arms"]}
+    arms = (DECISION["f3"]["treatment"], DECISION["f3"]["control"])
+    return json.dumps({a: by_name[a]["continued_steps"] for a in arms if a in by_name})
+
+
+if DECISION_ON:
+    operational_env("BRORL_DECISION_BLOCK", json.dumps(DECISION, sort_keys=True))
+    operational_env("BRORL_DECISION_PLANNED", decision_planned_steps())
+
+
+def decision_gpus():
+    """GPUs of one training job: kept samples per GPU-hour are per this many GPUs."""
+    if TRAIN_ENGINE == "embedded":
+        return 1
+    cluster = config["training"]["cluster"]
+    return cluster["nodes"] * cluster["gpus_per_node"]
+
+
+def decision_summary_input():
+    """The decision experiment's JSON for SUMMARY.md (none when it is off)."""
+    return [DECISION_TABLES["json"]] if DECISION_ON else []
 
 
 def table2_input():

@@ -40,7 +40,8 @@ _shape = profile_shape_problem(
 if _shape:
     raise WorkflowError(_shape)
 TRAINED_ARMS = enabled_arms(config)
-PRESENTATION_KEYS = ("label", "description", "enabled")
+# not recipe: they change no weight (a replicate's own seed is in the recipe), so editing them never retrains
+PRESENTATION_KEYS = ("label", "description", "enabled", "replicates", "replicate_of")
 # config `logging` reaches the segment jobs through the environment (TRACKING_ENV, operational_env in common.smk),
 # not params: tracking changes no weight, so editing it must never rerun (or, with protected outputs,
 # block) training. With W&B online, a missing WANDB_API_KEY stops the workflow here, before any job (the job checks
