@@ -150,7 +150,10 @@ def write_metrics(path: Path, hours: list[float]) -> Path:
     with path.open("w") as handle:
         for step, h in enumerate(hours, 1):
             rec = {k: None for k in FIELDS}
-            rec.update(step=step, segment=0, wall_s=h * 3600.0, prompts=4, samples=16, generated_samples=32)
+            step_s = (h - (hours[step - 2] if step > 1 else 0.0)) * 3600.0
+            rec.update(
+                step=step, segment=0, wall_s=h * 3600.0, step_s=step_s, prompts=4, samples=16, generated_samples=32
+            )
             handle.write(json.dumps(rec) + "\n")
     return path
 
@@ -1063,6 +1066,7 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
             "simulation": {"enabled": False},
             "throughput": {"enabled": False},
             "evaluation": {"benchmarks": benches, "max_items": 4, "reasoning_gym": {"items_per_task": 2}},
+            "decision": {"f1": {"step": 6}},  # the tiny preset's pipeline check, at these arms' last step
         },
     )
     args = ("--cores", "2", "--directory", work, "--configfile", TINY, override)
@@ -1139,6 +1143,10 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
         assert all(n > 0 for n in drawn["points"].values()) and drawn["scale"].startswith("tiny CPU run"), drawn
         summary = (results / "SUMMARY.md").read_text()
         assert "tiny preset" in summary and "over n = 12 instances" in summary
+        # the design's minimum detectable effect, and the decision experiment's rule as a pipeline check
+        assert "minimum detectable effect" in summary and "compares two checkpoints, not the method" in summary
+        decision = summary.split("## The decision experiment")[1].split("\n## ")[0]
+        assert decision.count("pipeline check: rule outcome") == 2 and "SUPPORTED" not in decision, decision
         # every score shown has an error bar and n = problems x samples (4 problems per benchmark, 16 samples)
         for table in ("table1", "table3", "table5", "eval_summary"):
             text = (results / f"tables/{table}.md").read_text()

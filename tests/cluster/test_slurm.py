@@ -196,6 +196,22 @@ def test_a_profile_that_sets_other_training_nodes_is_refused_before_any_job(tmp_
 
 @needs_driver
 @pytest.mark.workflow
+def test_the_decision_preset_dry_runs_on_one_node_with_its_registration_first(tmp_path):
+    """workflow/presets/decision.yaml under the production profile: F1's start and release evaluated, F3's two step
+    shapes trained on one node, every one of those jobs after the registration record, then the decision rule."""
+    counts, resources = paper_dry_run(tmp_path, ["all"], None, ("--configfile", "workflow/presets/decision.yaml"))
+    assert counts["register_decision"] == counts["decide"] == 1 and counts["train_ppo"] == 2, counts
+    assert counts["generate_samples"] == 2 * 21 and counts["bench_throughput"] == 2, counts
+    assert resources["train_ppo"]["nodes"] == "1", resources["train_ppo"]
+    text = resources["__text__"]
+    for rule in ("train_ppo", "generate_samples"):  # each waits for the thresholds' registration
+        bodies = re.findall(rf"rule {rule}:\n(.*?)(?=\n\S|\n\s*rule )", text, re.S)
+        assert bodies and all("results/decision/registration.json" in b for b in bodies), (rule, bodies[:1])
+    assert "F1 and F3" in text  # the workflow's start-up note: what this run can establish
+
+
+@needs_driver
+@pytest.mark.workflow
 def test_the_released_preset_dry_runs_evaluation_only_with_the_released_weights(tmp_path):
     """workflow/presets/released.yaml under the production profile: the start checkpoint and the released BroRL
     weights, staged and context-checked, each generated on every benchmark with the GPUs its size asks; nothing trains."""
