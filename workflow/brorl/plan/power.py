@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..stats import power as P
@@ -145,9 +146,7 @@ def central_seed_sd(config: Mapping[str, Any]) -> float:
 
 def plan_power(config: Mapping[str, Any], problems: Mapping[str, int]) -> tuple[Noise, list[PairPower]]:
     """The noise model and every compared pair's power."""
-    from ..analysis.paper import load_paper
-
-    paper = load_paper()
+    paper = _paper()
     noise = noise_model(config, problems, paper)
     try:
         delta = P.pooled_delta(paper["benchmark_tables"], problems, P.EQUAL_TIME_TREATMENT, P.EQUAL_TIME_CONTROL).delta
@@ -204,8 +203,6 @@ def power_verdict(config: Mapping[str, Any], problems: Mapping[str, int]) -> str
 def design_record(config: Mapping[str, Any], problems: Mapping[str, int]) -> dict[str, Any]:
     """What SUMMARY.md states about the main comparison's design, from the plan's inputs only (never from the
     observed effect), and the paper's own test beside its tables (analysis spec `design`)."""
-    from ..analysis.paper import load_paper
-
     noise, pairs = plan_power(config, problems)
     central, target = central_seed_sd(config), config["analysis"]["power"]["target"]
     record: dict[str, Any] = {"eval_se": noise.eval_se, "noise": noise.basis, "seed_sd": central}
@@ -223,9 +220,7 @@ def design_record(config: Mapping[str, Any], problems: Mapping[str, int]) -> dic
     try:
         if config["engine"] != "cluster":
             raise ValueError("not the paper's benchmarks")  # the tiny preset: no paper test to set beside
-        tables = P.pooled_delta(
-            load_paper()["benchmark_tables"], problems, P.EQUAL_TIME_TREATMENT, P.EQUAL_TIME_CONTROL
-        )
+        tables = P.pooled_delta(_paper()["benchmark_tables"], problems, P.EQUAL_TIME_TREATMENT, P.EQUAL_TIME_CONTROL)
         record["paper_test"] = {
             "reported": P.PAPER_T_DELTA_POINTS,
             "t": P.PAPER_T_STATISTIC,
@@ -271,7 +266,9 @@ def decision_lines(config: Mapping[str, Any], problems: Mapping[str, int]) -> li
     ]
 
 
+@lru_cache(maxsize=1)
 def _paper() -> Mapping[str, Any]:
+    """The paper's published numbers (read once per process: the DAG asks for them per rule)."""
     from ..analysis.paper import load_paper
 
     return load_paper()

@@ -11,11 +11,12 @@ class ProblemCountError(ValueError):
     """A benchmark whose size the plan cannot know before it is prepared."""
 
 
-def benchmark_problems(config: Mapping[str, Any]) -> dict[str, int]:
-    """Problems of every benchmark of evaluation.benchmarks, in the config's order."""
-    from ..benchmarks.registry import load_registry
+def benchmark_problems(config: Mapping[str, Any], registry: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """Problems of every benchmark of evaluation.benchmarks, in the config's order (`registry`: one already loaded)."""
+    if registry is None:
+        from ..benchmarks.registry import load_registry
 
-    registry = load_registry()
+        registry = load_registry()
     evaluation = config["evaluation"]
     cap = evaluation.get("max_items")
     counts = {}

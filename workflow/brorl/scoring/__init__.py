@@ -8,8 +8,18 @@ its reason.
 
 from __future__ import annotations
 
-from .dispatch import SCORERS, score, scorer_of
-from .pool import ScoringPool, score_batch
-from .result import Score, failed
+from .. import lazy_exports
 
-__all__ = ["SCORERS", "Score", "ScoringPool", "failed", "score", "score_batch", "scorer_of"]
+# loaded on first use: a module that needs one verifier's helpers (brorl.scoring.reasoning_gym's audit of the frozen
+# Reasoning Gym sets) runs neither the dispatch table nor the pool, nor reruns when they change
+# (docs/cluster.md#rerun-policy)
+_HOMES = {
+    "SCORERS": "dispatch",
+    "Score": "result",
+    "ScoringPool": "pool",
+    "failed": "result",
+    "score": "dispatch",
+    "score_batch": "pool",
+    "scorer_of": "dispatch",
+}
+__all__, __getattr__ = lazy_exports(__name__, _HOMES)

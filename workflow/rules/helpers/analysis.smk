@@ -11,16 +11,21 @@ ANALYSIS = config["analysis"]
 ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
 # What this run can establish, before anyone pays (brorl.plan.power; `make plan` prints every pair's numbers): the
 # main comparison's minimum detectable effect, and its power against the paper's predicted gap where it has one.
+# Computed once per parse: the analysis spec (every analysis rule's params) carries the design record.
+try:
+    _PROBLEMS = benchmark_problems(config, BENCHMARKS)
+except ProblemCountError as err:  # a benchmark of unknown size: the plan says so too
+    _PROBLEMS, _PROBLEMS_UNKNOWN = None, str(err)
+ANALYSIS_DESIGN = design_record(config, _PROBLEMS) if _PROBLEMS is not None else None
 if workflow.is_main_process and enabled_arms(config):
-    try:
-        print(
-            f"note: {power_verdict(config, benchmark_problems(config))}",
-            file=sys.stderr,
-        )
-    except (
-        ProblemCountError
-    ) as err:  # a benchmark of unknown size: the plan says so too
-        print(f"note: what this run can establish is not known: {err}", file=sys.stderr)
+    print(
+        (
+            f"note: {power_verdict(config, _PROBLEMS)}"
+            if _PROBLEMS is not None
+            else f"note: what this run can establish is not known: {_PROBLEMS_UNKNOWN}"
+        ),
+        file=sys.stderr,
+    )
 
 
 def analysis_targets():
@@ -64,14 +69,6 @@ def n_sweep_arms():
 
 # what `make pin` recorded of each hub model commit (brorl.hub.checkpoint_identity): the card's training-step sentence
 MODEL_IDENTITY = PIN_LOCK.get("identity") or {}  # read by helpers/data.smk
-
-
-def analysis_design():
-    """The main comparison's design record (brorl.plan.power.design_record), None when a benchmark's size is unknown."""
-    try:
-        return design_record(config, benchmark_problems(config))
-    except ProblemCountError:
-        return None
 
 
 def analysis_spec():
@@ -120,7 +117,7 @@ def analysis_spec():
             # the evaluated benchmarks' only: a registry entry no config uses reruns nothing
             "benchmark_families": {n: BENCHMARKS[n].family for n in EVAL["benchmarks"]},
             # what the main comparison could detect, from the plan's inputs (brorl.plan.power): SUMMARY.md says so
-            "design": analysis_design(),
+            "design": ANALYSIS_DESIGN,
             "decision": DECISION if DECISION_ON else None,
         },
         sort_keys=True,
