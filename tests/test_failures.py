@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,22 @@ def test_a_duplicate_id_names_the_source_file(tmp_path):
     with pytest.raises(ValueError, match=f"{source}:2: duplicate id 'toy/q1'"):
         prep.prepare(load_entry(tmp_path / "toy.yaml"), str(source), tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "stderr"), [("", 0, ""), ("sys.exit(3)", 3, ""), ("sys.exit('no')", 1, "no")]
+)
+def test_a_parquet_command_leaves_with_its_status_and_without_teardown(tmp_path, ending, stderr, status):
+    """Arrow's thread pool can abort the interpreter's teardown after the work is done (apache/arrow#34314): the stage
+    commands that read parquet leave without it, keeping their exit status; an atexit hook shows whether teardown ran."""
+    program = tmp_path / "prog.py"
+    program.write_text(
+        "import atexit, sys\nfrom brorl.cli import run_as_program\n"
+        "atexit.register(lambda: print('teardown ran', file=sys.stderr))\n"
+        f"def main():\n    print('work done')\n    {ending or 'pass'}\nrun_as_program(main)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    proc = subprocess.run([sys.executable, program], capture_output=True, text=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (status, "work done\n", stderr)
+    for stage in ("analysis", "evaluation", "probe", "simulation"):
+        assert "run_as_program(main)" in (ROOT / "workflow" / "brorl" / stage / "__main__.py").read_text()

@@ -332,3 +332,35 @@ def test_summary_names_what_older_code_made_and_says_nothing_otherwise():
     )
     assert "- arm `prorl_n4`: `brorl/training/reward.py` changed." in text
     assert "- 3 output(s) of `generate_samples`: made before code records." in text
+
+
+def test_a_kept_closure_is_recomputed_after_any_edit_under_the_tree_and_only_then(tmp_path, monkeypatch):
+    from brorl.operations import source_cache
+
+    tree = tmp_path / "workflow"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(source_cache, "CLOSURES_PATH", tmp_path / "closures.json")
+    monkeypatch.setattr(source_cache, "_STORES", {})
+    monkeypatch.setattr(source_cache, "_VERSIONS", {})
+    calls = []
+
+    def derive():
+        calls.append(1)
+        return [["pkg/a.py", str(len(calls))]]
+
+    assert source_cache.cached_closure(tree, "cmd", derive) == [["pkg/a.py", "1"]]
+    source_cache.save_cache()
+    monkeypatch.setattr(source_cache, "_STORES", {})  # a new parse: read back from the file
+    monkeypatch.setattr(source_cache, "_VERSIONS", {})
+    assert source_cache.cached_closure(tree, "cmd", derive) == [["pkg/a.py", "1"]] and len(calls) == 1
+    for edit in (lambda: (tree / "pkg" / "a.py").write_text("x = 22\n"), lambda: (tree / "pkg" / "b.py").touch()):
+        before = source_cache.tree_version(tree)
+        edit()
+        assert source_cache.tree_version(tree) != before
+        monkeypatch.setattr(source_cache, "_VERSIONS", {})
+        source_cache.cached_closure(tree, "cmd", derive)
+    assert len(calls) == 3
+    source_cache.save_cache()
+    kept = json.loads((tmp_path / "closures.json").read_text())["files"][str(tree)]
+    assert kept[0] == source_cache.tree_version(tree) and kept[1] == {"cmd": [["pkg/a.py", "3"]]}  # older dropped

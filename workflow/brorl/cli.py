@@ -8,6 +8,7 @@ import errno
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 # a full disk, a quota, a read-only or forbidden folder: one line naming the file instead of a traceback
@@ -30,7 +31,8 @@ def run_command(
     args: argparse.Namespace, errors: tuple[type[Exception], ...], status: int = 2, hard_exit: bool = False
 ) -> None:
     """Call ``args.func(args)``; an expected error ends with one ``error: ...`` line on stderr and exit ``status``.
-    ``hard_exit``: leave without interpreter teardown (for stateless commands that read parquet, see below)."""
+    ``hard_exit``: an expected error leaves without interpreter teardown (stateless commands that read parquet, see
+    ``leave``)."""
     try:
         args.func(args)
     except OSError as err:
@@ -43,12 +45,28 @@ def run_command(
         print(f"error: {err}", file=sys.stderr)
         if not hard_exit:
             sys.exit(status)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # leave without interpreter teardown: Arrow's parquet thread pool, torn down at exit while a worker is alive,
-        # sometimes aborts the process (SIGABRT, "terminate called without an active exception": apache/arrow#34314),
-        # which would replace this exit status; nothing is left to clean up on this path
-        os._exit(status)
+        leave(status)
+
+
+def run_as_program(main: Callable[[], None]) -> None:
+    """Run a command's ``main`` as the process (a ``__main__`` module) and leave without interpreter teardown, whatever
+    its exit status (see ``leave``); in-process callers such as tests call ``main`` itself."""
+    try:
+        main()
+    except SystemExit as done:
+        if isinstance(done.code, str):
+            print(done.code, file=sys.stderr)
+        leave(done.code if isinstance(done.code, int) else int(done.code is not None))
+    leave(0)
+
+
+def leave(status: int) -> None:
+    """Exit with ``status`` without interpreter teardown. Arrow's parquet thread pool, torn down at exit while a worker
+    is alive, sometimes aborts the process (SIGABRT, "terminate called without an active exception": apache/arrow#34314)
+    after its work is done, which would replace this exit status; every output is closed by then."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def remake_hint(path: Path | str) -> str:

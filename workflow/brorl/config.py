@@ -28,6 +28,10 @@ from .simulation import config_checks as simulation
 from .training import config_checks as training
 from .training.recipe import training_engine
 
+# libyaml's parser where the wheel has it: the same safe loading, about ten times faster (every job parses the
+# Snakefile, which reads these files)
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
 
@@ -44,7 +48,7 @@ class ConfigError(ValueError):
 def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
     """Return the config schema as a dict."""
     with open(path, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return yaml.load(f, Loader=FAST_LOADER)
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -64,7 +68,7 @@ def load_yaml_config(*paths: Path | str) -> dict:
     config: dict = {}
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            loaded = yaml.safe_load(f)
+            loaded = yaml.load(f, Loader=FAST_LOADER)
         if loaded is None:  # an empty override file changes nothing
             continue
         if not isinstance(loaded, dict):

@@ -11,6 +11,10 @@ from typing import Any
 
 import yaml
 
+# libyaml's parser where the wheel has it: the same safe loading, about ten times faster (every job parses the
+# Snakefile, which reads these files)
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 PAPER_RESULTS = Path(__file__).with_name("paper_results.yaml")
 NOT_GIVEN = "not given"  # the paper has no value for this cell
 NOT_RUN = "not run"  # this configuration did not evaluate this checkpoint or benchmark
@@ -84,7 +88,7 @@ def _check(data: Any) -> dict:
 def load_paper(path: Path | str = PAPER_RESULTS) -> dict:
     """The paper's numbers as a dict (see paper_results.yaml for the layout)."""
     with open(path) as handle:
-        return _check(yaml.safe_load(handle))
+        return _check(yaml.load(handle, Loader=FAST_LOADER))
 
 
 def column_mean(paper: dict, family: str, key: str) -> float | None:

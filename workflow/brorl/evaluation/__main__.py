@@ -1,5 +1,6 @@
-"""``python -m brorl.evaluation``: see cli.py."""
+"""``python -m brorl.evaluation``: see cli.py (the process leaves without interpreter teardown: brorl.cli.leave)."""
 
+from ..cli import run_as_program
 from .cli import main
 
-main()
+run_as_program(main)

@@ -11,12 +11,13 @@ what training starts from, GPU generation: announced instead, never rerun) and m
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
-from .source_cache import save_cache
+from .source_cache import cached_closure, save_cache
 from .source_closure import REPO, WORKFLOW, ClosureError, command_closure, module_index
 from .source_digest import combined_digest, file_digest, shell_digest
 
@@ -82,10 +83,16 @@ def rule_commands(rule: str, shell: str | None) -> list[tuple[str, str | None]]:
 
 @cache
 def _sources(commands: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, str], ...]:
+    # kept across parses while no file under workflow/ changes (EXEMPT_MODULES lives in this file, under it too)
+    found = cached_closure(WORKFLOW, json.dumps(commands), lambda: _derive_sources(commands))
+    return tuple(tuple(pair) for pair in found)
+
+
+def _derive_sources(commands: tuple[tuple[str, str | None], ...]) -> list[tuple[str, str]]:
     closure = command_closure(commands)
     index = module_index()
     exempt = {index[m].resolve() for m in EXEMPT_MODULES}
-    return tuple(sorted((path.relative_to(WORKFLOW).as_posix(), file_digest(path)) for path in closure.files - exempt))
+    return sorted((path.relative_to(WORKFLOW).as_posix(), file_digest(path)) for path in closure.files - exempt)
 
 
 def code_sources(commands: Iterable[tuple[str, str | None]]) -> dict[str, str]:

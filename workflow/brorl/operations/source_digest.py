@@ -73,7 +73,7 @@ def _data_text(path: Path) -> str:
     else:
         import yaml
 
-        value = yaml.safe_load(text)
+        value = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: faster
     return json.dumps(value, sort_keys=True, default=str)
 
 

@@ -31,8 +31,12 @@ def config_problem(path: Path) -> str:
         )
     import yaml
 
+    try:  # libyaml's parser first (fast: every job reads its config files); the Python one words the error
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        data = None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.safe_load(text) if data is None else data
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
