@@ -59,7 +59,8 @@ def job_counts(proc: subprocess.CompletedProcess) -> dict[str, int]:
 def copy_workflow(dest: Path) -> Path:
     """A private copy of the workflow (Snakefile, config, its own brorl package, profiles, envs) at `dest`, so that a
     test may edit code or config without touching the checkout."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".cache")
+    # the rerun derivation's cache comes along (keyed by path under workflow/ and file version: copytree keeps both)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in ("workflow", "profiles", "envs"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     for name in ("Snakefile", "config.yaml"):

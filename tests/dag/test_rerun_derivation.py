@@ -362,5 +362,5 @@ def test_a_kept_closure_is_recomputed_after_any_edit_under_the_tree_and_only_the
         source_cache.cached_closure(tree, "cmd", derive)
     assert len(calls) == 3
     source_cache.save_cache()
-    kept = json.loads((tmp_path / "closures.json").read_text())["files"][str(tree)]
+    kept = json.loads((tmp_path / "closures.json").read_text())["files"][str(tree)]  # outside workflow/: absolute
     assert kept[0] == source_cache.tree_version(tree) and kept[1] == {"cmd": [["pkg/a.py", "3"]]}  # older dropped

@@ -19,7 +19,16 @@ CACHE_PATH = Path(__file__).resolve().parents[2] / ".cache" / "source_facts.json
 DIGESTS_PATH = CACHE_PATH.with_name("source_digests.json")
 CLOSURES_PATH = CACHE_PATH.with_name("source_closures.json")
 NO_CACHE_ENV = "BRORL_NO_SOURCE_CACHE"
-FORMAT = 2  # bumped when what is cached changes shape or meaning
+FORMAT = 3  # bumped when what is cached changes shape or meaning
+
+
+def _key(path: Path) -> str:
+    """A file's key: its path under workflow/ where it lies there, so that a copy of the workflow that keeps the files'
+    modification times (``shutil.copytree``, ``cp -p``, a test's copy) reads the same cache; else its absolute path."""
+    try:
+        return path.relative_to(CACHE_PATH.parents[1]).as_posix()
+    except ValueError:
+        return str(path)
 
 
 class SourceCache:
@@ -36,7 +45,7 @@ class SourceCache:
 
     def get(self, path: Path, kind: str, compute: Callable[[Path], Any]) -> Any:
         stat = path.stat()
-        key, version = str(path), [stat.st_mtime_ns, stat.st_size]
+        key, version = _key(path), [stat.st_mtime_ns, stat.st_size]
         entry = self.entries.get(key)
         if entry is None or entry[:2] != version:
             entry = self.entries[key] = [*version, {}]
@@ -80,7 +89,7 @@ def tree_version(root: Path) -> str:
         subfolders[:] = sorted(d for d in subfolders if d not in ("__pycache__", ".cache"))
         for name in sorted(files):
             stat = os.stat(os.path.join(folder, name))
-            versions.append(f"{os.path.join(folder, name)} {stat.st_mtime_ns} {stat.st_size}")
+            versions.append(f"{os.path.relpath(os.path.join(folder, name), root)} {stat.st_mtime_ns} {stat.st_size}")
     return hashlib.sha256("\n".join(versions).encode()).hexdigest()
 
 
@@ -88,9 +97,9 @@ def cached_closure(root: Path, key: str, compute: Callable[[], Any]) -> Any:
     """``compute()`` (JSON-serialisable) for a command ``key``, kept while no file under ``root`` changes (the
     values kept for an older version of the tree are dropped)."""
     store, version = _store(CLOSURES_PATH), _root_version(root)
-    entry = store.entries.get(str(root))
+    entry = store.entries.get(_key(root))
     if entry is None or entry[0] != version:
-        entry = store.entries[str(root)] = [version, {}]
+        entry = store.entries[_key(root)] = [version, {}]
     if key not in entry[1]:
         entry[1][key] = compute()
         store.dirty = True
