@@ -13,11 +13,13 @@ export PYTHONPATH := $(CURDIR)/workflow$(if $(PYTHONPATH),:$(PYTHONPATH))
 ## Build the local environment (.venv) from the pins; later targets reuse it.
 setup: $(STAMP) sandbox config-messages
 
-# Snakemake reads --configfile files before the Snakefile: a .pth file makes its messages for a file it cannot load
-# name the file, line and fix (workflow/scripts/driver_site/brorl_snakemake_messages.py), in .venv and .venv-slurm.
+# Driver-side patches, loaded by a .pth file in .venv and .venv-slurm (workflow/scripts/driver_site): Snakemake reads
+# --configfile files before the Snakefile, so its messages for a file it cannot load are reworded there to name the
+# file, line and fix (brorl_snakemake_messages.py); a node failure excludes only the failed nodes from later jobs, not
+# every node of the failed job (brorl_slurm_nodes.py, the Slurm plugin).
 MESSAGES_PTH = $(CURDIR)/workflow/scripts/driver_site
 define write_messages_pth
-	$(1)/bin/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'brorl_snakemake_messages.pth').write_text('$(MESSAGES_PTH)\nimport brorl_snakemake_messages\n')"
+	$(1)/bin/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'brorl_snakemake_messages.pth').write_text('$(MESSAGES_PTH)\nimport brorl_snakemake_messages, brorl_slurm_nodes\n')"
 endef
 config-messages: $(STAMP)
 	@$(call write_messages_pth,$(VENV))

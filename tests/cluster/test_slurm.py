@@ -609,3 +609,123 @@ def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
     job_id = re.findall(r"has been submitted with SLURM jobid (\d+)", output_of(proc))[0]
     ((state, nodes, tres),) = [r for r in sacct("-X", "-j", job_id, "-o", "State,NNodes,AllocTRES%80")]
     assert state == "COMPLETED" and nodes == "2" and "node=2" in tres, (state, nodes, tres)
+
+
+@needs_slurm
+@pytest.mark.slurm
+def test_a_table2_job_that_cannot_finish_in_its_last_attempt_stops_the_run_before_any_job(tmp_path):
+    """A whole BroRL step on one GPU (about 255 h, brorl.plan.throughput) under the slurm profile (runtime 360 min x
+    attempt, 2 retries): the dry run prints each job's size; the run stops at its start, naming the job and the
+    runtime, and submits nothing."""
+    whole_step = tmp_path / "whole_step.yaml"
+    whole_step.write_text("throughput:\n  layouts: [{prompts: 128, n: 512}]\n")
+    args = ["--profile", "slurm", "--directory", str(tmp_path / "work"), "--configfile"]
+    args += ["workflow/presets/one_node.yaml", str(whole_step)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    dry = subprocess.run(
+        [str(DRIVER), "-m", "snakemake", "-n", *args], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    size = "bench_throughput p128_n512_pcon: 4.29e+09 tokens, about 255.5 h at 4,672 tokens/s per GPU"
+    assert dry.returncode == 0 and size in output_of(dry), output_of(dry)[-3000:]
+    before = sacct("-X", "-S", "now-1minutes", "-o", "JobID")
+    run = subprocess.run(
+        [str(DRIVER), "-m", "snakemake", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300
+    )
+    text = output_of(run)
+    assert run.returncode != 0 and "not started: Table 2's jobs cannot finish" in text, text[-3000:]
+    assert "over the 18.0 h runtime of its last attempt (3) in the profile" in text, text[-3000:]
+    assert sacct("-X", "-S", "now-1minutes", "-o", "JobID") == before  # nothing submitted
+
+
+NODE_FAIL_SNAKEFILE = """
+rule all:
+    input: "held.done", "after.done"
+
+rule held:
+    output: "held.done"
+    priority: 10
+    resources: nodes=2, tasks=2, slurm_partition="h100", slurm_extra="--nodelist={nodes} --exclusive", runtime=10
+    shell: "sleep 600; touch {{output}}"
+
+rule after:
+    output: "after.done"
+    resources: slurm_partition="cpu", runtime=5
+    shell: "touch {{output}}"
+"""
+
+
+@needs_slurm
+@pytest.mark.slurm
+def test_a_node_failure_excludes_the_failed_node_from_later_jobs_not_its_healthy_partner(tmp_path):
+    """A node set down under a running 2-node job ends it in NODE_FAIL; the plugin as released adds both nodes to
+    every later sbatch's --exclude (`--exclude=gpu[07-08]`, run by hand with the patch removed); the driver's patch
+    (workflow/scripts/driver_site/brorl_slurm_nodes.py) excludes the failed one only."""
+    idle = [
+        line.split()[0]
+        for line in subprocess.run(
+            ["sinfo", "-h", "-N", "-p", "h100", "-t", "idle", "-o", "%N"], capture_output=True, text=True
+        ).stdout.splitlines()
+    ]
+    if len(idle) < 2:
+        pytest.skip(f"two idle h100 nodes needed, found {idle}")
+    healthy, failing = idle[-2:]
+    (tmp_path / "Snakefile").write_text(NODE_FAIL_SNAKEFILE.format(nodes=f"{healthy},{failing}"))
+    run = subprocess.Popen(
+        [
+            "timeout",
+            "-k",
+            "15",
+            "300",
+            *DRIVER_SNAKEMAKE,
+            "--executor",
+            "slurm",
+            "--jobs",
+            "1",
+            "--keep-going",
+            "--verbose",
+            "--slurm-no-requeue",
+            "--slurm-init-seconds-before-status-checks",
+            "1",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PATH": os.pathsep.join([str(ENGINE_BIN), os.environ["PATH"]])},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _running_on(failing):
+            time.sleep(1)
+        assert _running_on(failing), f"the 2-node job did not start on {failing}"
+        # down ends the job in NODE_FAIL; drained keeps the node out, as a node whose slurmd died stays down (the
+        # local Slurm's emulated slurmd would register again at once: ReturnToService=2)
+        for state in ("down", "drain"):
+            subprocess.run(
+                ["scontrol", "update", f"nodename={failing}", f"state={state}", "reason=brorl-test"], check=True
+            )
+        output, _ = run.communicate(timeout=240)
+    finally:
+        run.kill()
+        subprocess.run(["scontrol", "update", f"nodename={failing}", "state=resume"], check=False)
+        _wait_until_it_responds(failing)  # the other Slurm tests get all nodes back
+    assert "NODE_FAIL" in output, output[-4000:]
+    calls = [line for line in output.splitlines() if "sbatch call:" in line and "after" in line]
+    assert len(calls) == 1, output[-4000:]
+    assert f"--exclude={failing}" in calls[0] and healthy not in calls[0], calls[0]
+    assert (tmp_path / "after.done").is_file()
+
+
+def _running_on(node: str) -> bool:
+    """Whether this test's 2-node job (the plugin's job comment names the rule) runs on ``node``."""
+    proc = subprocess.run(["squeue", "-h", "-t", "R", "-w", node, "-o", "%k"], capture_output=True, text=True)
+    return "rule_held" in proc.stdout
+
+
+def _wait_until_it_responds(node: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"], capture_output=True, text=True).stdout
+        if state.strip() and not state.strip().endswith("*") and "drain" not in state and "down" not in state:
+            return
+        time.sleep(1)

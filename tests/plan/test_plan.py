@@ -93,7 +93,7 @@ def test_config_counts_follow_the_arms_and_the_evaluation_protocol():
     prorl = {s for s in range(25, 536, 25)} | {225, 535}
     brorl = {s for s in range(25, 192, 25)} | {107, 134, 191}
     assert counts["generate_samples"] == (1 + len(prorl) + len(brorl)) * len(config["evaluation"]["benchmarks"])
-    assert counts["bench_throughput"] == 5 * 2  # 5 layouts (3 whole steps, 2 per-GPU shares) x prefix caching on/off
+    assert counts["bench_throughput"] == 2 * 2  # 2 layouts (the per-GPU shares) x prefix caching on/off
 
 
 # The shipped presets the docs quote, each priced once here (the site settings its docs give): the doc-number test and
@@ -319,6 +319,35 @@ def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refuse
         "warning: train_ppo[brorl_n512]: jobs of up to 20 steps take ~32.7 h, over 85% of the 28 h time limit of a "
         "first attempt: set the arm's segment_max_steps (or training.segment_max_steps) to 10" in proc.stdout
     )
+
+
+def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refused(tmp_path):
+    from brorl.plan.throughput import bench_jobs, last_attempt_minutes, overlong
+
+    settings = {"warmup": 1, "repeats": 3, "max_tokens": 16384, "prefix_caching": [True, False]}
+    settings["layouts"] = [{"prompts": 2, "n": 512}, {"prompts": 128, "n": 512}]
+    jobs = bench_jobs(settings, EST.evaluation)
+    assert [j.name for j in jobs] == ["p2_n512_pcon", "p128_n512_pcon", "p2_n512_pcoff", "p128_n512_pcoff"]
+    assert jobs[0].tokens == 2 * 512 * 16384 * 4
+    assert jobs[1].tokens == 64 * jobs[0].tokens
+    assert jobs[0].hours == pytest.approx(jobs[0].tokens / (36.5 / 64 * 8192) / 3600 + 0.1)
+    limit, where = last_attempt_minutes(read_profile(PROFILE_DIR))
+    assert limit == 3 * 360  # the slurm profile: retries 2, 360 min per attempt
+    late = overlong(jobs, limit, where)
+    assert [m.split(":")[0] for m in late] == ["bench_throughput p128_n512_pcon", "bench_throughput p128_n512_pcoff"]
+    assert "over the 18.0 h runtime of its last attempt (3) in the profile" in late[0]
+    one_engine = bench_jobs({**settings, "one_engine_per_setting": True}, EST.evaluation)
+    assert len(one_engine) == 2
+    assert one_engine[0].tokens == jobs[0].tokens + jobs[1].tokens
+    # the plan refuses before building the DAG; the shipped config's jobs are priced by their work
+    whole_step = tmp_path / "whole_step.yaml"
+    whole_step.write_text("throughput:\n  layouts: [{prompts: 128, n: 512}]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "brorl.plan", "--configfile", str(whole_step)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Table 2's jobs cannot finish" in proc.stderr
+    assert "bench_throughput p128_n512_pcon" in proc.stderr
 
 
 @pytest.mark.parametrize(

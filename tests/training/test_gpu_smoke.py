@@ -228,7 +228,8 @@ def _arm(device: str, complete: bool = True, argv: list[str] | None = None) -> d
             {"step": 2, "gen_s": 9.0, "partition_s": 0.4, "trained_truncated_frac": 0.5, "trained_zeroed_frac": 0.5},
         ],
         "segments": [{"weight_syncs": 2, "vllm_scheduler": [LIMITS, LIMITS]}],
-        "peak_gib": [50.0, 51.5],
+        "peak_gib": [50.0, 51.5],  # the trainer's own allocation
+        "device_gib": [63.0, 64.5],  # the GPU's memory in use: the reference model, vLLM, contexts too
     }
 
 
@@ -256,8 +257,8 @@ def _evidence_removed(change) -> dict[str, str]:
     [
         ("weight sync to vLLM by CUDA IPC / NCCL", lambda arm: arm["segments"][0].pop("weight_syncs")),
         ("dynamic batching and the step's partition", lambda arm: arm["records"][0].update(partition_s=None)),
-        ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(peak_gib=None)),
-        ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(peak_gib=[50.0, 76.2])),
+        ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(device_gib=None)),  # the trainer's alone
+        ("peak GPU memory per rank below 74 GiB", lambda arm: arm.update(device_gib=[63.0, 76.2])),
         ("vLLM scheduler limits of the rollout engines", lambda arm: arm["segments"][0].update(vllm_scheduler=[])),
         (
             "vLLM scheduler limits of the rollout engines",
@@ -295,7 +296,7 @@ def test_gpu_verdict_passes_fails_and_points_at_the_preflight():
     rows = v.gpu_rows([_arm("gpu", argv=argv)], "gpu", "logs")
     assert rows[0].status == v.FAIL and "--vllm.enable_sleep missing" in rows[0].detail
     assert not v.verdict(rows, "gpu")["passed"]
-    assert "| vLLM sleep mode" in v.table(rows) and "51.5 max of 2 ranks" in v.table(rows)
+    assert "| vLLM sleep mode" in v.table(rows) and "64.5 max of 2 ranks" in v.table(rows)
 
 
 def test_drill_rows_need_the_kill_and_the_resume():

@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -140,8 +141,24 @@ def test_the_memory_hook_logs_each_updates_peak_only_where_cuda_is(tmp_path, mon
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: None)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 62 * 2**30)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (10 * 2**30, 80 * 2**30))  # (free, total)
     Actor().fit()
     assert [gib for _, gib in read_hook_log(tmp_path, "peak_gib")] == [62.0]
+    # the device's memory in use, every process on the GPU: 80 - 10 GiB, more than the trainer's own 62
+    assert [gib for _, gib in read_hook_log(tmp_path, "device_gib")] == [70.0]
+
+
+def test_the_device_sampler_keeps_the_high_mark_between_updates():
+    from brorl.training.openrlhf.memory_hook import DeviceSampler
+
+    readings = iter([5, 9, 7, 3, 4, 2] + [1] * 1000)  # bytes in use, as the thread and take() read them
+    sampler = DeviceSampler(lambda: next(readings), every_s=3600)  # the thread reads once, then sleeps
+    time.sleep(0.1)
+    sampler.sample()
+    sampler.sample()  # 5 (thread), 9, 7
+    assert sampler.take() == 9  # reads 3 too
+    sampler.sample()
+    assert sampler.take() == 4  # 4, then 2: a fresh start after each take
 
 
 def test_the_job_hook_wraps_openrlhfs_own_actor_class(tmp_path):

@@ -18,6 +18,10 @@ def _rerun_command():
 
 
 onstart:
+    # Table 2's jobs against the profile's runtime of their last attempt (helpers/throughput.smk)
+    _bench = bench_time_stop(workflow) if "bench_time_stop" in globals() else ""
+    if _bench:
+        raise WorkflowError(f"not started: {_bench}")
     # the pin gate (helpers/data.smk): before any job is submitted, never on -n (Snakemake runs onstart only then)
     _unpinned = (
         pin_gate_problem(workflow) if "pin_gate_problem" in globals() else ""

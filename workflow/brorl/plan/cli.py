@@ -32,6 +32,7 @@ from .power import power_lines
 from .pricing import (
     IN_BATCH,
     evaluation_model,
+    evaluation_prior,
     in_batch_line,
     in_batch_price,
     measured_prices,
@@ -42,7 +43,8 @@ from .pricing import (
 )
 from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
-from .walltime import overruns, partition_max_hours
+from .throughput import bench_price, checked_bench_jobs, size_lines
+from .walltime import longest_segments, overruns, partition_max_hours
 
 
 def disk_per_arm(config: dict, estimates) -> dict[str, dict]:
@@ -147,14 +149,6 @@ def smoke_price_line(profile: Path) -> str:
     )
 
 
-def longest_segments(config: dict) -> dict[str, tuple[int, int]]:
-    """arm -> (samples per step, steps of its longest segment) of every enabled arm."""
-    from ..training.recipe import arm_plan, enabled_arms
-
-    plans = {name: arm_plan(config, name) for name in enabled_arms(config)}
-    return {name: (p.samples_per_step, max(len(s.steps) for s in p.segments)) for name, p in plans.items()}
-
-
 def walltime_limit_hours(profile: dict) -> dict:
     """The time limit of train_ppo's first attempt: the profile's runtime, or the partition's MaxTime from sinfo
     where that is lower."""
@@ -208,6 +202,11 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     unpinned = unpinned_of_run(config, registry)
     if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.hub.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
+    bench, late, note = checked_bench_jobs(config, profile, evaluation_prior(estimates))
+    if late:  # a layout that cannot finish is refused before the DAG is built
+        raise SystemExit("error: Table 2's jobs cannot finish:\n  - " + "\n  - ".join(late))
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     print("building the DAG to count its jobs (snakemake -n, seconds to a minute) ...", file=sys.stderr, flush=True)
     dag = dag_job_counts(list(a.configfile), overlay=absolute_folders(config, Path.cwd()))
     planned, arms = config_job_counts(config)
@@ -232,6 +231,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     families = [registry[b].family for b in config["evaluation"]["benchmarks"]]
     priced = {"score_samples": scoring_price(families, checkpoints, estimates), **measured_prices(run)}
     priced["generate_samples"] = eval_price
+    if bench:
+        priced["bench_throughput"] = bench_price(bench)
     probe_rows = []
     if config["probe"]["enabled"]:
         probe_rows, priced["generate_probe"] = probe_price(
@@ -272,6 +273,7 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
     for r in probe_rows:
         print((in_batch_line if r.benchmark == IN_BATCH else probe_line)(r, config["probe"]))
+    print("\n".join(size_lines(bench, evaluation_prior(estimates))))
     sizes_from = None
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
         from ..models.folders import staged_base_model

@@ -38,25 +38,27 @@ def read_profile(profile_dir: Path) -> dict[str, Any]:
     return rendered
 
 
-def _first_attempt(value: Any, where: str) -> Any:
-    """A resource value as Snakemake evaluates it for attempt 1 (strings may be Python expressions)."""
+def at_attempt(value: Any, where: str, attempt: int = 1) -> Any:
+    """A resource value as Snakemake evaluates it for ``attempt`` (strings may be Python expressions)."""
     if not isinstance(value, str):
         return value
     try:
-        return eval(value, {"__builtins__": {"min": min, "max": max}}, {"attempt": 1})  # noqa: S307 (our profile)
+        return eval(value, {"__builtins__": {"min": min, "max": max}}, {"attempt": attempt})  # noqa: S307 (our profile)
     except (NameError, SyntaxError):
         return value  # a plain string such as a partition name
     except Exception as err:
         raise ProfileError(f"{where}: cannot evaluate {value!r}: {err}") from err
 
 
-def rule_resources(profile: Mapping[str, Any], rule: str, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def rule_resources(
+    profile: Mapping[str, Any], rule: str, own: Mapping[str, Any] | None = None, attempt: int = 1
+) -> dict[str, Any]:
     """default-resources, then the rule's `own` resources (what the Snakefile asks, e.g. train_ppo's nodes), then
-    set-resources[rule], each evaluated for the first attempt (Snakemake's order)."""
+    set-resources[rule], each evaluated for ``attempt`` (Snakemake's order; the last is the profile's retries + 1)."""
     merged = dict(profile.get("default-resources") or {})
     merged.update(own or {})
     merged.update((profile.get("set-resources") or {}).get(rule) or {})
-    return {k: _first_attempt(v, f"set-resources {rule}.{k}") for k, v in merged.items()}
+    return {k: at_attempt(v, f"set-resources {rule}.{k}", attempt) for k, v in merged.items()}
 
 
 def job_resources(

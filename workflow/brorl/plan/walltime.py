@@ -88,3 +88,11 @@ def partition_max_hours(partition: str) -> float | None:
         return None
     limits = [h for h in map(parse_slurm_time, out.split()) if h is not None]
     return min(limits) if limits else None
+
+
+def longest_segments(config: dict) -> dict[str, tuple[int, int]]:
+    """arm -> (samples per step, steps of its longest segment) of every enabled arm."""
+    from ..training.recipe import arm_plan, enabled_arms
+
+    plans = {name: arm_plan(config, name) for name in enabled_arms(config)}
+    return {name: (p.samples_per_step, max(len(s.steps) for s in p.segments)) for name, p in plans.items()}

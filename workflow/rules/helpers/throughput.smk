@@ -8,6 +8,52 @@ THROUGHPUT_FIGURE = {
 }
 
 
+def bench_jobs_sized():
+    """Each bench_throughput job sized by its work (brorl.plan.throughput) at the evaluation model's priors."""
+    from brorl.plan.throughput import bench_jobs
+
+    return bench_jobs(THROUGHPUT, generation_sizing()[0])
+
+
+def bench_time_stop(workflow):
+    """Why Table 2's jobs cannot run ("" when they can): a job priced beyond the profile's runtime of its last attempt
+    (retries + 1; known once the run starts, so checked by onstart in hooks.smk, before any job), naming both.
+    """
+    if not (THROUGHPUT["enabled"] and config["engine"] != "embedded"):
+        return ""
+    from brorl.plan.profile import at_attempt
+    from brorl.plan.throughput import overlong
+
+    raw = (
+        workflow.resource_settings.overwrite_resources.get("bench_throughput") or {}
+    ).get("runtime")
+    if raw is None:
+        return ""  # no runtime: nothing to hold the jobs to (the start-up note says so)
+    attempt = workflow.execution_settings.retries + 1
+    where = f"runtime of its last attempt ({attempt}) in the profile"
+    limit = float(at_attempt(getattr(raw, "raw", raw), where, attempt))
+    late = overlong(bench_jobs_sized(), limit, where)
+    return "Table 2's jobs cannot finish:\n  - " + "\n  - ".join(late) if late else ""
+
+
+if (
+    THROUGHPUT["enabled"]
+    and config["engine"] != "embedded"
+    and workflow.is_main_process
+):
+    from brorl.plan.throughput import size_lines
+
+    for _line in size_lines(bench_jobs_sized(), generation_sizing()[0]):
+        print(f"note: {_line}", file=sys.stderr)
+    if not (
+        workflow.resource_settings.overwrite_resources.get("bench_throughput") or {}
+    ).get("runtime"):
+        print(
+            "note: the profile sets no runtime for bench_throughput: the jobs' time is not checked",
+            file=sys.stderr,
+        )
+
+
 def throughput_results():
     """One JSON per throughput.layouts x throughput.prefix_caching configuration."""
     return [

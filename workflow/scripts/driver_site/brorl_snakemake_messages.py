@@ -10,10 +10,9 @@ changes nothing else. A file that loads is loaded by Snakemake's own function, u
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
 from pathlib import Path
+
+from brorl_after_import import after_import
 
 TARGET = "snakemake.settings.types"
 
@@ -63,32 +62,4 @@ def _wrap(module) -> None:
     module.load_configfile = load_configfile
 
 
-class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds TARGET with the other finders, then wraps it right after it executes."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != TARGET:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None:
-            return None
-        self.loader = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        _wrap(module)
-
-
-if TARGET in sys.modules:
-    _wrap(sys.modules[TARGET])
-else:
-    sys.meta_path.insert(0, _AfterImport())
+after_import(TARGET, _wrap)
