@@ -561,15 +561,10 @@ def test_tiny_evaluation_runs_end_to_end_then_is_up_to_date_and_resumes_from_sha
 
 
 def check_lost_scores_are_remade(repo: Path, work: Path, args: tuple) -> None:
-    """A deleted scores file, and one whose job was killed with the driver (docs/cluster.md#after-a-failure), are
-    remade equal by the plain command (after --unlock for the kill)."""
+    """A scores file whose job was killed with the driver (docs/cluster.md#after-a-failure) is remade equal by the
+    plain command after --unlock (a deleted output is remade by the plain command: the shard check above)."""
     scores = work / "results/eval/base/step0/synthetic_math.scores.parquet"
     before = pd.read_parquet(scores)
-    scores.unlink()
-    remade = snakemake(*args, cwd=repo)
-    assert remade.returncode == 0 and job_counts(remade).get("score_samples") == 1, output_of(remade)[-4000:]
-    pd.testing.assert_frame_equal(pd.read_parquet(scores), before)
-
     # kill the driver and its jobs while the scoring job runs: its output, deleted at the job's start, stays missing
     rel = scores.relative_to(work).as_posix()
     marker = work / ".snakemake/incomplete" / base64.urlsafe_b64encode(rel.encode()).decode()
