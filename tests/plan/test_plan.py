@@ -322,7 +322,7 @@ def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refuse
 
 
 def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refused(tmp_path):
-    from brorl.plan.throughput import bench_jobs, last_attempt_minutes, overlong
+    from brorl.plan.throughput import RULE_RUNTIME_MIN, bench_jobs, last_attempt_minutes, overlong, runtime_limit
 
     settings = {"warmup": 1, "repeats": 3, "max_tokens": 16384, "prefix_caching": [True, False]}
     settings["layouts"] = [{"prompts": 2, "n": 512}, {"prompts": 128, "n": 512}]
@@ -333,6 +333,9 @@ def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refus
     assert jobs[0].hours == pytest.approx(jobs[0].tokens / (36.5 / 64 * 8192) / 3600 + 0.1)
     limit, where = last_attempt_minutes(read_profile(PROFILE_DIR))
     assert limit == 3 * 360  # the slurm profile: retries 2, 360 min per attempt
+    # a profile without a runtime for the rule: the rule's own, which Snakemake applies then (not default-resources')
+    assert runtime_limit(None, 3)[0] == RULE_RUNTIME_MIN == 720
+    assert last_attempt_minutes({"default-resources": {"runtime": "60 * attempt"}})[0] == 720
     late = overlong(jobs, limit, where)
     assert [m.split(":")[0] for m in late] == ["bench_throughput p128_n512_pcon", "bench_throughput p128_n512_pcoff"]
     assert "over the 18.0 h runtime of its last attempt (3) in the profile" in late[0]

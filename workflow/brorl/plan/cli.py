@@ -202,11 +202,10 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     unpinned = unpinned_of_run(config, registry)
     if unpinned:  # the plan stays usable; a run would stop at its start (the pin gate, brorl.hub.pins)
         print(f"warning: {unpinned}\n", file=sys.stderr)
-    bench, late, note = checked_bench_jobs(config, profile, evaluation_prior(estimates))
-    if late:  # a layout that cannot finish is refused before the DAG is built
-        raise SystemExit("error: Table 2's jobs cannot finish:\n  - " + "\n  - ".join(late))
-    if note:
-        print(f"note: {note}", file=sys.stderr)
+    prior = evaluation_prior(estimates)
+    bench, refused = checked_bench_jobs(config, profile, prior)
+    if refused:  # a layout that cannot finish is refused before the DAG is built
+        raise SystemExit(f"error: {refused}")
     print("building the DAG to count its jobs (snakemake -n, seconds to a minute) ...", file=sys.stderr, flush=True)
     dag = dag_job_counts(list(a.configfile), overlay=absolute_folders(config, Path.cwd()))
     planned, arms = config_job_counts(config)
@@ -273,7 +272,8 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
     for r in probe_rows:
         print((in_batch_line if r.benchmark == IN_BATCH else probe_line)(r, config["probe"]))
-    print("\n".join(size_lines(bench, evaluation_prior(estimates))))
+    for line in size_lines(bench, prior):
+        print(line)
     sizes_from = None
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
         from ..models.folders import staged_base_model

@@ -18,6 +18,8 @@ from typing import Any
 from .estimate import Priced
 from .evaluation import EvalPrior
 
+RULE_RUNTIME_MIN = 720  # bench_throughput's own runtime (workflow/rules/throughput.smk), where a profile sets none
+
 
 @dataclass(frozen=True)
 class BenchJob:
@@ -67,16 +69,28 @@ def size_lines(jobs: Sequence[BenchJob], prior: EvalPrior) -> list[str]:
     return [f"bench_throughput {job.name}: {job.tokens:.3g} tokens, about {job.hours:.1f} h at {rate}" for job in jobs]
 
 
-def last_attempt_minutes(profile: Mapping[str, Any]) -> tuple[float | None, str]:
-    """The runtime (minutes) the profile gives a bench_throughput job's last attempt (retries + 1), and where it comes
-    from; (None, why) when the profile sets no runtime."""
-    from .profile import rule_resources
+def runtime_limit(profiled: Any, attempt: int) -> tuple[float, str]:
+    """The runtime (minutes) of a bench_throughput job's ``attempt`` and where it comes from: the profile's
+    set-resources value ``profiled`` (an expression of ``attempt``), else the rule's own RULE_RUNTIME_MIN, which
+    Snakemake applies then (a rule's resources override default-resources)."""
+    from .profile import at_attempt
 
-    attempt = int(profile.get("retries") or 0) + 1
-    runtime = rule_resources(profile, "bench_throughput", attempt=attempt).get("runtime")
-    if runtime is None:
-        return None, "the profile sets no runtime for bench_throughput: the jobs' time is not checked"
-    return float(runtime), f"runtime of its last attempt ({attempt}) in the profile"
+    if profiled is None:
+        return float(RULE_RUNTIME_MIN), f"runtime of the rule (no runtime for it in the profile; attempt {attempt})"
+    where = f"runtime of its last attempt ({attempt}) in the profile"
+    return float(at_attempt(profiled, where, attempt)), where
+
+
+def refusal(jobs: Sequence[BenchJob], limit_minutes: float, where: str) -> str:
+    """Why Table 2's jobs cannot run ("" when they can): each job priced beyond ``limit_minutes`` (``runtime_limit``)."""
+    late = overlong(jobs, limit_minutes, where)
+    return "Table 2's jobs cannot finish:\n  - " + "\n  - ".join(late) if late else ""
+
+
+def last_attempt_minutes(profile: Mapping[str, Any]) -> tuple[float, str]:
+    """The runtime (minutes) a profile gives a bench_throughput job's last attempt (retries + 1), and where from."""
+    profiled = ((profile.get("set-resources") or {}).get("bench_throughput") or {}).get("runtime")
+    return runtime_limit(profiled, int(profile.get("retries") or 0) + 1)
 
 
 def bench_price(jobs: Sequence[BenchJob]) -> Priced:
@@ -87,13 +101,10 @@ def bench_price(jobs: Sequence[BenchJob]) -> Priced:
 
 def checked_bench_jobs(
     config: Mapping[str, Any], profile: Mapping[str, Any], prior: EvalPrior
-) -> tuple[list[BenchJob], list[str], str]:
-    """Table 2's jobs of a config under a profile: (jobs, one message per job that cannot finish within the runtime
-    of its last attempt, a note when nothing could be checked); no jobs when throughput is off."""
+) -> tuple[list[BenchJob], str]:
+    """Table 2's jobs of a config under a profile, and why they cannot run ("" when they can; see ``refusal``); no
+    jobs when throughput is off."""
     if not config["throughput"]["enabled"]:
-        return [], [], ""
+        return [], ""
     jobs = bench_jobs(config["throughput"], prior)
-    limit, where = last_attempt_minutes(profile)
-    if limit is None:
-        return jobs, [], where
-    return jobs, overlong(jobs, limit, where), ""
+    return jobs, refusal(jobs, *last_attempt_minutes(profile))

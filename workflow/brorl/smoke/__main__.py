@@ -42,9 +42,8 @@ def collect_arm(results: Path, name: str) -> dict[str, Any]:
     per_rank = [_jsonl(p) for p in sorted(memory.glob("*.jsonl"))]  # one file per training rank
     peaks = [max(e["peak_gib"] for e in entries) for entries in per_rank if entries]
     # the device's memory in use, every process on the rank's GPU (memory_hook); absent from older hook logs
-    device = [
-        max(e["device_gib"] for e in entries if "device_gib" in e) for entries in per_rank if _has_device(entries)
-    ]
+    readings = [[e["device_gib"] for e in entries if "device_gib" in e] for entries in per_rank]
+    device = [max(gibs) for gibs in readings if gibs]
     first_kl: dict[int, list[list[float]]] = {}  # segment -> per launch, the first micro-batch KL of each step
     for launch in sorted((out / "run" / "openrlhf" / "logs").glob("segment*-*"), key=_launch_order):
         log = launch / "launcher.log"
@@ -61,10 +60,6 @@ def collect_arm(results: Path, name: str) -> dict[str, Any]:
         "device_gib": device or None,
         "first_kl": first_kl,
     }
-
-
-def _has_device(entries: list[dict]) -> bool:
-    return any("device_gib" in e for e in entries)
 
 
 def _launch_order(folder: Path) -> tuple[int, int]:

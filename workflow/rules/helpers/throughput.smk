@@ -1,4 +1,5 @@
 # Input functions of the throughput stage (workflow/rules/throughput.smk).
+from brorl.plan.throughput import RULE_RUNTIME_MIN as BENCH_RULE_RUNTIME_MIN
 from brorl.training.recipe import training_engine
 
 THROUGHPUT = config["throughput"]
@@ -16,24 +17,20 @@ def bench_jobs_sized():
 
 
 def bench_time_stop(workflow):
-    """Why Table 2's jobs cannot run ("" when they can): a job priced beyond the profile's runtime of its last attempt
-    (retries + 1; known once the run starts, so checked by onstart in hooks.smk, before any job), naming both.
-    """
+    """Why Table 2's jobs cannot run ("" when they can): a job priced beyond the runtime of its last attempt (the
+    profile's, else the rule's own; retries + 1 is known once the run starts, so onstart in hooks.smk checks it,
+    before any job), naming both (brorl.plan.throughput.refusal, as `make plan`)."""
     if not (THROUGHPUT["enabled"] and config["engine"] != "embedded"):
         return ""
-    from brorl.plan.profile import at_attempt
-    from brorl.plan.throughput import overlong
+    from brorl.plan.throughput import refusal, runtime_limit
 
     raw = (
         workflow.resource_settings.overwrite_resources.get("bench_throughput") or {}
     ).get("runtime")
-    if raw is None:
-        return ""  # no runtime: nothing to hold the jobs to (the start-up note says so)
-    attempt = workflow.execution_settings.retries + 1
-    where = f"runtime of its last attempt ({attempt}) in the profile"
-    limit = float(at_attempt(getattr(raw, "raw", raw), where, attempt))
-    late = overlong(bench_jobs_sized(), limit, where)
-    return "Table 2's jobs cannot finish:\n  - " + "\n  - ".join(late) if late else ""
+    limit = runtime_limit(
+        getattr(raw, "raw", raw), workflow.execution_settings.retries + 1
+    )
+    return refusal(bench_jobs_sized(), *limit)
 
 
 if (
@@ -45,13 +42,6 @@ if (
 
     for _line in size_lines(bench_jobs_sized(), generation_sizing()[0]):
         print(f"note: {_line}", file=sys.stderr)
-    if not (
-        workflow.resource_settings.overwrite_resources.get("bench_throughput") or {}
-    ).get("runtime"):
-        print(
-            "note: the profile sets no runtime for bench_throughput: the jobs' time is not checked",
-            file=sys.stderr,
-        )
 
 
 def throughput_results():
