@@ -324,6 +324,18 @@ BAD = [
     ("yaml-exponent-string", lambda c: _set(c, ["training", "lr0"], "2e-6"), "'training.lr0'", "write 1.0e-6"),
     ("arm-n-negative", lambda c: _set(c, ["arms", 1, "n"], -3), "'arms[1].n'", "-3 is less than the minimum of 1"),
     ("arm-n-zero", lambda c: _set(c, ["arms", 0, "n"], 0), "'arms[0].n'", "less than the minimum of 1"),
+    (
+        "refill-unknown",
+        lambda c: _set(c, ["training", "dynamic_sampling", "refill"], "batch"),
+        "'training.dynamic_sampling.refill'",
+        "not an allowed value 'batch' (allowed: rounds, serial)",
+    ),
+    (
+        "refill-max-rounds-zero",
+        lambda c: _set(c, ["training", "dynamic_sampling", "max_rounds"], 0),
+        "'training.dynamic_sampling.max_rounds'",
+        "less than the minimum of 1",
+    ),
     ("arm-n-not-integer", lambda c: _set(c, ["arms", 0, "n"], 16.5), "'arms[0].n'", "is not of type 'integer'"),
     ("unknown-benchmark", _append_benchmark, "'evaluation.benchmarks[21]'", "unknown benchmark 'gsm8k'"),
     ("duplicate-arm-name", _dup_arm, "'arms[1].name'", "duplicate 'prorl_n16'"),

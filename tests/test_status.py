@@ -51,12 +51,15 @@ def test_the_report_shows_arms_stages_and_what_a_dead_driver_left(tmp_path):
     (incomplete / marker("results/train/a/segment1.json")).write_text("")
     arm = tmp_path / "results" / "train" / "a"
     (arm / "run").mkdir(parents=True)
-    (arm / "run" / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (1, 2, 3)))
+    waves = {"refill": "rounds", "step_s": 5.0, "update_s": 1.0, "waves": [{"prompts": 8, "kept": 5, "s": 2.0}] * 2}
+    records = [{"step": 1}, {"step": 2}, {"step": 3, **waves}]  # steps 1-2: metrics before schema 9
+    (arm / "run" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (arm / "segment0.json").write_text(json.dumps({"plan": {"continued_steps": 16}}))
     now = time.time()
     write_lease(arm / "run", Holder("15", "gpu01", 1, 1, now, now))
     text = report(tmp_path, [["15", "RUNNING", str(tmp_path), "rule_train_ppo_wildcards_a_1"]])
     assert "a: step 3/16, segments done 1; training: Slurm job 15 on gpu01 (segment 1" in text
+    assert "last 3 steps: 2.0 waves a step (max 2, rounds); waves 80%, update 20% of the step time" in text
     assert "export_checkpoint: 2 done, 0 pending, 0 running" in text
     assert "train_ppo: 0 done, 0 pending, 1 running" in text
     assert "results/train/a/segment1.json" in text.split("the next run redoes them")[1]

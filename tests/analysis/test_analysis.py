@@ -1129,7 +1129,9 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
             "hours": 0.03,
             "samples_k": 0.192,
             "startup_hours": 0.0,
+            "refill": "not recorded",  # hand-made metrics of schema 8: no waves
         }
+        assert "time h: the training clock" in (results / "SUMMARY.md").read_text()
         # both arms' hours and generated samples beside the final checkpoints (equal_time_hours null), and the
         # comparison at equal generated samples
         summary = (results / "SUMMARY.md").read_text()
@@ -1293,3 +1295,41 @@ def test_a_code_instance_whose_samples_lack_their_fraction_of_tests_passed_is_re
     scores.to_parquet(path, index=False)
     with pytest.raises(AnalysisInputError, match=r"scores \(tests_passed\): 1 instance\(s\) do not have 16 samples"):
         load_units([path], [bench], expected_samples=16)
+
+
+def test_the_clock_names_each_arms_refill_and_the_summary_flags_a_clock_dependent_verdict():
+    from brorl.analysis.checkpoints import clock_statement, refill_mode
+    from brorl.analysis.summary_statistics import compute_lines
+
+    rounds = [{"refill": "rounds", "waves": [{"prompts": 4, "kept": 4, "s": 1.0}]}]
+    assert refill_mode(rounds) == "rounds" and refill_mode([{"step": 1}]) == "not recorded"
+    assert refill_mode([{"refill": None, "waves": [{"prompts": 4, "kept": 4, "s": 1.0}]}]) == "off"
+    same = clock_statement({"ctl": "rounds", "trt": "rounds"})
+    assert same["text"].endswith("refilled in rounds mode in every arm (the paper's refill is not published)")
+    mixed = clock_statement({"ctl": "serial", "trt": "rounds"})
+    assert "refill by arm: ctl: serial; trt: rounds" in mixed["text"]
+    assert "refill not recorded in every arm" in clock_statement({"ctl": "not recorded"})["text"]
+    pooled = {"delta": 0.02, "reject": True}
+    sig = {
+        "status": "ok",
+        "clock": mixed,
+        "selection": {},
+        "pooled": pooled,
+        "control": {"arm": "ctl", "step": 2, "refill": "serial"},
+        "treatment": {"arm": "trt", "step": 2, "refill": "rounds"},
+    }
+    agree = sig | {
+        "equal_samples": {
+            "status": "ok",
+            "samples_k": 1.0,
+            **sig,
+            "pooled": pooled | {"ci_low": 0, "ci_high": 1, "p": 0.01, "n": 9},
+        }
+    }
+    lines = compute_lines(agree)
+    assert "ctl: serial; trt: rounds" in lines[0] and not any("disagree" in line for line in lines)
+    differ = agree | {
+        "equal_samples": agree["equal_samples"] | {"pooled": agree["equal_samples"]["pooled"] | {"reject": False}}
+    }
+    (flag,) = [line for line in compute_lines(differ) if "disagree" in line]
+    assert "refill: serial vs rounds" in flag and "not significant" in flag

@@ -33,6 +33,7 @@ import pandas as pd
 import pytest
 from brorl.smoke.verdict import CPU_SUBSTITUTION, GPU_PATHS
 from brorl.training.openrlhf.logs import first_micro_batch_kl
+from brorl.training.refill import refill_draw
 from helpers import BIN as ENGINE_BIN
 from helpers import (
     CI_SITE,
@@ -182,6 +183,16 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     first = {d.name: first_micro_batch_kl((d / "launcher.log").read_text(errors="replace")) for d in logs.iterdir()}
     assert first["segment000-1"][:1] == [0.0] and first["segment000-2"][0] > 0, first  # steps 1 and 2 (resumed)
     assert first["segment001-1"][0] <= first["segment000-1"][0], first  # step 3, against the export of step 2
+    # dynamic sampling refilled in rounds by the job hook inside OpenRLHF's trainer: every step records its waves, the
+    # first with the step's 4 prompts, each refill of refill_draw's size (all its prompts sent together)
+    for r in records:
+        waves, kept, drawn = r["waves"], 0, 0
+        assert r["refill"] == "rounds" and waves[0]["prompts"] == 4 and all(w["s"] >= 0 for w in waves), r
+        for before, wave in zip(waves, waves[1:]):
+            kept, drawn = kept + before["kept"], drawn + before["prompts"]
+            assert wave["prompts"] == refill_draw(4 - kept, kept, drawn, 4, "rounds") >= 2, waves
+        assert sum(w["prompts"] for w in waves) == r["generated_prompts"], r
+    assert any(len(r["waves"]) > 1 for r in records), records  # a refill wave went out
     # every step's metrics came from OpenRLHF's events; wall time counts the killed launches and start-ups
     assert all(r["kl"] is not None and r["lr"] and r["gen_s"] for r in records)
     # the step size of each step: reinforce_baseline's advantages (normalised over the batch's tokens by OpenRLHF) have
@@ -257,6 +268,7 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     # the truncation rule against vLLM's length stops, judged on both devices: the same reward, OpenRLHF and vLLM
     assert all(r["trained_truncated_frac"] is not None for r in records), records
     assert rows["truncation rule = vLLM's length stops (every step)"]["status"] == "pass", rows
+    assert rows["dynamic sampling refilled in waves (every step)"]["status"] == "pass", rows
     # the engines' scheduler limits are judged on both devices: the CPU engines report them through the same hook
     assert rows["vLLM scheduler limits of the rollout engines"]["status"] == "pass", rows
     print(f"\nrehearsal with a stop and a kill (after the start model was built): {elapsed:.0f} s\n{report.stdout}")

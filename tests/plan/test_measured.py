@@ -86,7 +86,8 @@ def paper_run(root: Path) -> Path:
     command = ["--actor.num_nodes", "8", "--rollout.max_new_tokens", "16384"]
     segment = {"engine": "cluster", "plan": {"samples_per_step": 65536}, "openrlhf_command": command}
     (brorl / "segment0.json").write_text(json.dumps(segment))
-    (brorl / "metrics.jsonl").write_text(metrics_line(1, 6480.0) + "\n")
+    waves = [{"prompts": 128, "kept": 79, "s": 3240.0}, {"prompts": 80, "kept": 50, "s": 1620.0}]
+    (brorl / "metrics.jsonl").write_text(metrics_line(1, 6480.0, refill="rounds", waves=waves, update_s=1296.0) + "\n")
     return root
 
 
@@ -107,9 +108,10 @@ def tiny_run(root: Path) -> Path:
 ARMS = {"prorl_n16": 8192, "brorl_n512": 65536}
 
 
-def metrics_line(step: int, step_s: float) -> str:
+def metrics_line(step: int, step_s: float, **fields) -> str:
     """One record of the metrics schema (brorl.training.metrics.FIELDS), the fields the plan does not read null."""
-    return json.dumps({**dict.fromkeys(FIELDS), "step": step, "segment": 0, "wall_s": step * step_s, "step_s": step_s})
+    record = {**dict.fromkeys(FIELDS), "step": step, "segment": 0, "wall_s": step * step_s, "step_s": step_s}
+    return json.dumps(record | fields)
 
 
 def test_a_benchmark_file_gives_the_mean_seconds_of_its_repeats(tmp_path):
@@ -215,7 +217,9 @@ def test_plan_command_with_a_measured_run_says_which_hours_are_measured(tmp_path
     assert rows["prepare_benchmark"]["source"] == "measured (1 jobs)"
     assert rows["train_ppo[prorl_n16]"]["source"] == "measured (2 steps)"
     # BroRL's one measured step (1.8 h) prices its arm and sizes its segments: 15 steps no longer fit 85% of 28 h
-    assert rows["train_ppo[brorl_n512]"]["source"] == "measured (1 steps)"
+    assert rows["train_ppo[brorl_n512]"]["source"] == (
+        "measured (1 steps; 2.0 waves a step (max 2, rounds); waves 75%, update 20% of the step time)"
+    )
     late = {o["arm"]: o for o in json.loads(out.read_text())["walltime"]["overruns"]}
     assert late["brorl_n512"]["steps"] == 15 and late["brorl_n512"]["fits"] == 10, late
     assert "train_ppo[brorl_n512]: jobs of up to 15 steps take ~27.2 h" in proc.stdout

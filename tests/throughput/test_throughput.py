@@ -98,7 +98,15 @@ def test_bad_metrics_are_refused_naming_the_step(records, match):
         overall_pass_rate(records, source="m.jsonl")
 
 
-def result(prompts: int, n: int, pc: bool, values: list[float], max_cv: float = 0.05, hit: float | None = 0.5) -> dict:
+def result(
+    prompts: int,
+    n: int,
+    pc: bool,
+    values: list[float],
+    max_cv: float = 0.05,
+    hit: float | None = 0.5,
+    preempted: int = 0,
+) -> dict:
     """A throughput record as bench writes it (only the fields the table reads)."""
     s = spread(values)
     return {
@@ -113,6 +121,7 @@ def result(prompts: int, n: int, pc: bool, values: list[float], max_cv: float = 
         "samples_per_s": s,
         "variability": variability_verdict(s["cv"], max_cv),
         "prefix_cache": {"hit_rate": hit if pc else None},
+        "preemptions": {"total": preempted},
     }
 
 
@@ -159,6 +168,12 @@ def test_table2_has_the_paper_column_and_differences():
     tiny = table2(results, ARMS, {"control": 0.4}, {}, "here", gpus=1, tiny=True)
     assert set(tiny["difference"]) == {"n/a (tiny scale)", "-"} and (tiny["paper"] == df["paper"]).all()
     assert cell(tiny, tp, "ProRL: 512 x 16", "difference") == "n/a (tiny scale)"
+    # a layout whose KV cache overflowed is flagged, and so is every ratio built on it
+    results[1]["preemptions"]["total"] = 7
+    flagged = table2(results, ARMS, {"control": 0.4}, {}, "here", gpus=1)
+    assert "PREEMPTED (measures recompute): 7 request(s)" in cell(flagged, tp, "BroRL: 128 x 512", "note")
+    assert "PREEMPTED" in cell(flagged, ratio, "BroRL / ProRL, prefix caching on", "note")
+    assert "PREEMPTED" not in cell(flagged, tp, "ProRL: 512 x 16", "note")
 
 
 def test_table2_compares_training_runs_with_the_paper_and_the_standalone_benchmark_per_gpu():
@@ -250,31 +265,49 @@ def mix(tmp_path_factory) -> tuple[Path, list[dict]]:
     return path, read_records(path)
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["pc_on", "pc_off"])
+# The engine without prefix caching gets 5 KV blocks of 128 tokens (MAX_LEN needs 4): two 246-token prompts fit at
+# once, and a response that crosses into a third block preempts the other sequence (vLLM's scheduler)
+SMALL_KV_BLOCKS = 5
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["pc_on", "pc_off_small_kv"])
 def engine(request, tiny):
     from brorl.generation import VllmEngine
 
-    return VllmEngine(tiny, MAX_LEN, seed=0, embedded=True, enable_prefix_caching=request.param, log_stats=True)
+    small = {} if request.param else {"num_gpu_blocks_override": SMALL_KV_BLOCKS}
+    return VllmEngine(
+        tiny, MAX_LEN, seed=0, embedded=True, enable_prefix_caching=request.param, log_stats=True, extra_settings=small
+    )
+
+
+def measure(engine, mix, prompts: int, n: int, **settings) -> dict:
+    """bench_configuration of prompts x N on `engine` (its prefix-caching setting), the tests' defaults else."""
+    from brorl.throughput.bench import bench_configuration
+
+    kw = dict(max_tokens=MAX_TOKENS, temperature=1.2, top_p=1.0, seed=0, warmup=1, repeats=2, max_cv=0.5)
+    config = Configuration(prompts, n, engine.settings["enable_prefix_caching"])
+    return bench_configuration(engine, config, mix[1], **(kw | settings))
+
+
+def test_a_layout_that_overflows_the_kv_cache_is_flagged_as_preempted(engine, mix):
+    """The tiny KV cache preempts at 16 tokens a response (crossing into a third block) and Table 2 flags the layout;
+    the engine with the default cache preempts nothing."""
+    from brorl.throughput.table import PREEMPTED, _throughput_note
+
+    pc = engine.settings["enable_prefix_caching"]
+    record = measure(engine, mix, 2, 2, max_tokens=16, temperature=1.0, warmup=0, repeats=1, max_cv=1.0)
+    total = record["preemptions"]["total"]
+    assert (total > 0) is (not pc), record["preemptions"]
+    assert (PREEMPTED in _throughput_note(record)) is (not pc)
 
 
 @pytest.mark.parametrize("prompts, n", [(4, 2), (1, 8)])
 def test_every_configuration_writes_its_json_with_all_fields(engine, mix, prompts, n, tmp_path):
-    from brorl.throughput.bench import REQUIRED_FIELDS, bench_configuration, write_json
+    from brorl.throughput.bench import REQUIRED_FIELDS, write_json
 
     pc = engine.settings["enable_prefix_caching"]
     config = Configuration(prompts, n, pc)
-    record = bench_configuration(
-        engine,
-        config,
-        mix[1],
-        max_tokens=MAX_TOKENS,
-        temperature=1.2,
-        top_p=1.0,
-        seed=0,
-        warmup=1,
-        repeats=2,
-        max_cv=0.5,
-    )
+    record = measure(engine, mix, prompts, n)
     record |= {"model": {}, "engine": engine.info(), "machine": {}, "provenance": {}}
     write_json(tmp_path / f"{config.name}.json", record)
     back = json.loads((tmp_path / f"{config.name}.json").read_text())
@@ -358,7 +391,7 @@ def test_tabulate_command_writes_table2_figure_and_machine(tmp_path):
         result(16, 512, True, [60.0, 61.0, 59.0]),
     ):
         full = r | {
-            "schema_version": 1,
+            "schema_version": 2,
             "sampling": {},
             "warmup": 1,
             "repeats": 3,

@@ -112,6 +112,9 @@ def test_uninterrupted_run_trains_and_writes_its_files(setup, straight):
     for r in records:
         assert r["generated_samples"] == r["generated_prompts"] * 8
         assert r["dynamic_sampling_pass_rate"] == pytest.approx(r["samples"] / r["generated_samples"])
+        # the step's waves: the first of its 2 prompts, refills sized by refill_draw, surplus groups not trained
+        assert r["refill"] == "rounds" and r["waves"][0]["prompts"] == 2 and r["prompts"] <= 2
+        assert sum(w["prompts"] for w in r["waves"]) == r["generated_prompts"] and len(r["waves"]) <= 8
         assert r["wall_s"] >= r["step_s"] > 0 and r["gen_samples_per_s"] > 0
         if r["samples"]:  # PolicyLoss's rollout-vs-trainer mismatch, as OpenRLHF logs it
             assert abs(r["vllm_kl"]) < 0.05 and 0.0 <= r["is_filter_ratio"] <= 1.0

@@ -412,3 +412,25 @@ def test_the_smoke_gate_opens_only_on_a_passed_gpu_verdict(configs, tmp_path):
     assert smoke_gate_problem(paper, verdict) == ""
     cpu = {**paper, "training": {**paper["training"], "cluster": {**paper["training"]["cluster"], "device": "cpu"}}}
     assert smoke_gate_problem(cpu, tmp_path / "none.json") == ""  # the rehearsal is not gated
+
+
+def test_the_refill_row_passes_only_on_recorded_waves_that_refilled_together():
+    """The rehearsal runs the same hook: the row is observed on both devices, never substituted."""
+    ds = {"enabled": True, "refill": "rounds"}
+    arm = _arm("cpu")
+    for record in arm["records"]:
+        record |= {
+            "refill": "rounds",
+            "waves": [{"prompts": 4, "kept": 2, "s": 1.0}, {"prompts": 5, "kept": 2, "s": 0.5}],
+        }
+    assert v.refill_row([arm], ds).status == v.PASS
+    assert v.refill_row([arm], ds | {"refill": "serial"}).status == v.FAIL  # recorded in another mode
+    assert v.refill_row([arm], ds | {"enabled": False}).status == v.NOT_CONFIGURED
+    for record in arm["records"]:
+        record["waves"][1]["prompts"] = 1
+    assert "every refill sent one prompt" in v.refill_row([arm], ds).detail
+    for record in arm["records"]:
+        record["waves"] = record["waves"][:1]
+    assert v.refill_row([arm], ds).status == v.NOT_REACHED
+    arm["records"][0]["waves"] = None  # the hook did not run at this step
+    assert v.refill_row([arm], ds).status == v.FAIL

@@ -239,7 +239,8 @@ def _calls(t, rewards, scores, errors=None):
     return RewardCall(t, rewards, scores, errors or [None] * len(rewards))
 
 
-def test_metrics_converter_on_a_hand_made_log(tmp_path):
+def test_metrics_converter_on_a_hand_made_log(tmp_path, capsys):
+    waves = [{"prompts": 512, "kept": 210, "s": 60.0}, {"prompts": 737, "kept": 305, "s": 40.0}]
     # step 2 logged twice: by a job killed afterwards (t=200) and again by the rerun (t=400): the rerun wins
     cut = {"rollout/truncated_rate": 0.625, "truncated_zeroed": 0.6250001}  # both over the trained samples
     events = _step(1, 100.0) + _step(2, 200.0, kl=9.0) + _step(2, 400.0, **cut) + _step(3, 560.0)
@@ -259,8 +260,25 @@ def test_metrics_converter_on_a_hand_made_log(tmp_path):
         # the job hook's partition log: the killed launch's call (t=150) is not the rerun step's
         partition_calls=[(150.0, 9.0), (350.0, 0.5), (351.0, 2.0), (450.0, 0.25)],
         gpu_memory=[(395.0, 61.5), (396.0, 63.25), (550.0, 60.0)],  # two ranks in step 2, one logged in step 3
+        # the refill hook's waves: the killed launch's (t=150) are not the rerun step's; step 3 fell short
+        refills=[
+            {"t": 150.0, "refill": "rounds", "waves": [{"prompts": 512, "kept": 1, "s": 9.0}], "short": None},
+            {"t": 380.0, "refill": "rounds", "waves": waves, "short": None, "kept": 512, "target": 512},
+            {
+                "t": 500.0,
+                "refill": "rounds",
+                "waves": waves[:1],
+                "short": "max_rounds 1 reached",
+                "kept": 210,
+                "target": 512,
+            },
+        ],
     )
     first = records[0]
+    assert (first["refill"], first["waves"], records[1]["waves"]) == ("rounds", waves, waves[:1])
+    assert (
+        "warning: step 203: dynamic sampling kept 210 of 512 prompts: max_rounds 1 reached" in capsys.readouterr().out
+    )
     assert (first["vllm_kl"], first["is_filter_ratio"]) == (2.5e-4, 1e-3)  # OpenRLHF's own mismatch metrics
     assert first["vllm_preemptions"] is None  # no engine stats line given
     assert (first["partition_s"], records[1]["partition_s"]) == (2.5, 0.25)

@@ -46,6 +46,30 @@ def startup_hours(records: Sequence[Mapping]) -> float:
     return _clock(records)[1]
 
 
+def refill_mode(records: Sequence[Mapping]) -> str:
+    """How dynamic sampling refilled an arm's steps (metrics `refill`): its mode (modes joined by ' + ' if they
+    differ), 'off' with dynamic sampling off, or 'not recorded' (metrics older than schema 9)."""
+    if records and all(r.get("waves") is not None and r.get("refill") is None for r in records):
+        return "off"
+    modes = sorted({r["refill"] for r in records if r.get("refill")})
+    return " + ".join(modes) if modes else "not recorded"
+
+
+CLOCK = "the training clock: each step's wall-clock time and its saves, start-ups and relaunches apart"
+
+
+def clock_statement(refill: Mapping[str, str]) -> dict:
+    """Which clock the hours columns and the equal-hours comparison use, and each arm's refill mode: a step's hours
+    depend on how dynamic sampling refills it (brorl.training.refill), which the paper does not publish."""
+    modes = sorted(set(refill.values()))
+    if len(modes) == 1:
+        said = {"off": "dynamic sampling off", "not recorded": "dynamic sampling's refill not recorded"}
+        text = said.get(modes[0], f"dynamic sampling refilled in {modes[0]} mode") + " in every arm"
+    else:
+        text = "dynamic sampling's refill by arm: " + "; ".join(f"{a}: {m}" for a, m in sorted(refill.items()))
+    return {"clock": CLOCK, "refill": dict(refill), "text": f"{CLOCK}; {text} (the paper's refill is not published)"}
+
+
 UNEQUAL = 0.10  # chosen checkpoints whose hours differ by more than this share are flagged
 
 

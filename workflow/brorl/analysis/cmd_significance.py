@@ -12,7 +12,7 @@ from .cli_inputs import clocks_of, evaluated_steps, read_units, spec_of
 def cmd_significance(a: argparse.Namespace) -> None:
     from ..reporting.provenance import provenance
     from ..reporting.tables import write_table
-    from .checkpoints import SelectionError
+    from .checkpoints import SelectionError, clock_statement
     from .equal_compute import equal_hours, equal_samples
     from .paper import load_paper
     from .replicate_runs import across_runs
@@ -36,6 +36,7 @@ def cmd_significance(a: argparse.Namespace) -> None:
         "alternative": cfg["alternative"],
         "correction": cfg["correction"],
         "paper": paper["statistics"],
+        "clock": clock_statement(clocks["refill"]),  # which clock the hours are, and each arm's refill mode
     }
     try:
         result.update(equal_hours(units, roles, evaluated, clocks, cfg["equal_time_hours"], cfg["alternative"], test))

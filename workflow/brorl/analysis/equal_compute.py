@@ -21,8 +21,9 @@ from .checkpoints import SelectionError, equal_point, nearest_checkpoints, unequ
 from .significance import compare_checkpoints
 
 
-def _side(arm: str, step: int, hours: Mapping, samples: Mapping, startup: Mapping) -> dict[str, Any]:
+def _side(arm: str, step: int, hours: Mapping, samples: Mapping, startup: Mapping, refill: Mapping) -> dict[str, Any]:
     return {
+        "refill": refill.get(arm),
         "arm": arm,
         "step": step,
         "hours": hours.get(arm, {}).get(step),
@@ -46,7 +47,10 @@ def equal_hours(
     hours, samples, startup = clocks["hours"], clocks["samples"], clocks["startup"]
     point = equal_point(evaluated, hours, target)
     chosen = nearest_checkpoints(evaluated, hours, point)
-    out: dict[str, Any] = {role: _side(arm, chosen[arm], hours, samples, startup) for role, arm in roles.items()}
+    refill = clocks.get("refill", {})
+    out: dict[str, Any] = {
+        role: _side(arm, chosen[arm], hours, samples, startup, refill) for role, arm in roles.items()
+    }
     if target is None:
         rule = "final checkpoints"
     else:
@@ -94,5 +98,8 @@ def equal_samples(
         )
     except (SelectionError, ValueError) as err:
         return {"status": "not run", "reason": str(err).replace("(wall_s)", "(generated_samples)")}
-    sides = {role: _side(arm, chosen[arm], clocks["hours"], samples, clocks["startup"]) for role, arm in roles.items()}
+    sides = {
+        role: _side(arm, chosen[arm], clocks["hours"], samples, clocks["startup"], clocks.get("refill", {}))
+        for role, arm in roles.items()
+    }
     return {"status": "ok", "samples_k": point, **sides, "pooled": rows["pooled"]}

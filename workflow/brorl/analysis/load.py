@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from ..benchmarks.records import read_records
 from ..stats.units import instance_means
-from .checkpoints import hours_by_step, samples_by_step, startup_hours, step_sizes
+from .checkpoints import hours_by_step, refill_mode, samples_by_step, startup_hours, step_sizes
 
 SCORES_PATH = re.compile(r"(?:^|/)(?P<arm>[^/]+)/step(?P<step>\d+)/(?P<benchmark>[^/]+)\.scores\.parquet$")
 UNIT_COLUMNS = (
@@ -167,11 +167,17 @@ def _with_tests_passed(
 def load_clocks(metrics_files: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
     """The training clocks of ``results/train/{arm}/metrics.jsonl`` files (arm = folder), each file read once:
     ``hours`` arm -> {continued step: training-clock hours}, ``samples`` arm -> {step: generated samples, thousands},
-    ``startup`` arm -> hours of start-ups kept apart, ``step_size`` arm -> {step: lr, adv_rms, grad_norm}
-    (brorl.analysis.checkpoints)."""
+    ``startup`` arm -> hours of start-ups kept apart, ``step_size`` arm -> {step: lr, adv_rms, grad_norm},
+    ``refill`` arm -> how dynamic sampling refilled its steps (brorl.analysis.checkpoints)."""
     from ..training.metrics import MetricsError, read_metrics
 
-    clocks = {"hours": hours_by_step, "samples": samples_by_step, "startup": startup_hours, "step_size": step_sizes}
+    clocks = {
+        "hours": hours_by_step,
+        "samples": samples_by_step,
+        "startup": startup_hours,
+        "step_size": step_sizes,
+        "refill": refill_mode,
+    }
     out: dict[str, dict[str, Any]] = {name: {} for name in clocks}
     for path in metrics_files:
         path = Path(path)

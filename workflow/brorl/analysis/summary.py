@@ -355,7 +355,7 @@ def render_summary(
     lines += probe_lines(probe, probe_arms, spec)
     lines += in_batch_lines(in_batch, spec)
     lines += ["## Section 4.2: results to regenerate", ""]
-    lines += table1_lines(table1)
+    lines += table1_lines(table1, (sig.get("clock") or {}).get("text"))
     lines += ["### Table 2 (throughput and dynamic-sampling pass rate)", ""]
     lines += [
         demote_headings(table2_md.strip(), below=3)

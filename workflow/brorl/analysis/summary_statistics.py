@@ -50,8 +50,9 @@ def _spent(side: Mapping) -> str:
 
 def compute_lines(sig: Mapping) -> list[str]:
     """What each compared checkpoint cost, the unequal-compute flag, and the comparison at equal samples."""
+    clock = (sig.get("clock") or {}).get("text", "training clock: steps and saves, brorl.analysis.checkpoints")
     lines = [
-        "Compute behind the compared checkpoints (training clock: steps and saves, brorl.analysis.checkpoints): "
+        f"Compute behind the compared checkpoints ({clock}): "
         + "; ".join(_spent(sig[role]) for role in ("control", "treatment"))
         + "."
     ]
@@ -70,6 +71,7 @@ def compute_lines(sig: Mapping) -> list[str]:
         )
     elif same:
         lines.append(f"At equal generated samples: not run ({same.get('reason')}).")
+    lines += disagreement_lines(sig)
     ablation = sig.get("lr_ablation")
     if ablation and ablation.get("status") == "ok":
         q = ablation["pooled"]
@@ -88,6 +90,24 @@ def compute_lines(sig: Mapping) -> list[str]:
     elif ablation:
         lines.append(f"The lr-rule ablation `{ablation['arm']}`: not run ({ablation['reason']}).")
     return lines
+
+
+def disagreement_lines(sig: Mapping) -> list[str]:
+    """A warning when equal hours and equal generated samples give different verdicts (or signs): the hours
+    depend on the hardware and on how dynamic sampling refills a step, the samples on neither."""
+    same = sig.get("equal_samples") or {}
+    if same.get("status") != "ok" or sig.get("status") != "ok":
+        return []
+    hours, samples = sig["pooled"], same["pooled"]
+    if hours["reject"] == samples["reject"] and (hours["delta"] > 0) == (samples["delta"] > 0):
+        return []
+    return [
+        f"**Equal hours and equal generated samples disagree** (delta {hours['delta']:.4f}, "
+        f"{'significant' if hours['reject'] else 'not significant'}, against {samples['delta']:.4f}, "
+        f"{'significant' if samples['reject'] else 'not significant'}): the verdict depends on the clock. Hours "
+        "follow the hardware and the refill mode (refill: "
+        f"{sig['control'].get('refill')} vs {sig['treatment'].get('refill')}); generated samples follow neither."
+    ]
 
 
 def _paper_samples() -> str:

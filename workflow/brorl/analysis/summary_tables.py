@@ -22,7 +22,8 @@ def _with_se(row: Mapping, column: str) -> str:
     return f"{_cell(row[column])} ± {'n/a' if se is None else _cell(se)} (n {row.get(f'{column} n', '?')})"
 
 
-def table1_lines(table1: pd.DataFrame) -> list[str]:
+def table1_lines(table1: pd.DataFrame, clock: str | None = None) -> list[str]:
+    """Table 1 beside the paper's cells; `clock`: which clock its time column is (brorl.analysis.checkpoints)."""
     lines = [
         "### Table 1 (family pass@1, %)",
         "",
@@ -41,6 +42,8 @@ def table1_lines(table1: pd.DataFrame) -> list[str]:
         ]
         time = f"{_cell(r['time (h)'], 3)} ({_cell(r['time (h), paper'], 1)})"
         lines.append(f"| {r['method']} | {r['arm']} | {r['continued steps']} | {time} | " + " | ".join(cells) + " |")
+    if clock:
+        lines += ["", f"time h: {clock}."]
     return lines + [""]
 
 

@@ -116,15 +116,15 @@ def sacct_rows(since_days: int = 30) -> list[list[str]] | None:
 def arm_lines(train_dir: Path, now: float) -> list[str]:
     """One line per arm folder under results/train."""
     from ..training.lease import read_lease
+    from ..training.refill import step_time_text
 
     lines = []
     for arm_dir in sorted(p for p in train_dir.iterdir() if p.is_dir()) if train_dir.is_dir() else []:
         metrics = arm_dir / "run" / "metrics.jsonl"
-        last = (
-            json.loads(metrics.read_text().splitlines()[-1])["step"]
-            if metrics.is_file() and metrics.stat().st_size
-            else 0
+        records = (
+            [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.is_file() else []
         )
+        last = records[-1]["step"] if records else 0
         segments = sorted(int(p.stem[len("segment") :]) for p in arm_dir.glob("segment*.json"))
         plan = {}
         if segments:
@@ -136,7 +136,11 @@ def arm_lines(train_dir: Path, now: float) -> list[str]:
             if (arm_dir / "train.json").is_file()
             else ("training: " + holder.describe(now) if holder else "idle")
         )
-        lines.append(f"{arm_dir.name}: step {last}/{total}, segments done {len(segments)}; {state}")
+        split = step_time_text(records[-10:])  # the last ten steps: how a step's time splits now
+        lines.append(
+            f"{arm_dir.name}: step {last}/{total}, segments done {len(segments)}; {state}"
+            + (f"; last {min(len(records), 10)} steps: {split}" if split else "")
+        )
     return lines
 
 

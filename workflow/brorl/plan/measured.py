@@ -52,6 +52,7 @@ class MeasuredRun:
     rule_seconds: dict[str, list[float]] = field(default_factory=dict)
     eval_jobs: list[EvalJob] = field(default_factory=list)
     train_step_s: dict[str, list[float]] = field(default_factory=dict)
+    train_split: dict[str, str] = field(default_factory=dict)  # arm -> how its steps' time splits (waves, update)
     set_aside: dict[str, list[str]] = field(default_factory=dict)  # rule (or train_ppo[arm]) -> reasons
 
     def set_aside_line(self) -> str:
@@ -186,6 +187,7 @@ def read_measured(
             aside(f"train_ppo[{arm}]", whys[0])
             continue
         from ..training.metrics import MetricsError, read_metrics
+        from ..training.refill import step_time_text
 
         try:
             records = read_metrics(metrics)
@@ -194,6 +196,9 @@ def read_measured(
         steps = [float(r["step_s"]) for r in records if r.get("step_s") is not None]
         if steps:
             run.train_step_s[arm] = steps
+        split = step_time_text(records)
+        if split:
+            run.train_split[arm] = split
 
     run_at_scale = checked > 0 and differs == 0
     for timing in sorted((results / "timings").glob("*/**/*.tsv")):

@@ -24,7 +24,9 @@ def measured_prices(run: MeasuredRun | None) -> dict[str, Priced]:
         )
     for arm, steps in run.train_step_s.items():
         priced[f"train_ppo[{arm}]"] = Priced(
-            math.fsum(steps) / len(steps) / 3600, None, f"measured ({len(steps)} steps)"
+            math.fsum(steps) / len(steps) / 3600,
+            None,
+            f"measured ({len(steps)} steps" + (f"; {run.train_split[arm]})" if arm in run.train_split else ")"),
         )
     return priced
 

@@ -18,6 +18,7 @@ from brorl.smoke.verdict import (
     drill_rows,
     evaluation_rows,
     gpu_rows,
+    refill_row,
     table,
     throughput_rows,
     truncation_row,
@@ -100,6 +101,7 @@ def build(config: dict[str, Any], results: Path, ceiling_gib: float = PEAK_CEILI
     rows = [
         *gpu_rows(arms, cluster["device"], logs, config["vllm_scheduler"], ceiling_gib),
         truncation_row(arms, config["training"]["reward"]["truncated"]),
+        refill_row(arms, config["training"]["dynamic_sampling"]),
         *drill_rows(arms, cluster["drills"], logs),
         *evaluation_rows(config["evaluation"]["max_tokens"], expected, found, cluster["device"]),
         *throughput_rows(throughput["enabled"], layouts, measured),

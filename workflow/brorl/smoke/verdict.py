@@ -62,6 +62,7 @@ GPU_PATHS = (
 MEMORY_ROW = "peak GPU memory per rank"  # + " below <ceiling> GiB"
 SCHEDULER_ROW = "vLLM scheduler limits of the rollout engines"
 TRUNCATION_ROW = "truncation rule = vLLM's length stops (every step)"
+REFILL_ROW = "dynamic sampling refilled in waves (every step)"
 KILL_IN_STEP_ROW, KILL_IN_SAVE_ROW = "kill inside a step, resumed", "kill inside a save, resumed"  # + " (arm, step k)"
 TIME_LIMIT_ROW = "stop before the time limit, resumed"  # + " (arm, step k)"
 NO_SLURM = "not run (no Slurm job)"  # a time_limit_in_step drill outside Slurm: no time limit to bring near
@@ -75,6 +76,7 @@ ROW_NAMES = (
     MEMORY_ROW,
     SCHEDULER_ROW,
     TRUNCATION_ROW,
+    REFILL_ROW,
     KILL_IN_STEP_ROW,
     KILL_IN_SAVE_ROW,
     TIME_LIMIT_ROW,
@@ -180,6 +182,28 @@ def truncation_row(arms: Sequence[Mapping[str, Any]], rule: str) -> Row:
     return Row(
         name, PASS, None, None, f"{len(records)} step(s) agree within {TRUNCATION_TOLERANCE:g}; up to {top:.3f} cut", ""
     )
+
+
+def refill_row(arms: Sequence[Mapping[str, Any]], dynamic_sampling: Mapping[str, Any]) -> Row:
+    """The refill hook ran at every step (brorl.training.openrlhf.refill_hook): each record holds its waves in the
+    configured mode, and in rounds mode a refill wave sent its replacements together (more than one prompt). Observed
+    on both devices: the CPU rehearsal runs OpenRLHF's trainer with the same hook."""
+    name, mode = REFILL_ROW, dynamic_sampling["refill"]
+    if not dynamic_sampling["enabled"]:
+        return Row(name, NOT_CONFIGURED, None, None, "training.dynamic_sampling.enabled is false", "")
+    records = [(arm["name"], r) for arm in arms for r in arm["records"]]
+    unseen = [f"{arm} {r['step']}" for arm, r in records if not r.get("waves") or r.get("refill") != mode]
+    if not records or unseen:
+        detail = f"no {mode} waves recorded at step(s) {unseen[:5]}" if records else "no training step recorded"
+        fix = "the job hook did not install the refill: see the launcher log ('dynamic sampling refills')"
+        return Row(name, FAIL, None, None, detail, fix)
+    refills = [w["prompts"] for _, r in records for w in r["waves"][1:]]
+    detail = f"{len(records)} step(s), {len(refills)} refill wave(s), up to {max(refills, default=0)} prompts at once"
+    if not refills:
+        return Row(name, NOT_REACHED, None, None, detail + ": no step needed a refill", "")
+    if mode == "rounds" and max(refills) < 2:
+        return Row(name, FAIL, None, None, detail + ": every refill sent one prompt", "see metrics.jsonl (waves)")
+    return Row(name, PASS, None, None, detail, "")
 
 
 def gpu_rows(

@@ -4,7 +4,8 @@ Prompts are real ones from the training mix, chosen by a seeded shuffle (the fir
 layouts use a subset of larger ones). Every sample is exactly ``max_tokens`` long (``ignore_eos``): equal work per
 sample in every layout, unlike training, where responses end at EOS. Warm-up calls, then ``repeats`` timed calls
 (brorl.generation.measure). Reported: samples/s and output tokens/s (median, min, max, CV), the prefix-cache hit
-rate from vLLM's own counters, peak memory, and whether the repeats were steady enough to compare (``max_cv``).
+rate and the requests preempted from vLLM's own counters, peak memory, and whether the repeats were steady enough to
+compare (``max_cv``). A layout whose KV cache overflowed (preemptions above 0) measured recomputation, not decoding.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from .spec import Configuration
 from .spread import spread, variability_verdict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: preemptions
 REQUIRED_FIELDS = (
     "schema_version",
     "name",
@@ -31,6 +32,7 @@ REQUIRED_FIELDS = (
     "samples_per_s",
     "output_tokens_per_s",
     "prefix_cache",
+    "preemptions",
     "memory",
     "variability",
     "prompts",
@@ -41,6 +43,8 @@ REQUIRED_FIELDS = (
 )
 """Top-level keys of every configuration's JSON (tests check them; tabulate relies on them)."""
 PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits")
+# requests the scheduler preempted (KV cache full), vllm/v1/metrics/loggers.py:662 in vLLM 0.29
+PREEMPTION_COUNTER = "vllm:num_preemptions"
 FIXED_LENGTH_NOTE = (
     "ignore_eos: every sample is exactly max_tokens long, so layouts do equal work; training "
     "responses end at EOS and vary in length"
@@ -69,17 +73,19 @@ def prefix_cache_counters(engine):
     if llm is None:
         return None
 
+    try:
+        names = {m.name for m in llm.get_metrics()}
+    except (AssertionError, AttributeError, RuntimeError):  # vLLM asserts when stat logging is disabled
+        return None
+    wanted = PREFIX_CACHE_COUNTERS + ((PREEMPTION_COUNTER,) if PREEMPTION_COUNTER in names else ())
+
     def read() -> dict[str, float]:
-        totals = dict.fromkeys(PREFIX_CACHE_COUNTERS, 0.0)
+        totals = dict.fromkeys(wanted, 0.0)
         for metric in llm.get_metrics():
             if metric.name in totals:
                 totals[metric.name] += float(metric.value)
         return totals
 
-    try:
-        names = {m.name for m in llm.get_metrics()}
-    except (AssertionError, AttributeError, RuntimeError):  # vLLM asserts when stat logging is disabled
-        return None
     return read if all(n in names for n in PREFIX_CACHE_COUNTERS) else None
 
 
@@ -120,6 +126,21 @@ def hit_rates(runs: list[dict], prefix_caching: bool, available: bool) -> dict:
         "hits": total_h,
         "note": note,
     }
+
+
+def preemptions(runs: list[dict]) -> dict:
+    """Requests vLLM preempted in each timed run and in all (None where its counter is not available): above 0,
+    the KV cache overflowed and the layout measured recomputation, not the decoding regime Table 2 compares."""
+    per_run = [r["counters"].get(PREEMPTION_COUNTER) for r in runs]
+    known = [int(p) for p in per_run if p is not None]
+    total = sum(known) if len(known) == len(per_run) and known else None
+    if total is None:
+        note = "vLLM's preemption counter is not available from this engine"
+    elif total:
+        note = f"the KV cache overflowed: vLLM preempted {total} request(s) and recomputed them"
+    else:
+        note = "no request was preempted: every sequence kept its KV cache"
+    return {"total": total, "per_run": [None if p is None else int(p) for p in per_run], "note": note}
 
 
 def _worker_reset_gpu_peak(worker) -> bool:
@@ -238,6 +259,7 @@ def bench_configuration(
             **hit_rates(runs, config.prefix_caching, counters is not None),
             "kv_block_size": kv_block_size(engine),
         },
+        "preemptions": preemptions(runs),
         "memory": memory_report(gpu_peaks),
         "variability": variability_verdict(sps["cv"], max_cv),
         "prompts": {

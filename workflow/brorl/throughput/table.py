@@ -25,6 +25,8 @@ PAPER_GPUS = 64  # the paper's training setup (64 H100; it gives no node split),
 NOT_GIVEN = "not given"
 NOT_AVAILABLE = "not available"
 NOT_REPORTED = "not reported"
+# a layout whose KV cache overflowed measured vLLM's recomputation of preempted requests, not decoding
+PREEMPTED = "PREEMPTED (measures recompute)"
 COLUMNS = ["quantity", "setting", "paper", "reproduced", "difference", "note"]
 
 
@@ -51,7 +53,13 @@ def _throughput_note(r: dict) -> str:
     cv = "CV unknown" if s["cv"] is None else f"CV {s['cv']:.1%}"
     hit = "hit rate n/a" if pcache["hit_rate"] is None else f"prefix-cache hit rate {pcache['hit_rate']:.1%}"
     note = f"median of {s['n']} (min {s['min']:.4g}, max {s['max']:.4g}), {cv}; {hit}"
+    note += f"; {PREEMPTED}: {r['preemptions']['total']} request(s)" if preempted(r) else ""
     return note if v["trusted"] else f"{note}; {v['reason']}"
+
+
+def preempted(r: dict) -> bool:
+    """Whether vLLM preempted requests in the layout's timed runs (records before schema 2 say nothing)."""
+    return bool((r.get("preemptions") or {}).get("total"))
 
 
 def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den: dict | None, missing: str) -> dict:
@@ -75,6 +83,7 @@ def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den
             "difference": "-",
             "note": "ratio withheld, " + "; ".join(noisy),
         }
+    flagged = [r["name"] for r in (num, den) if preempted(r)]
     ratio = num["samples_per_s"]["median"] / den["samples_per_s"]["median"]
     return {
         "quantity": quantity,
@@ -82,7 +91,7 @@ def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den
         "paper": paper,
         "reproduced": ratio,
         "difference": _difference(paper, ratio),
-        "note": f"{num['name']} / {den['name']} (medians)",
+        "note": f"{num['name']} / {den['name']} (medians)" + (f"; {', '.join(flagged)} {PREEMPTED}" if flagged else ""),
     }
 
 

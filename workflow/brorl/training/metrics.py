@@ -16,8 +16,8 @@ from ..cli import remake_hint
 
 # 2: overhead_s, reward_errors, reward_timeouts; 3: partition_s, gpu_mem_peak_gib; 4: vllm_kl, is_filter_ratio;
 # 5: trained_truncated_frac, trained_zeroed_frac; 6: vllm_preemptions; 7: launch; 8: adv_rms, grad_norm (fields
-# added since 6 are read as null from older files)
-SCHEMA_VERSION = 8
+# added since 6 are read as null from older files); 9: refill, waves
+SCHEMA_VERSION = 9
 # name -> meaning; every record has every key (null where an engine cannot measure it)
 FIELDS: dict[str, str] = {
     "step": "continued RL step (1-based, after the start checkpoint)",
@@ -47,6 +47,8 @@ FIELDS: dict[str, str] = {
     "lr": "learning rate of the step",
     "adv_rms": "token-weighted root mean square of the update's advantages (every response token carries its sample's advantage): with lr, the step size an estimator gives (docs/stages.md#algorithm-generality)",
     "grad_norm": "gradient norm before clipping of the step's last optimizer update (OpenRLHF logs only that one; null where not logged)",
+    "refill": "how dynamic sampling replaced dropped prompts this step: rounds or serial (training.dynamic_sampling.refill; null with dynamic sampling off, or not recorded)",
+    "waves": "the step's generation waves in order, each {prompts: dispatched, kept: groups dynamic sampling kept, s: seconds from the previous wave's last group to this wave's last (the first: from the dispatch), generation and scoring}; kept groups beyond the step's prompts are not trained (null: not recorded)",
     "gen_s": "seconds generating rollouts",
     "reward_s": "seconds scoring rollouts",
     "logprob_s": "seconds computing old/reference log-probabilities (cluster: OpenRLHF's make_experience, partition_s included)",
@@ -84,7 +86,8 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise MetricsError(f"{path}:{number}: not JSON ({error}){remake_hint(path)}") from None
-            for added in ("launch", "adv_rms", "grad_norm"):  # schema 6 had none of them, 7 no adv_rms, grad_norm
+            # schema 6 had none of them, 7 no adv_rms, grad_norm, 8 no refill, waves
+            for added in ("launch", "adv_rms", "grad_norm", "refill", "waves"):
                 record.setdefault(added, None)
             validate_record(record, f"{path}:{number}")
             records.append(record)

@@ -80,6 +80,8 @@ def arm_report(out_dir: Path) -> dict[str, Any]:
                     "reward_mean",
                     "dynamic_sampling_pass_rate",
                     "reward_errors",
+                    "refill",
+                    "waves",
                 )
             }
             for r in records
@@ -87,6 +89,14 @@ def arm_report(out_dir: Path) -> dict[str, Any]:
         "full_state_bytes_per_step": folder_bytes(tags[-1]) if tags else None,
         "hf_export_bytes_per_step": folder_bytes(exports[-1]) if exports else None,
     }
+
+
+def _waves(record: dict[str, Any]) -> str:
+    """'3 (4, 3, 2 prompts; rounds)': the step's waves and the prompts each dispatched."""
+    waves = record.get("waves")
+    if not waves:
+        return "not recorded"
+    return f"{len(waves)} ({', '.join(str(w['prompts']) for w in waves)} prompts; {record.get('refill')})"
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -109,7 +119,7 @@ def print_report(report: dict[str, Any]) -> None:
         print(
             f"  step {r['step']} (segment {r['segment']}): {r['step_s']:.1f} s + {r['overhead_s'] or 0:.1f} s "
             f"overhead, kl {r['kl']:.2e}, reward {r['reward_mean']}, kept {r['dynamic_sampling_pass_rate']:.2f}, "
-            f"verifier errors {r['reward_errors']}"
+            f"verifier errors {r['reward_errors']}, waves {_waves(r)}"
         )
     mib = 1024 * 1024
     print(

@@ -1,7 +1,8 @@
 """Job-level start-up hook of every Python process of an OpenRLHF training job (driver, Ray workers, vLLM).
 
 brorl.training.openrlhf.run puts this folder first on PYTHONPATH for `ray start` and the driver, so Python's `site`
-imports it everywhere. It edits no installed file and changes no training algorithm; it does these things:
+imports it everywhere. It edits no installed file. One hook changes the training algorithm, by choice of the
+config (training.dynamic_sampling.refill); the others change none. It does these things:
 
   * seeds torch's global RNG right after `import torch` with $BRORL_TORCH_SEED (the arm's training seed).
     torch 2.13 seeds that RNG from the OS in every new process, and OpenRLHF 0.11.2's prompt loader (a torchdata
@@ -19,6 +20,9 @@ imports it everywhere. It edits no installed file and changes no training algori
     (brorl.training.openrlhf.scheduler_hook);
   * switches expandable segments off around the CUDA-IPC weight sync, so the engines can open the clones without
     ptrace permission (brorl.training.openrlhf.ipc_hook; nothing on a CPU);
+  * refills dynamic sampling in waves, by default one refill wave sized at the step's keep rate where OpenRLHF
+    replaces each dropped prompt by one fresh prompt in a serial chain, and records each step's waves
+    (brorl.training.openrlhf.refill_hook; docs/design.md#dynamic-sampling-refilled-in-rounds);
   * sends the tokenizer to the vLLM engines once instead of with every prompt (brorl.training.openrlhf.tokenizer_hook);
   * records each step's times and saves, and answers the segment runner's stop request before the job's time limit
     with a save at the end of the step under way (brorl.training.openrlhf.stop_hook);
@@ -110,8 +114,16 @@ def _tokenizer(samples_generator) -> None:
     install(samples_generator)
 
 
+def _refill(samples_generator) -> None:
+    from brorl.training.openrlhf.refill_hook import install_from_env
+
+    install_from_env(samples_generator)
+
+
 if os.environ.get("BRORL_TOKENIZER_ONCE") == "1":
     after_import("openrlhf.trainer.ppo_utils.samples_generator", _tokenizer)
+if os.environ.get("BRORL_REFILL"):
+    after_import("openrlhf.trainer.ppo_utils.samples_generator", _refill)
 if os.environ.get("BRORL_PARTITION"):
     after_import("openrlhf.trainer.ppo_utils.experience_maker", _partition)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,14 @@ from ...scoring.reasoning import as_scored
 from .. import metrics as metrics_io
 from .. import step_prompts
 from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
+from ..refill import Wave, refill_draw, shortfall_reason
 from ..run_folder import check_fingerprint
 from ..segments import CheckpointError, SegmentJob
 from ..tracking import SegmentLogger, Tracking
 from . import state as run_state
 from .advantages import advantages, keep_groups, token_rms
 from .prompts import PromptStream, derived_seed
+from .step_outcome import StepOutcome
 
 
 class TrainingError(RuntimeError):
@@ -42,26 +43,6 @@ def run_segment(config: Mapping[str, Any], job: SegmentJob) -> tuple[list[dict],
     run = EmbeddedRun(config, job.plan, job.start_model, job.train_data, job.out_dir)
     records = run.run_segment(job.index, stop_after=job.stop_after, tracking=job.tracking, stop=job.stop)
     return records, {"engine": "embedded", "dropped_prompts": getattr(run, "dropped_prompts", None)}
-
-
-@dataclass
-class StepOutcome:
-    """What one step's generation + scoring produced (kept groups only in the arrays)."""
-
-    groups: list = field(default_factory=list)  # list[list[Rollout]] kept
-    rewards: list = field(default_factory=list)  # (G, N) rewards of kept groups
-    generated_prompts: int = 0
-    generated_samples: int = 0
-    reward_sum: float = 0.0
-    score_sum: float = 0.0
-    length_sum: int = 0
-    truncated: int = 0
-    gen_s: float = 0.0
-    reward_s: float = 0.0
-    reward_errors: int = 0  # samples whose verifier failed (scored 0 without a judgement)
-    reward_timeouts: int = 0  # of which: hit the hard time limit
-    drawn_ids: list = field(default_factory=list)  # every generated sample's prompt id, kept groups or not
-    drawn_correct: list = field(default_factory=list)  # and whether it was correct (brorl.training.step_prompts)
 
 
 def usable_items(items: list[dict], prompt_lengths: list[int], limit: int) -> tuple[list[dict], int]:
@@ -182,57 +163,68 @@ class EmbeddedRun:
         return self._pool
 
     def _generate(self, step: int) -> StepOutcome:
-        """Rollouts, rewards and dynamic sampling with refills until prompts_per_step prompts are kept."""
+        """Rollouts, rewards and dynamic sampling: waves refilled as brorl.training.refill says, until
+        prompts_per_step prompts are kept or max_rounds waves ran (kept groups beyond the step's prompts dropped)."""
+        ds = self.train["dynamic_sampling"]
+        target, out = self.plan.prompts_per_step, StepOutcome()
+        draw = target
+        for round_ in range(ds["max_rounds"] if ds["enabled"] else 1):
+            if draw <= 0:
+                break
+            self._wave(step, round_, self.stream.take(draw), out)
+            kept = len(out.groups)
+            draw = refill_draw(target - kept, kept, out.generated_prompts, target, ds["refill"])
+        del out.groups[target:], out.rewards[target:]
+        short = shortfall_reason(len(out.groups), target, len(out.waves), ds["max_rounds"], False)
+        if short:
+            print(f"warning: step {step}: dynamic sampling kept {len(out.groups)} of {target} prompts: {short}")
+        return out
+
+    def _wave(self, step: int, round_: int, items: list[dict], out: StepOutcome) -> None:
+        """One wave: N rollouts of each item, their rewards, and the groups dynamic sampling keeps, into `out`."""
         from ..reward import is_timeout, is_verifier_error, score_rollouts
 
         ds = self.train["dynamic_sampling"]
-        low, high = ds["score_range"]
-        out = StepOutcome()
-        for round_ in range(ds["max_rounds"] if ds["enabled"] else 1):
-            need = self.plan.prompts_per_step - len(out.groups)
-            if need == 0:
-                break
-            items = self.stream.take(need)
-            start = time.perf_counter()
-            groups = self.engine.sample(
-                [i["prompt"] for i in items],
-                self.plan.n,
-                self.train["rollout_temperature"],
-                self.train["rollout_top_p"],
-                self.max_tokens,
-                seed=derived_seed(self.plan.seed, step, round_),
-            )
-            out.gen_s += time.perf_counter() - start
-            start = time.perf_counter()
-            flat_items = [item for item in items for _ in range(self.plan.n)]
-            flat = [r for group in groups for r in group]
-            scores = score_rollouts(
-                flat_items,
-                [as_scored(r.text, self.engine.engine.reasoning_opened) for r in flat],  # brorl.scoring.reasoning
-                truncated=[r.finish_reason == "length" for r in flat],
-                truncated_reward=self.train["reward"]["truncated"],
-                code_reward=self.train["reward"]["code"],
-                code_timeout_s=self.train["reward"]["code_timeout_s"],
-                pool=self._scoring_pool(),
-            )
-            out.reward_s += time.perf_counter() - start
-            out.reward_errors += sum(is_verifier_error(s) for s in scores)
-            out.reward_timeouts += sum(is_timeout(s) for s in scores)
-            reward = np.array([s.score for s in scores]).reshape(len(items), self.plan.n)
-            correct = np.array([float(s.correct) for s in scores]).reshape(len(items), self.plan.n)
-            keep = keep_groups(correct, low, high) if ds["enabled"] else np.ones(len(items), bool)
-            out.generated_prompts += len(items)
-            out.drawn_ids += [item["id"] for item in flat_items]
-            out.drawn_correct += correct.reshape(-1).tolist()
-            out.generated_samples += len(flat)
-            out.reward_sum += float(reward.sum())
-            out.score_sum += float(correct.sum())
-            out.length_sum += sum(len(r.response_ids) for r in flat)
-            out.truncated += sum(r.finish_reason == "length" for r in flat)
-            for g in np.flatnonzero(keep):
-                out.groups.append(groups[g])
-                out.rewards.append(reward[g])
-        return out
+        start = time.perf_counter()
+        groups = self.engine.sample(
+            [i["prompt"] for i in items],
+            self.plan.n,
+            self.train["rollout_temperature"],
+            self.train["rollout_top_p"],
+            self.max_tokens,
+            seed=derived_seed(self.plan.seed, step, round_),
+        )
+        gen_s = time.perf_counter() - start
+        flat_items = [item for item in items for _ in range(self.plan.n)]
+        flat = [r for group in groups for r in group]
+        scores = score_rollouts(
+            flat_items,
+            [as_scored(r.text, self.engine.engine.reasoning_opened) for r in flat],  # brorl.scoring.reasoning
+            truncated=[r.finish_reason == "length" for r in flat],
+            truncated_reward=self.train["reward"]["truncated"],
+            code_reward=self.train["reward"]["code"],
+            code_timeout_s=self.train["reward"]["code_timeout_s"],
+            pool=self._scoring_pool(),
+        )
+        reward_s = time.perf_counter() - start - gen_s
+        out.gen_s, out.reward_s = out.gen_s + gen_s, out.reward_s + reward_s
+        out.reward_errors += sum(is_verifier_error(s) for s in scores)
+        out.reward_timeouts += sum(is_timeout(s) for s in scores)
+        reward = np.array([s.score for s in scores]).reshape(len(items), self.plan.n)
+        correct = np.array([float(s.correct) for s in scores]).reshape(len(items), self.plan.n)
+        keep = keep_groups(correct, *ds["score_range"]) if ds["enabled"] else np.ones(len(items), bool)
+        out.generated_prompts += len(items)
+        out.drawn_ids += [item["id"] for item in flat_items]
+        out.drawn_correct += correct.reshape(-1).tolist()
+        out.generated_samples += len(flat)
+        out.reward_sum += float(reward.sum())
+        out.score_sum += float(correct.sum())
+        out.length_sum += sum(len(r.response_ids) for r in flat)
+        out.truncated += sum(r.finish_reason == "length" for r in flat)
+        out.waves.append(Wave(len(items), int(keep.sum()), gen_s + reward_s))
+        for g in np.flatnonzero(keep):
+            out.groups.append(groups[g])
+            out.rewards.append(reward[g])
 
     def _update(self, step: int, out: StepOutcome) -> dict:
         """Advantages, old/reference logprobs and the mini-batch updates on the kept groups."""
@@ -316,6 +308,8 @@ class EmbeddedRun:
             "lr": lr,
             "adv_rms": update["adv_rms"],
             "grad_norm": update["grad_norm"],
+            "refill": self.train["dynamic_sampling"]["refill"] if self.train["dynamic_sampling"]["enabled"] else None,
+            "waves": [wave.record() for wave in out.waves],
             "gen_s": out.gen_s,
             "reward_s": out.reward_s,
             "logprob_s": update["logprob_s"],

@@ -109,6 +109,10 @@ class ClusterPaths:
         return self.openrlhf_dir / "advantages"
 
     @property
+    def refill_log_dir(self) -> Path:  # the trainer's jsonl: each step's dynamic-sampling waves (refill_hook)
+        return self.openrlhf_dir / "refill"
+
+    @property
     def step_log_dir(self) -> Path:  # the trainer's jsonl: each step's times and saves (stop_hook)
         return self.openrlhf_dir / "steps"
 

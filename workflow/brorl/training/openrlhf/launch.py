@@ -96,6 +96,10 @@ def launch_env(
             STEP_LOG_ENV: str(paths.step_log_dir),
             REQUEST_ENV: str(paths.stop_request),
             "BRORL_TOKENIZER_ONCE": "1",  # the tokenizer goes to the engines once, not with each prompt
+            # dynamic sampling's refill mode and wave cap, and each step's waves (refill_hook)
+            "BRORL_REFILL": config["training"]["dynamic_sampling"]["refill"],
+            "BRORL_REFILL_MAX_ROUNDS": str(config["training"]["dynamic_sampling"]["max_rounds"]),
+            "BRORL_REFILL_LOG_DIR": str(paths.refill_log_dir),
             # progress bars print their whole status, never cut to a COLUMNS width: the smoke verdict reads each
             # step's first micro-batch KL from OpenRLHF's training bar (logs.first_micro_batch_kl)
             "TQDM_NCOLS": "0",

@@ -278,6 +278,7 @@ def to_records(
     gpu_memory: list[tuple[float, float]] | None = None,
     engine_lines: list[tuple[float, int]] | None = None,
     advantage_rms: list[tuple[float, float]] | None = None,
+    refills: list[dict] | None = None,
 ) -> list[dict[str, Any]]:
     """metrics.jsonl records for `logs` (consecutive OpenRLHF steps, in order). Continued step = global step +
     offset. wall_s is the arm's wall-clock time when the step was logged: earlier launches whole, plus the time
@@ -288,7 +289,7 @@ def to_records(
     ranks' peak GPU memory, whose maximum is `gpu_mem_peak_gib` (null without CUDA), the step's RMS advantage
     (advantage_hook; the last in the interval, null where none was logged), and vLLM's engine stats lines
     (engine_stats), whose preemptions sum into `vllm_preemptions` (null where no line fell in the step: an engine
-    logs only every 10 s of work)."""
+    logs only every 10 s of work), and the step's dynamic-sampling waves (refill_hook; null where none was logged)."""
     records = []
     previous_wall = wall_s_before
     for log, start in zip(logs, step_starts(logs, launches)):
@@ -306,6 +307,12 @@ def to_records(
         rms = [value for t, value in advantage_rms or [] if start < t <= log.wall_time]
         # vLLM stamps whole seconds: a line of the step's last second belongs to it
         preemptions = [n for t, n in engine_lines or [] if start < t <= log.wall_time + 1]
+        refill = [e for e in refills or [] if start < float(e["t"]) <= log.wall_time]
+        if refill and refill[-1].get("short"):
+            print(
+                f"warning: step {log.step + offset}: dynamic sampling kept {refill[-1]['kept']} of "
+                f"{refill[-1]['target']} prompts: {refill[-1]['short']}"
+            )
         reward_errors = reward_timeouts = None
         if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
             reward_errors = sum(e is not None and e != TRUNCATED for e in errors)
@@ -351,6 +358,8 @@ def to_records(
             "lr": _get(s, "actor_lr"),
             "adv_rms": rms[-1] if rms else None,
             "grad_norm": _get(s, "actor_grad_norm"),  # OpenRLHF keeps the step's last update's (ppo_actor.py:250)
+            "refill": refill[-1]["refill"] if refill else None,
+            "waves": refill[-1]["waves"] if refill else None,
             "gen_s": gen_s,
             "reward_s": None,  # rewards are computed inside generation (not timed apart)
             "logprob_s": _get(s, "timing/make_experience"),

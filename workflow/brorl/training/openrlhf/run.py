@@ -346,6 +346,7 @@ def run_segment(
         partition_calls=read_hook_log(paths.partition_log_dir, "seconds", since=segment_start),
         gpu_memory=read_hook_log(paths.gpu_memory_log_dir, "peak_gib", since=segment_start),
         advantage_rms=read_hook_log(paths.advantage_log_dir, "adv_rms", since=segment_start),
+        refills=read_hook_entries(paths.refill_log_dir, since=segment_start),
         engine_lines=[line for entry, text in launch_logs for line in engine_stats(text, entry["start"])],
     )
     step_prompts.write_steps(
