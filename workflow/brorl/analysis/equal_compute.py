@@ -21,14 +21,15 @@ from .checkpoints import SelectionError, equal_point, nearest_checkpoints, unequ
 from .significance import compare_checkpoints
 
 
-def _side(arm: str, step: int, hours: Mapping, samples: Mapping, startup: Mapping, refill: Mapping) -> dict[str, Any]:
+def _side(arm: str, step: int, clocks: Mapping[str, Mapping]) -> dict[str, Any]:
+    """What the compared checkpoint of ``arm`` cost on each clock, and how its steps were refilled."""
     return {
-        "refill": refill.get(arm),
         "arm": arm,
         "step": step,
-        "hours": hours.get(arm, {}).get(step),
-        "samples_k": samples.get(arm, {}).get(step),
-        "startup_hours": startup.get(arm),
+        "hours": clocks["hours"].get(arm, {}).get(step),
+        "samples_k": clocks["samples"].get(arm, {}).get(step),
+        "startup_hours": clocks["startup"].get(arm),
+        "refill": clocks.get("refill", {}).get(arm),
     }
 
 
@@ -44,13 +45,10 @@ def equal_hours(
     """The significance result's equal-hours part: control/treatment (arm, step, hours, samples_k, startup_hours),
     selection (rule, t*, the flag) and the test's rows. ``clocks``: hours, samples (thousands) and startup per arm.
     Raises SelectionError when no checkpoint can be chosen."""
-    hours, samples, startup = clocks["hours"], clocks["samples"], clocks["startup"]
+    hours = clocks["hours"]
     point = equal_point(evaluated, hours, target)
     chosen = nearest_checkpoints(evaluated, hours, point)
-    refill = clocks.get("refill", {})
-    out: dict[str, Any] = {
-        role: _side(arm, chosen[arm], hours, samples, startup, refill) for role, arm in roles.items()
-    }
+    out: dict[str, Any] = {role: _side(arm, chosen[arm], clocks) for role, arm in roles.items()}
     if target is None:
         rule = "final checkpoints"
     else:
@@ -98,8 +96,5 @@ def equal_samples(
         )
     except (SelectionError, ValueError) as err:
         return {"status": "not run", "reason": str(err).replace("(wall_s)", "(generated_samples)")}
-    sides = {
-        role: _side(arm, chosen[arm], clocks["hours"], samples, clocks["startup"], clocks.get("refill", {}))
-        for role, arm in roles.items()
-    }
+    sides = {role: _side(arm, chosen[arm], clocks) for role, arm in roles.items()}
     return {"status": "ok", "samples_k": point, **sides, "pooled": rows["pooled"]}

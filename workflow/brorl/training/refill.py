@@ -99,6 +99,11 @@ class Wave:
         return {"prompts": self.prompts, "kept": self.kept, "s": round(self.seconds, 6)}
 
 
+def shortfall_warning(step: int, kept: int, target: int, reason: str) -> str:
+    """The warning both engines print for a step that trains on fewer than its prompts."""
+    return f"warning: step {step}: dynamic sampling kept {kept} of {target} prompts: {reason}"
+
+
 def shortfall_reason(kept: int, target: int, waves: int, max_rounds: int, exhausted: bool) -> str | None:
     """Why a step trains on fewer than its prompts (None: it has them all)."""
     if kept >= target:

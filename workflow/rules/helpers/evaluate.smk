@@ -1,4 +1,5 @@
 # Input functions of the evaluation stage (workflow/rules/evaluate.smk).
+import functools
 import json
 
 from brorl.training.tracking import Tracking, check_key
@@ -79,9 +80,10 @@ def max_items_flag():
     return [] if EVAL["max_items"] is None else ["--max-items", str(EVAL["max_items"])]
 
 
+@functools.cache
 def generation_sizing():
-    """What sizes a generation job (evaluation's and the probe's): the evaluation cost model's priors
-    (profiles/slurm/estimates.yaml) and the GPUs of one node (training.cluster.gpus_per_node).
+    """What sizes a generation job (evaluation's, the probe's, Table 2's): the evaluation cost model's priors
+    (profiles/slurm/estimates.yaml, read once per process) and the GPUs of one node (training.cluster.gpus_per_node).
     """
     from brorl.plan.profile import read_estimates
 

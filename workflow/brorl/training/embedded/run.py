@@ -21,7 +21,7 @@ from ...scoring.reasoning import as_scored
 from .. import metrics as metrics_io
 from .. import step_prompts
 from ..recipe import ArmPlan, Segment, lr_at, recipe_fingerprint
-from ..refill import Wave, refill_draw, shortfall_reason
+from ..refill import Wave, refill_draw, shortfall_reason, shortfall_warning
 from ..run_folder import check_fingerprint
 from ..segments import CheckpointError, SegmentJob
 from ..tracking import SegmentLogger, Tracking
@@ -177,7 +177,7 @@ class EmbeddedRun:
         del out.groups[target:], out.rewards[target:]
         short = shortfall_reason(len(out.groups), target, len(out.waves), ds["max_rounds"], False)
         if short:
-            print(f"warning: step {step}: dynamic sampling kept {len(out.groups)} of {target} prompts: {short}")
+            print(shortfall_warning(step, len(out.groups), target, short))
         return out
 
     def _wave(self, step: int, round_: int, items: list[dict], out: StepOutcome) -> None:

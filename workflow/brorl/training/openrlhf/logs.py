@@ -26,6 +26,7 @@ from typing import Any
 
 from ...scoring.result import TRUNCATED
 from ..metrics import FIELDS
+from ..refill import shortfall_warning
 from ..step_prompts import prompt_counts
 
 
@@ -309,10 +310,7 @@ def to_records(
         preemptions = [n for t, n in engine_lines or [] if start < t <= log.wall_time + 1]
         refill = [e for e in refills or [] if start < float(e["t"]) <= log.wall_time]
         if refill and refill[-1].get("short"):
-            print(
-                f"warning: step {log.step + offset}: dynamic sampling kept {refill[-1]['kept']} of "
-                f"{refill[-1]['target']} prompts: {refill[-1]['short']}"
-            )
+            print(shortfall_warning(log.step + offset, refill[-1]["kept"], refill[-1]["target"], refill[-1]["short"]))
         reward_errors = reward_timeouts = None
         if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
             reward_errors = sum(e is not None and e != TRUNCATED for e in errors)

@@ -96,8 +96,8 @@ def run_waves(generator, module, ray, dataloader_iter, num_prompts: int, mode: s
             if not kept and mode == "serial" and depth + 1 < max_rounds:
                 state.dispatch(generator, source, 1, depth + 1, kwargs)
         if mode == "rounds" and not state.pending and len(state.waves) < max_rounds:
-            kept_total = sum(w.kept for w in state.waves)
-            draw = refill_draw(num_prompts - kept_total, kept_total, state.consumed, num_prompts, mode)
+            kept = len(state.groups)
+            draw = refill_draw(num_prompts - kept, kept, state.consumed, num_prompts, mode)
             state.dispatch(generator, source, draw, len(state.waves), kwargs)
     experiences = [e for group in state.groups[:num_prompts] for e in group]
     return experiences, state.consumed, state.exhausted, state
