@@ -58,7 +58,7 @@ $(STAMP): pyproject.toml envs/openrlhf-cpu.txt envs/ifeval.txt
 REPORT_PROFILE = $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),local)
 report: setup
 	@if [ "$(REPORT_PROFILE)" = slurm ]; then $(MAKE) --no-print-directory slurm-env; fi
-	$(VENV)/bin/python -m brorl.operations.run_profile report --profile '$(REPORT_PROFILE)' --configfile $(CONFIG) \
+	$(VENV)/bin/python -m brorl.ops.run.run_profile report --profile '$(REPORT_PROFILE)' --configfile $(CONFIG) \
 	  --snakemake $(if $(filter slurm,$(REPORT_PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake) \
 	  -- $(SUBMIT_ARGS)
 
@@ -92,18 +92,18 @@ lint: setup
 ## Throughput of the verifiers: math (vs bare math-verify, 1 and 2 workers), sandboxed code (programs/s) and a
 ## trainer's reward calls (fresh workers per call vs a kept pool).
 bench-scoring: setup
-	$(VENV)/bin/python -m brorl.scoring.bench_math --out results/timings/scoring_math.json
-	$(VENV)/bin/python -m brorl.scoring.bench_code --out results/timings/scoring_code.json
-	$(VENV)/bin/python -m brorl.scoring.bench_pool --out results/timings/scoring_pool.json
+	$(VENV)/bin/python -m brorl.ops.speed.scoring_math --out results/timings/scoring_math.json
+	$(VENV)/bin/python -m brorl.ops.speed.scoring_code --out results/timings/scoring_code.json
+	$(VENV)/bin/python -m brorl.ops.speed.scoring_pool --out results/timings/scoring_pool.json
 
 ## The trainer's micro-batch partition at BroRL's step size: OpenRLHF's Karmarkar-Karp (measured at 4K-16K samples,
 ## extrapolated to 65,536) against the job hook's replacement (measured at 65,536); about 6 minutes, ~12 GB at 16K.
 bench-partition: setup
-	$(VENV)/bin/python -m brorl.training.openrlhf.partition_bench --out results/timings/partition.json
+	$(VENV)/bin/python -m brorl.ops.speed.partition --out results/timings/partition.json
 
 ## Time the paper-scale simulation sweep against a straightforward implementation.
 bench-sim: setup
-	$(VENV)/bin/python -m brorl.simulation bench --out results/timings/simulation_speed.json
+	$(VENV)/bin/python -m brorl.ops.speed.simulation --out results/timings/simulation_speed.json
 
 # The SLURM driver: snakemake + the slurm executor plugin. A second small environment because the plugin (>= 2.7)
 # needs numpy >= 2.4.5 and vLLM caps numpy < 2.4 on Python 3.11; rules still run the engines of .venv (docs/cluster.md#prerequisites).
@@ -145,21 +145,21 @@ pin: setup
 ## PLAN_ARGS="--configfile workflow/presets/one_node.yaml" prices a preset.
 PLAN_ARGS ?=
 plan: setup
-	$(VENV)/bin/python -m brorl.plan $(PLAN_ARGS)
+	$(VENV)/bin/python -m brorl.ops.plan $(PLAN_ARGS)
 
 # The cluster commands, run by the driver environment (.venv-slurm: Snakemake + the slurm executor plugin) with the
 # engine environment (.venv) first on PATH for the jobs' `python -m brorl...`; SUBMIT_ARGS adds options (presets).
 SUBMIT_ARGS ?=
 ## Every job of the paper with its sbatch resources, without submitting anything (no cluster needed); it ends with one
 ## line per rule and the run's warnings again.
-SITE_CHECK = $(VENV)/bin/python -m brorl.plan.site --
+SITE_CHECK = $(VENV)/bin/python -m brorl.ops.plan.site --
 dry-run: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
-	set -o pipefail; $(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS) 2>&1 | $(VENV)/bin/python -m brorl.plan.dry_run
-	@$(VENV)/bin/python -m brorl.operations.software_route --describe -- $(SUBMIT_ARGS)
+	set -o pipefail; $(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS) 2>&1 | $(VENV)/bin/python -m brorl.ops.plan.dry_run
+	@$(VENV)/bin/python -m brorl.ops.run.software_route --describe -- $(SUBMIT_ARGS)
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md). Refused, with the fix, while
 ## its GPU jobs would run vLLM's CPU build or Snakemake would build the training environment here (SUBMIT_ARGS='--sdm conda').
-ROUTE_CHECK = $(VENV)/bin/python -m brorl.operations.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
+ROUTE_CHECK = $(VENV)/bin/python -m brorl.ops.run.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
 submit: setup slurm-env
 	$(SITE_CHECK) $(SUBMIT_ARGS)
 	$(ROUTE_CHECK) $(SUBMIT_ARGS)
@@ -181,7 +181,7 @@ driver-job: setup slurm-env
 ## DIR= another working directory (default: here). docs/cluster.md#a-run-that-lasts-weeks
 DIR ?= .
 status: setup
-	$(VENV)/bin/python -m brorl.operations.status --directory '$(DIR)'
+	$(VENV)/bin/python -m brorl.ops.run.status --directory '$(DIR)'
 
 ## Evaluate one checkpoint with the paper's protocol: MODEL=<folder> or MODEL=<owner/name>@<revision>; optional NAME=,
 ## BENCHMARKS=a,b, BASE=1 (the start checkpoint too), PROFILE=local (this machine), CONFIG=<presets>. Prints its plan,
@@ -194,7 +194,7 @@ PROFILE ?= slurm
 EVAL_SNAKEMAKE = $(if $(filter slurm,$(PROFILE)),$(SLURM_VENV)/bin/snakemake,$(VENV)/bin/snakemake)
 evaluate: setup
 	@if [ "$(PROFILE)" = slurm ]; then $(MAKE) --no-print-directory slurm-env; fi
-	$(VENV)/bin/python -m brorl.operations.any_checkpoint --model '$(MODEL)' --name '$(NAME)' \
+	$(VENV)/bin/python -m brorl.ops.run.any_checkpoint --model '$(MODEL)' --name '$(NAME)' \
 	  --benchmarks '$(BENCHMARKS)' $(if $(BASE),--base) $(if $(CONFIRM),--confirm) --profile '$(PROFILE)' \
 	  --configfile $(CONFIG) \
 	  --snakemake $(EVAL_SNAKEMAKE) -- $(SUBMIT_ARGS)
@@ -207,12 +207,12 @@ smoke: setup slurm-env
 	$(ROUTE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); status=$$?; \
 	  case " $(SUBMIT_ARGS) " in *" -n "*|*" --dry-run "*) exit $$status ;; esac; \
-	  $(VENV)/bin/python -m brorl.smoke --configfile $(SMOKE)
+	  $(VENV)/bin/python -m brorl.ops.smoke --configfile $(SMOKE)
 
 ## Train the tiny arms (embedded engine) and report steps/s, where the time goes and the reward by step.
 bench-train: setup
 	snakemake --profile profiles/local results/train/prorl_n4/train.json results/train/brorl_n16/train.json
-	$(VENV)/bin/python -m brorl.training bench --metrics results/train/prorl_n4/metrics.jsonl \
+	$(VENV)/bin/python -m brorl.ops.speed.training --metrics results/train/prorl_n4/metrics.jsonl \
 	    results/train/brorl_n16/metrics.jsonl --out results/timings/training.json
 
 ## List the targets and what they do.

@@ -31,7 +31,7 @@ if PACKAGE_DIR not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
 from snakemake.exceptions import WorkflowError
 
 from brorl.config import validate_config
-from brorl.operations.run_profile import lost_preset
+from brorl.ops.run.run_profile import lost_preset
 from brorl.hub.pin_lock import apply_lock_file
 
 

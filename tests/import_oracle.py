@@ -1,6 +1,6 @@
-"""The rerun test's oracle: what jobs of a real run imported and opened (brorl.operations.import_audit, switched on by
+"""The rerun test's oracle: what jobs of a real run imported and opened (brorl.reporting.import_audit, switched on by
 BRORL_IMPORT_AUDIT) against the closure the rerun derivation computes for the same command without running it
-(brorl.operations.source_closure). A module or package file a job used outside its command's closure is code whose
+(brorl.reporting.source_closure). A module or package file a job used outside its command's closure is code whose
 edit would not rerun the rule: a stale result."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from brorl.operations.import_audit import FOLDER_ENV
-from brorl.operations.rerun_policy import EXEMPT_MODULES
-from brorl.operations.source_closure import WORKFLOW, command_closure
-from brorl.operations.source_paths import CODE_ROOTS
+from brorl.reporting.code_record import EXEMPT_MODULES
+from brorl.reporting.import_audit import FOLDER_ENV
+from brorl.reporting.source_closure import WORKFLOW, command_closure
+from brorl.reporting.source_paths import CODE_ROOTS
 
 __all__ = ["FOLDER_ENV", "audited", "outside_closure"]
 

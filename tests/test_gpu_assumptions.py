@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from brorl.preflight import CHECK_NAMES
-from brorl.smoke.verdict import ROW_NAMES
+from brorl.ops.preflight import CHECK_NAMES
+from brorl.ops.smoke.verdict import ROW_NAMES
 from helpers import ROOT
 
 DOC = ROOT / "docs" / "gpu-assumptions.md"
@@ -124,3 +124,105 @@ def test_every_preflight_check_and_verdict_row_is_named_by_a_row(kind, name):
     """What each check or verdict row observes is written down: some row names it as its observer."""
     named = [row[0] for row in rows() for entry in row[4].split(";") if entry.strip() == f"{kind} '{name}'"]
     assert named, f"no row of {DOC.name} is observed by {kind} '{name}'"
+
+
+# The patches of upstream code: one list (brorl.training.openrlhf.patches), shown on the page and held to the sources.
+PATCH_SECTION = re.compile(
+    r"<!-- patches: generated from brorl.training.openrlhf.patches -->\n(.*?)<!-- end patches -->", re.S
+)
+SITE = ROOT / "workflow" / "scripts" / "openrlhf_site" / "sitecustomize.py"
+
+
+def test_the_page_shows_the_patch_list_as_it_is():
+    from brorl.training.openrlhf.patches import PATCHES, markdown_table
+
+    shown = PATCH_SECTION.search(DOC.read_text())
+    assert shown, "docs/gpu-assumptions.md has no generated patch table"
+    assert shown[1] == markdown_table(), "regenerate it: python -m brorl.training.openrlhf.patches"
+    assert len(PATCHES) >= 12
+
+
+def _patch_ids():
+    from brorl.training.openrlhf.patches import PATCHES
+
+    return [pytest.param(p, id=p.name) for p in PATCHES]
+
+
+@pytest.mark.parametrize("patch", _patch_ids())
+def test_each_patch_rests_on_its_upstream_line_and_names_observers_that_exist(patch):
+    match = SOURCE.search(patch.upstream)
+    assert match, f"{patch.name}: no `package/path:line`: `words` in {patch.upstream!r}"
+    lines = installed_file(match["package"], match["path"]).read_text().splitlines()
+    assert match["words"] in lines[int(match["line"]) - 1], f"{patch.name}: {match['path']}:{match['line']} moved"
+    assert not _observers_exist(patch.observed_by), f"{patch.name}: {_observers_exist(patch.observed_by)}"
+    ids = {row[0].split()[0] for row in rows()}
+    assert set(patch.rows) <= ids, f"{patch.name}: rows {sorted(set(patch.rows) - ids)} are not on the page"
+
+
+@pytest.mark.parametrize("patch", _patch_ids())
+def test_each_patch_implementation_exists(patch):
+    path = patch.hook.split(" (")[0]
+    if path.startswith("workflow/"):
+        assert (ROOT / path).is_file(), path
+    else:
+        module = ROOT / "workflow" / Path(*path.split("."))
+        assert module.with_suffix(".py").is_file(), path
+        assert "def install" in module.with_suffix(".py").read_text(), f"{path} has no install function"
+
+
+def _site_registrations() -> set[tuple[str, str]]:
+    """(upstream module, implementation) of every after_import of the job hook, read from its source."""
+    import ast
+
+    tree = ast.parse(SITE.read_text())
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "after_import" and node.args:
+            module, fn = node.args[0], node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(module, ast.Constant) and isinstance(fn, ast.Name)):
+                continue
+            body = functions[fn.id]
+            hooks = [
+                n.module for n in ast.walk(body) if isinstance(n, ast.ImportFrom) and "openrlhf." in (n.module or "")
+            ]
+            found.add((module.value, hooks[0] if hooks else f"{SITE.relative_to(ROOT)} ({fn.id})"))
+    return found
+
+
+def test_the_job_hook_registers_exactly_the_listed_job_patches():
+    from brorl.training.openrlhf.patches import PATCHES
+
+    listed = {(p.module, p.hook) for p in PATCHES if p.side == "job"}
+    assert len(listed) >= 10
+    assert _site_registrations() == listed
+
+
+def test_each_driver_patch_waits_for_its_listed_module():
+    from brorl.training.openrlhf.patches import PATCHES
+
+    driver = [p for p in PATCHES if p.side == "driver"]
+    assert len(driver) == 2
+    for patch in driver:
+        source = (ROOT / patch.hook).read_text()
+        assert f'TARGET = "{patch.module}"' in source, patch.name
+
+
+def test_a_launch_without_drills_imports_no_drill_module():
+    """Every job patch's module but the drill's, imported the way the job hook does with no drill pending (the
+    torch seed on): no fault-drill code comes with them."""
+    import os
+    import subprocess
+    import sys
+
+    from brorl.training.openrlhf.patches import PATCHES
+
+    hooks = [p.hook for p in PATCHES if p.side == "job" and p.hook.startswith("brorl.") and "drill" not in p.name]
+    code = "import sys, torch\n" + "".join(f"import {h}\n" for h in hooks)
+    code += "print(sorted(m for m in sys.modules if 'drill' in m))"
+    env = {**os.environ, "PYTHONPATH": f"{SITE.parent}:{ROOT / 'workflow'}", "BRORL_TORCH_SEED": "1"}
+    env.pop("BRORL_DRILL_SAVE_HOLD", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+    assert len(hooks) >= 8

@@ -67,7 +67,7 @@ def test_gpu_submissions_refuse_the_cpu_build_and_an_unbuilt_training_environmen
     check = [
         str(ROOT / ".venv/bin/python"),
         "-m",
-        "brorl.operations.software_route",
+        "brorl.ops.run.software_route",
         "--check",
         "--snakemake",
         str(DRIVER),

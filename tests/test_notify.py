@@ -1,4 +1,4 @@
-"""brorl.operations.notify and the workflow's onstart/onsuccess/onerror hooks: the messages, and their delivery to a real local
+"""brorl.ops.run.notify and the workflow's onstart/onsuccess/onerror hooks: the messages, and their delivery to a real local
 webhook (an HTTP server in a thread) and a `mail` program."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from brorl.operations import notify
+from brorl.ops.run import notify
 from helpers import ROOT, http_server, output_of, snakemake
 
 # The events of two failed jobs as Snakemake 9.27 logs them (Job.log_info, Job.log_error: the fields of

@@ -123,8 +123,33 @@ def test_the_package_root_holds_only_the_entry_points():
     root = WORKFLOW / "brorl"
     assert {p.name for p in root.glob("*.py")} == ROOT_MODULES
     packages = {p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert {"hub", "reporting", "operations", "training"} <= packages
+    assert {"hub", "reporting", "ops", "training"} <= packages
     assert all((root / name / "__init__.py").is_file() for name in packages)
+
+
+OPS = "brorl.ops"
+ROOT_ENTRY = {"brorl", "brorl.cli", "brorl.config"}  # the root's entry points may reach both wings
+
+
+def paper_wing_imports_of_ops(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Module of the paper's wing -> the modules of the ops wing it imports (empty when the wings are apart)."""
+    paper = [m for m in graph if m not in ROOT_ENTRY and m != OPS and not m.startswith(OPS + ".")]
+    found = {m: {t for t in graph[m] if t == OPS or t.startswith(OPS + ".")} for m in paper}
+    return {m: targets for m, targets in found.items() if targets}
+
+
+def test_the_root_shows_two_wings_and_the_paper_imports_nothing_from_ops():
+    graph = import_graph("brorl")
+    assert {"brorl.ops.plan.cli", "brorl.ops.reruns.rerun_policy", "brorl.training.cli"} <= set(graph)
+    assert paper_wing_imports_of_ops(graph) == {}
+    stages = {p.name for p in (WORKFLOW / "brorl").iterdir() if (p / "__init__.py").is_file()}
+    assert "ops" in stages
+    assert not {"plan", "preflight", "smoke", "operations"} & stages  # those live in the ops wing
+
+
+def test_an_import_of_the_ops_wing_is_seen():
+    graph = {"brorl.training.cli": {"brorl.ops.reruns.x"}, "brorl.ops.reruns.x": set(), "brorl.cli": {"brorl.ops"}}
+    assert paper_wing_imports_of_ops(graph) == {"brorl.training.cli": {"brorl.ops.reruns.x"}}
 
 
 def test_no_file_of_the_package_is_over_the_line_limit():

@@ -1,4 +1,4 @@
-"""`make status` (brorl.operations.status) on a run folder laid out as Snakemake, the Slurm plugin and the training jobs leave it;
+"""`make status` (brorl.ops.run.status) on a run folder laid out as Snakemake, the Slurm plugin and the training jobs leave it;
 through the real local Slurm and Snakemake's own records: tests/cluster/test_slurm.py (the training drill)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import base64
 import json
 import time
 
-from brorl.operations.status import decode_marker, report, rule_of_comment, slurm_stages
+from brorl.ops.run.status import decode_marker, report, rule_of_comment, slurm_stages
 from brorl.training.lease import Holder, write_lease
 
 

@@ -1,4 +1,4 @@
-"""brorl.operations.timings: a run's Snakemake timing files summed per rule, and the DAG's wall time from its log."""
+"""brorl.ops.run.timings: a run's Snakemake timing files summed per rule, and the DAG's wall time from its log."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from brorl.operations.timings import collect, format_table, log_span_s, read_job, rule_times
+from brorl.ops.run.timings import collect, format_table, log_span_s, read_job, rule_times
 from helpers import ENV
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -39,7 +39,7 @@ def test_bad_input_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="no timing folder"):
         collect(tmp_path / "none")
     proc = subprocess.run(
-        [sys.executable, "-m", "brorl.operations.timings", str(tmp_path / "none")],
+        [sys.executable, "-m", "brorl.ops.run.timings", str(tmp_path / "none")],
         capture_output=True,
         text=True,
         env=ENV,

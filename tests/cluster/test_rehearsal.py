@@ -13,7 +13,7 @@ per job shows:
     save of step 3 (held open by the job hook's drill_hook so the kill lands in it), and the retry drops the
     half-written save and resumes from step 2;
   - metrics.jsonl comes from OpenRLHF's tensorboard events, every step once; the exports carry manifests and are
-    evaluated by generate_samples, the last one also by the mass-balance probe; the smoke verdict (brorl.smoke) judges the drills and the reset, and marks every
+    evaluated by generate_samples, the last one also by the mass-balance probe; the smoke verdict (brorl.ops.smoke) judges the drills and the reset, and marks every
     GPU path "not run (CPU substitution)".
 
 Layout: the rehearsal preset at 2 nodes x 1 GPU (2 actor ranks, 2 vLLM engines): each launch starts Ray, vLLM and
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from brorl.smoke.verdict import CPU_SUBSTITUTION, GPU_PATHS
+from brorl.ops.smoke.verdict import CPU_SUBSTITUTION, GPU_PATHS
 from brorl.training.openrlhf.logs import first_micro_batch_kl
 from brorl.training.refill import refill_draw
 from helpers import BIN as ENGINE_BIN
@@ -234,7 +234,7 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
     assert len(scores) == 25 * 64 and scores.groupby("id").size().eq(64).all(), scores.groupby("id").size()
 
     report = subprocess.run(
-        [str(ENGINE_BIN / "python"), "-m", "brorl.training", "report", "--out-dir", str(out)],
+        [str(ENGINE_BIN / "python"), "-m", "brorl.ops.rehearsal_report", "--out-dir", str(out)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "workflow")},
@@ -244,7 +244,7 @@ def test_rehearsal_of_the_openrlhf_path_survives_kills_and_resets(tmp_path):
         [
             str(ENGINE_BIN / "python"),
             "-m",
-            "brorl.smoke",
+            "brorl.ops.smoke",
             "--configfile",
             *flow.configs[3:],
             "--results",

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from brorl.operations.submission import submissions
-from brorl.plan.profile import read_profile
+from brorl.ops.plan.profile import read_profile
+from brorl.ops.run.submission import submissions
 from helpers import BIN as ENGINE_BIN  # rules run `python -m brorl...` from the engine environment
 from helpers import (
     CI_SITE,
@@ -133,7 +133,7 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None, 
     return counts, resources
 
 
-# GPUs per generation job (brorl.plan.evaluation.job_gpus from estimates.yaml's priors: 16 samples x 8,192 tokens
+# GPUs per generation job (brorl.ops.plan.evaluation.job_gpus from estimates.yaml's priors: 16 samples x 8,192 tokens
 # at 4,672 tokens/s per GPU, the fewest of 1/2/4/8 within an hour), the sizes `make plan` prints
 PAPER_GENERATION_GPUS = {
     **dict.fromkeys(["aime24", "aime25", "amc", "codeforces"], "1"),
@@ -338,7 +338,7 @@ def test_tiny_preset_through_sbatch_with_a_cancelled_job_then_up_to_date(tmp_pat
         override,
     )
     env = {"BRORL_DATA_ROOT": str(tmp_path / "no-data")}
-    # the sbatch calls brorl.operations.submission (and so `make plan`) predicts for this DAG
+    # the sbatch calls brorl.ops.run.submission (and so `make plan`) predicts for this DAG
     dry = driver(*args, "-n", cwd=repo, env=env)
     assert dry.returncode == 0, output_of(dry)[-3000:]
     predicted = submissions(job_counts(dry), "embedded")
@@ -614,7 +614,7 @@ def test_multi_node_training_recipe_starts_ray_across_emulated_nodes(tmp_path):
 @needs_slurm
 @pytest.mark.slurm
 def test_a_table2_job_that_cannot_finish_in_its_last_attempt_stops_the_run_before_any_job(tmp_path):
-    """A whole BroRL step on one GPU (about 255 h, brorl.plan.throughput) under the slurm profile (runtime 360 min x
+    """A whole BroRL step on one GPU (about 255 h, brorl.ops.plan.throughput) under the slurm profile (runtime 360 min x
     attempt, 2 retries): the dry run prints each job's size; the run stops at its start, naming the job and the
     runtime, and submits nothing."""
     whole_step = tmp_path / "whole_step.yaml"

@@ -1,5 +1,5 @@
 """Which rules run on the machine of the Snakemake driver (local rules) and which share a submission (groups), as
-Snakemake itself reads them from the workflow: the lists in brorl.operations.submission, which the plan's count of sbatch calls
+Snakemake itself reads them from the workflow: the lists in brorl.ops.run.submission, which the plan's count of sbatch calls
 uses too. At paper scale the bookkeeping that adds up to CPU-hours (32 export_checkpoint hashes) is a Slurm CPU job,
 so nothing heavy runs on a login node; at tiny scale it stays local, so the CI's Slurm tests and the demo do not
 grow. A benchmark's summary rides in its scoring job at every scale."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from brorl.operations.submission import GROUPS, Submissions, driver_rules, group_requests, submissions
+from brorl.ops.run.submission import GROUPS, Submissions, driver_rules, group_requests, submissions
 from helpers import CONFIG, ROOT, TINY, workflow_query
 
 
@@ -53,7 +53,7 @@ def test_a_group_job_asks_the_sum_of_its_runtimes_and_the_largest_of_the_rest():
 
 def test_the_profile_submits_no_job_arrays():
     # snakemake-executor-plugin-slurm 2.8.0 leaves selected jobs of an array rule unsubmitted while more of the rule
-    # are ready (docs/gpu-assumptions.md, S-array): groups instead (brorl.operations.submission)
+    # are ready (docs/gpu-assumptions.md, S-array): groups instead (brorl.ops.run.submission)
     for name in ("slurm", "ci"):
         profile = yaml.safe_load((ROOT / "profiles" / name / "config.yaml").read_text())
         assert not {"slurm-array-jobs", "slurm-array-limit"} & set(profile), name

@@ -1,6 +1,6 @@
 """The rerun derivation without Snakemake: digests that ignore comments, docstrings and formatting (and agree between
 Python 3.11 and 3.12), the closure of a command on small packages built here and on this package, and the policy's
-refusals (brorl.operations.source_digest, source_closure, rerun_policy)."""
+refusals (brorl.reporting.source_digest, source_closure, rerun_policy)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from brorl.operations import rerun_policy, source_closure
-from brorl.operations.rerun_policy import RerunPolicyError, code_sources, rule_commands, trigger_params
-from brorl.operations.source_closure import ClosureError, command_closure, module_index
-from brorl.operations.source_digest import python_text, shell_digest
-from brorl.operations.source_paths import WORKFLOW
+from brorl.ops.reruns import rerun_policy
+from brorl.ops.reruns.rerun_policy import RerunPolicyError, rule_commands, trigger_params
+from brorl.reporting import source_closure
+from brorl.reporting.code_record import code_sources
+from brorl.reporting.source_closure import ClosureError, command_closure, module_index
+from brorl.reporting.source_digest import python_text, shell_digest
+from brorl.reporting.source_paths import WORKFLOW
 
 SOURCE = '''
 """Module docstring."""
@@ -83,7 +85,7 @@ def test_every_file_of_the_package_has_the_same_digest_under_python_3_12():
     files = sorted(str(p) for p in module_index().values())
     script = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); "
-        "from brorl.operations.source_digest import python_text; "
+        "from brorl.reporting.source_digest import python_text; "
         "print(json.dumps({f: python_text(open(f, 'rb').read()) for f in sys.argv[2:]}))"
     )
     proc = subprocess.run([str(PYTHON_312), "-c", script, str(WORKFLOW), *files], capture_output=True, text=True)
@@ -233,7 +235,7 @@ def test_package_data_is_hashed_with_the_modules_that_read_it():
 
 
 def test_exempt_modules_are_left_out_of_every_trigger():
-    assert not {"brorl/reporting/provenance.py", "brorl/operations/source_closure.py"} & sources(
+    assert not {"brorl/reporting/provenance.py", "brorl/reporting/source_closure.py"} & sources(
         "brorl.training", "segment"
     )
 
@@ -242,7 +244,7 @@ def test_exempt_modules_are_left_out_of_every_trigger():
 def test_rule_commands_and_the_refusals_that_name_the_rule():
     shell = "PYTHONHASHSEED=0 python -m brorl.models build-tiny --out x\npython -m brorl.models check x"
     assert rule_commands("r", shell) == [("brorl.models", "build-tiny"), ("brorl.models", "check")]
-    assert rule_commands("r", "python -m brorl.preflight --scope eval") == [("brorl.preflight", None)]
+    assert rule_commands("r", "python -m brorl.ops.preflight --scope eval") == [("brorl.ops.preflight", None)]
     with pytest.raises(RerunPolicyError, match="rule r: its command runs no `python -m brorl"):
         rule_commands("r", "bash workflow/scripts/x.sh")
     with pytest.raises(RerunPolicyError, match="rule r: python -m brorl.nothing: no such module"):
@@ -279,7 +281,7 @@ def test_the_oracle_records_a_jobs_imports_and_flags_what_its_closure_lacks(tmp_
 
 # ------------------------------------------------------------------------------------------------ stale code
 def test_arms_trained_by_older_code_are_named_with_the_files_changed(tmp_path):
-    from brorl.operations.stale_code import stale_lines, stale_training
+    from brorl.ops.reruns.stale_code import stale_lines, stale_training
 
     current = {"brorl/a.py": "1", "brorl/b.py": "2"}
     for arm, code in (("same", current), ("older", {"brorl/a.py": "0", "brorl/c.py": "3"}), ("unrecorded", None)):
@@ -294,7 +296,7 @@ def test_arms_trained_by_older_code_are_named_with_the_files_changed(tmp_path):
 
 
 def test_outputs_of_exempt_rules_are_counted_by_the_code_comment_in_snakemakes_metadata(tmp_path):
-    from brorl.operations.stale_code import code_comment, keep_record, stale_output_lines, stale_outputs
+    from brorl.ops.reruns.stale_code import code_comment, keep_record, stale_output_lines, stale_outputs
 
     old, new = {"brorl/g.py": "1"}, {"brorl/g.py": "2"}
     keep_record(tmp_path, "a" * 12, old)
@@ -335,7 +337,7 @@ def test_summary_names_what_older_code_made_and_says_nothing_otherwise():
 
 
 def test_a_kept_closure_is_recomputed_after_any_edit_under_the_tree_and_only_then(tmp_path, monkeypatch):
-    from brorl.operations import source_cache
+    from brorl.reporting import source_cache
 
     tree = tmp_path / "workflow"
     (tree / "pkg").mkdir(parents=True)

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from brorl.operations.rerun_policy import EXEMPT_RULES, training_code
-from brorl.plan.estimate import STAGES
-from brorl.plan.profile import read_profile
+from brorl.ops.plan.estimate import STAGES
+from brorl.ops.plan.profile import read_profile
+from brorl.ops.reruns.rerun_policy import EXEMPT_RULES
+from brorl.reporting.code_record import training_code
 from helpers import TINY, copy_workflow, job_counts, output_of, snakemake, write_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,7 +188,7 @@ def test_a_behaviour_edit_reruns_the_rules_that_run_it_and_the_reason_names_the_
         assert not named & set(EXEMPT_RULES), (path, named)
     assert_no_training(jobs)
     # a benchmark script no rule runs reruns nothing
-    with edits(faked[0], {"workflow/brorl/scoring/bench_code.py": behaviour_edit(".py")}):
+    with edits(faked[0], {"workflow/brorl/ops/speed/scoring_code.py": behaviour_edit(".py")}):
         assert planned(faked) == {}
 
 
@@ -293,7 +294,7 @@ def test_an_exempt_rules_code_edit_reruns_nothing_and_names_what_older_code_made
             "rule echo_hello: its command runs no `python -m brorl.<stage>`",
         ),
         (
-            "workflow/brorl/operations/rerun_policy.py",
+            "workflow/brorl/ops/reruns/rerun_policy.py",
             lambda t: t.replace("EXEMPT_RULES = {", 'EXEMPT_RULES = {\n    "train_pp0": "a typo",'),
             "exempts what does not exist: rule train_pp0",
         ),

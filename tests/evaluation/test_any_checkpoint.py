@@ -1,4 +1,4 @@
-"""`make evaluate MODEL=...` (brorl.operations.any_checkpoint): what MODEL may be, the overlay it writes (nothing
+"""`make evaluate MODEL=...` (brorl.ops.run.any_checkpoint): what MODEL may be, the overlay it writes (nothing
 trains, the start checkpoint only with BASE=1), the architecture check before any job, and the paper-scale dry run
 under the slurm profile (no training job, no training preflight). The tiny run through the real rules is in
 tests/evaluation/test_evaluation.py (the tiny evaluation's fixture)."""
@@ -15,8 +15,8 @@ import pytest
 import yaml
 from brorl.config import load_yaml_config
 from brorl.models.architectures import registry_architectures, served_architectures
-from brorl.operations.any_checkpoint import Checkpoint, EvaluateError, overlay, parse_model
-from brorl.operations.run_profile import absolute_directory, profile_configfiles, workdir_of
+from brorl.ops.run.any_checkpoint import Checkpoint, EvaluateError, overlay, parse_model
+from brorl.ops.run.run_profile import absolute_directory, profile_configfiles, workdir_of
 from helpers import ROOT
 
 START = load_yaml_config(ROOT / "config.yaml")["base_model"]

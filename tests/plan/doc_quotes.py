@@ -1,6 +1,6 @@
 """Every number the README and docs quote from `make plan`, as the words around it with the number as a placeholder.
 
-Each quote is formatted with the plan of the shipped preset it names (`python -m brorl.plan --json` of that preset,
+Each quote is formatted with the plan of the shipped preset it names (`python -m brorl.ops.plan --json` of that preset,
 run once per preset by tests/plan/test_plan.py) and must appear on its page, whitespace folded: a quoted number that
 drifts from the plan's output, or a sentence reworded without this list, fails the test. The placeholders are the
 fields of `plan_values` (tests/plan/test_plan.py): `{paper.gpu_hours:,.0f}` is the paper plan's total GPU-hours.
@@ -9,7 +9,7 @@ fields of `plan_values` (tests/plan/test_plan.py): `{paper.gpu_hours:,.0f}` is t
 from __future__ import annotations
 
 # (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), step16k (step_16k), probe (the paper config
-# with probe.enabled, priced by brorl.plan.pricing.probe_price: the probe is off in every shipped preset), seg (the
+# with probe.enabled, priced by brorl.ops.plan.pricing.probe_price: the probe is off in every shipped preset), seg (the
 # longest training job of an arm priced by the plan's step model, as its walltime check does)
 QUOTES: list[tuple[str, str]] = [
     # the README's price table

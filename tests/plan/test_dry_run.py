@@ -1,9 +1,9 @@
-"""The ending of `make dry-run` (brorl.plan.dry_run): one line per rule with its jobs' sbatch requests, and the
+"""The ending of `make dry-run` (brorl.ops.plan.dry_run): one line per rule with its jobs' sbatch requests, and the
 warnings again."""
 
 from __future__ import annotations
 
-from brorl.plan.dry_run import summary
+from brorl.ops.plan.dry_run import summary
 
 OUTPUT = """warning: 1 hub source(s) of this run are not pinned to a 40-hex commit (...):
   - EricLu/SCP-116K@main (train_data.sources[stem].revision): ...

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from brorl.config import load_yaml_config
-from brorl.plan.estimate import Estimates, Resources, plan_rows
-from brorl.plan.measured import (
+from brorl.ops.plan.estimate import Estimates, Resources, plan_rows
+from brorl.ops.plan.measured import (
     MeasuredError,
     eval_scale_mismatch,
     measured_mean_tokens,
@@ -19,9 +19,9 @@ from brorl.plan.measured import (
     read_timing,
     train_scale_mismatch,
 )
-from brorl.plan.pricing import evaluation_model, measured_prices
-from brorl.plan.problems import benchmark_problems
-from brorl.plan.profile import read_estimates
+from brorl.ops.plan.pricing import evaluation_model, measured_prices
+from brorl.ops.plan.problems import benchmark_problems
+from brorl.ops.plan.profile import read_estimates
 from brorl.training.metrics import FIELDS
 from helpers import CONFIG, TINY
 
@@ -205,7 +205,7 @@ def test_a_directory_without_results_is_refused(tmp_path):
 def test_plan_command_with_a_measured_run_says_which_hours_are_measured(tmp_path):
     out = tmp_path / "plan.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "brorl.plan", "--measured", str(paper_run(tmp_path / "run")), "--json", str(out)],
+        [sys.executable, "-m", "brorl.ops.plan", "--measured", str(paper_run(tmp_path / "run")), "--json", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

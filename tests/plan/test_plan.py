@@ -1,4 +1,4 @@
-"""`python -m brorl.plan`: the cost plan from the config and the SLURM profile (arithmetic, counts, errors)."""
+"""`python -m brorl.ops.plan`: the cost plan from the config and the SLURM profile (arithmetic, counts, errors)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 from brorl.config import load_yaml_config
-from brorl.plan.cli import sized_resources
-from brorl.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
-from brorl.plan.evaluation import BenchmarkCost
-from brorl.plan.job_counts import config_job_counts
-from brorl.plan.profile import ProfileError, job_resources, read_estimates, read_profile
+from brorl.ops.plan.cli import sized_resources
+from brorl.ops.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
+from brorl.ops.plan.evaluation import BenchmarkCost
+from brorl.ops.plan.job_counts import config_job_counts
+from brorl.ops.plan.profile import ProfileError, job_resources, read_estimates, read_profile
 from brorl.training.job_shape import train_job_resources
 from brorl.training.recipe import arm_plan
 from doc_quotes import QUOTES
@@ -109,7 +109,7 @@ PRESETS = {
 
 @pytest.fixture(scope="module")
 def preset_plans(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, dict]]:
-    """preset -> (the finished `python -m brorl.plan` of it, its --json record); the four run side by side."""
+    """preset -> (the finished `python -m brorl.ops.plan` of it, its --json record); the four run side by side."""
     out = tmp_path_factory.mktemp("plans")
     procs = {}
     for name, (files, site) in PRESETS.items():
@@ -202,7 +202,7 @@ def plan_values(record: dict) -> SimpleNamespace:
 
 def probe_values(paper_gpu_hours: float, override: Path) -> SimpleNamespace:
     """The probe's price over the paper config (probe.enabled), as `make plan` computes it."""
-    from brorl.plan.pricing import probe_price
+    from brorl.ops.plan.pricing import probe_price
 
     override.write_text("probe: {enabled: true}\n")
     config = load_yaml_config(CONFIG, override)
@@ -218,9 +218,9 @@ def probe_values(paper_gpu_hours: float, override: Path) -> SimpleNamespace:
 
 
 def segment_values(paper_config: dict, one_node_config: dict) -> SimpleNamespace:
-    """Each arm's longest training job, priced by the plan's step model (brorl.plan.walltime's check), with its
+    """Each arm's longest training job, priced by the plan's step model (brorl.ops.plan.walltime's check), with its
     steps and the arm's jobs; `one_node` is the one-node preset's ProRL arm on its one node."""
-    from brorl.plan.estimate import training_hours
+    from brorl.ops.plan.estimate import training_hours
 
     steps, hours, jobs = {}, {}, {}
     for key, config, arm, nodes in (
@@ -282,14 +282,14 @@ def test_the_algorithms_switch_is_priced_arm_by_arm(tmp_path):
 
 
 def plan_process(*args: str, site: dict | None = None) -> subprocess.Popen:
-    """`python -m brorl.plan ARGS` started with only these site settings (BRORL_SLURM_*) in the environment."""
+    """`python -m brorl.ops.plan ARGS` started with only these site settings (BRORL_SLURM_*) in the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | (site or {})
-    cmd = [sys.executable, "-m", "brorl.plan", *args]
+    cmd = [sys.executable, "-m", "brorl.ops.plan", *args]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def plan(*args: str, site: dict | None = None) -> subprocess.CompletedProcess:
-    """`python -m brorl.plan ARGS`, finished."""
+    """`python -m brorl.ops.plan ARGS`, finished."""
     proc = plan_process(*args, site=site)
     stdout, stderr = proc.communicate(timeout=600)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
@@ -322,7 +322,7 @@ def test_the_one_node_preset_is_priced_on_one_node_and_a_node_mismatch_is_refuse
 
 
 def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refused(tmp_path):
-    from brorl.plan.throughput import RULE_RUNTIME_MIN, bench_jobs, last_attempt_minutes, overlong, runtime_limit
+    from brorl.ops.plan.throughput import RULE_RUNTIME_MIN, bench_jobs, last_attempt_minutes, overlong, runtime_limit
 
     settings = {"warmup": 1, "repeats": 3, "max_tokens": 16384, "prefix_caching": [True, False]}
     settings["layouts"] = [{"prompts": 2, "n": 512}, {"prompts": 128, "n": 512}]
@@ -346,7 +346,10 @@ def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refus
     whole_step = tmp_path / "whole_step.yaml"
     whole_step.write_text("throughput:\n  layouts: [{prompts: 128, n: 512}]\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "brorl.plan", "--configfile", str(whole_step)], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "brorl.ops.plan", "--configfile", str(whole_step)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Table 2's jobs cannot finish" in proc.stderr
@@ -362,7 +365,7 @@ def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refus
     ],
 )
 def test_bad_input_gets_a_clear_error(args, words):
-    proc = subprocess.run([sys.executable, "-m", "brorl.plan", *args], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "brorl.ops.plan", *args], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2 and words in proc.stderr, proc.stderr
 
 
@@ -374,7 +377,7 @@ def test_estimates_with_a_missing_key_are_rejected(tmp_path):
 
 
 def test_checkpoint_sizes_come_from_the_downloaded_safetensors(tmp_path):
-    from brorl.plan.profile import checkpoint_sizes
+    from brorl.ops.plan.profile import checkpoint_sizes
 
     assert checkpoint_sizes(tmp_path / "absent") is None
     (tmp_path / "m").mkdir()
@@ -386,8 +389,8 @@ def test_checkpoint_sizes_come_from_the_downloaded_safetensors(tmp_path):
 
 
 def test_walltime_overruns_and_slurm_time_limits():
-    from brorl.plan.estimate import Estimates
-    from brorl.plan.walltime import overruns, parse_slurm_time
+    from brorl.ops.plan.estimate import Estimates
+    from brorl.ops.plan.walltime import overruns, parse_slurm_time
 
     est = Estimates(0.1557, 1.1511e-5, 8, 0.25, {})
     # 25 BroRL steps: 23.0 h, under 85% of 28 h; nothing to say for either arm
@@ -406,7 +409,7 @@ def test_walltime_overruns_and_slurm_time_limits():
 
 
 def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
-    from brorl.plan.pricing import in_batch_line, in_batch_price, probe_line, probe_price
+    from brorl.ops.plan.pricing import in_batch_line, in_batch_price, probe_line, probe_price
 
     override = tmp_path / "probe.yaml"
     override.write_text("probe: {enabled: true}\n")
@@ -437,7 +440,7 @@ def test_the_probe_switch_is_priced_per_probed_checkpoint(tmp_path):
 def test_the_plans_dry_run_finds_a_checkpoint_folder_given_relative_to_where_it_runs(tmp_path):
     """A relative evaluation.models path (as `make plan` runs from the repository root) reaches the plan's dry run,
     which runs in an empty directory elsewhere: without absolute_folders it stops on the missing folder."""
-    from brorl.plan.job_counts import DagError, absolute_folders, dag_job_counts
+    from brorl.ops.plan.job_counts import DagError, absolute_folders, dag_job_counts
 
     (tmp_path / "ckpts" / "mine").mkdir(parents=True)
     (tmp_path / "ckpts" / "mine" / "config.json").write_text('{"architectures": ["Qwen2ForCausalLM"]}')

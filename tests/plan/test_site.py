@@ -1,11 +1,11 @@
-"""The site checked before the first sbatch (brorl.plan.site): partitions that exist, requests that fit, from what
+"""The site checked before the first sbatch (brorl.ops.plan.site): partitions that exist, requests that fit, from what
 `sinfo` and `scontrol` print (recorded here as a site of 4 GPU nodes with 2 TB and 112 CPUs each)."""
 
 from __future__ import annotations
 
-from brorl.operations.run_profile import option_values
-from brorl.plan.profile import read_profile
-from brorl.plan.site import max_nodes, site_problems
+from brorl.ops.plan.profile import read_profile
+from brorl.ops.plan.site import max_nodes, site_problems
+from brorl.ops.run.run_profile import option_values
 from helpers import ROOT
 
 PROFILE = ROOT / "profiles" / "slurm"

@@ -1,4 +1,4 @@
-"""The cross-node all-reduce of the preflight (brorl.preflight.cross_node): its parsing and arithmetic, and the real
+"""The cross-node all-reduce of the preflight (brorl.ops.preflight.cross_node): its parsing and arithmetic, and the real
 thing on the local Slurm's two emulated nodes, one rank per node over srun, with gloo in place of NCCL (the
 rendezvous at the first node's address, the ranks from Slurm, the result file are what a GPU site runs)."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from brorl.preflight.cross_node import (
+from brorl.ops.preflight.cross_node import (
     bus_bandwidth_gbs,
     listen_ports,
     nccl_transport,
@@ -64,7 +64,7 @@ def test_an_all_reduce_across_two_slurm_nodes(tmp_path):
     out = tmp_path / "cross_node.json"
     command = (
         f"srun --overlap --nodes=2 --ntasks-per-node=1 --cpu-bind=none env PYTHONPATH={ROOT / 'workflow'} "
-        f"{sys.executable} -m brorl.preflight.cross_node --backend gloo --mb 4 --port 29581 --out {out} "
+        f"{sys.executable} -m brorl.ops.preflight.cross_node --backend gloo --mb 4 --port 29581 --out {out} "
         "--ray-head-port 29582 --ray-worker-ports 29583 29599"
     )
     job = subprocess.run(

@@ -1,4 +1,4 @@
-"""The IPC probe (brorl.preflight.ipc_probe): its pure logic, and the real process layout on CPU. The launcher starts
+"""The IPC probe (brorl.training.openrlhf.ipc_probe): its pure logic, and the real process layout on CPU. The launcher starts
 an exporter and an importer as siblings, the way Ray starts the trainer and the vLLM engine, so that the importer is
 not an ancestor of the exporter; a CPU tensor crosses between them with the file_system sharing strategy."""
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from brorl.preflight.ipc_probe import (
+from brorl.training.openrlhf.ipc_probe import (
     OFF,
     ON,
     ancestor_chain,
@@ -28,7 +28,7 @@ from helpers import ENV
 def probe(tmp_path, *args: str) -> tuple[int, int, dict]:
     """(the launcher's pid, its exit status, its JSON) of one CPU run."""
     out = tmp_path / "ipc.json"
-    cmd = [sys.executable, "-m", "brorl.preflight.ipc_probe", "--device", "cpu", "--out", str(out), *args]
+    cmd = [sys.executable, "-m", "brorl.training.openrlhf.ipc_probe", "--device", "cpu", "--out", str(out), *args]
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output, _ = proc.communicate(timeout=120)
     assert out.exists(), output

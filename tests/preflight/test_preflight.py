@@ -1,4 +1,4 @@
-"""The GPU node preflight (brorl.preflight): on this CPU machine it runs, passes what applies to the embedded engine
+"""The GPU node preflight (brorl.ops.preflight): on this CPU machine it runs, passes what applies to the embedded engine
 and fails exactly the GPU checks, each with its reason and fix; the driver rule and the disk check on fakes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from brorl.preflight import CHECK_NAMES, checks
+from brorl.ops.preflight import CHECK_NAMES, checks
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_CHECKS = {
@@ -42,7 +42,7 @@ def test_preflight_on_a_cpu_machine_fails_exactly_the_gpu_checks(tmp_path):
         [
             sys.executable,
             "-m",
-            "brorl.preflight",
+            "brorl.ops.preflight",
             "--configfile",
             str(ROOT / "workflow/presets/tiny.yaml"),
             "--no-slurm",
@@ -77,8 +77,8 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {TRAINING_ONLY!r}:
             raise ImportError(f"{{name}} is not in envs/eval.yaml")
 sys.meta_path.insert(0, Block())
-sys.argv[0] = "brorl.preflight"
-runpy.run_module("brorl.preflight", run_name="__main__")
+sys.argv[0] = "brorl.ops.preflight"
+runpy.run_module("brorl.ops.preflight", run_name="__main__")
 """
 
 
@@ -134,7 +134,7 @@ def test_disk_check_compares_free_space_with_the_plan(tmp_path):
 
 
 def test_compute_mode_must_be_default_for_colocation_and_cuda_ipc():
-    from brorl.preflight.gpu_paths import compute_mode_problem
+    from brorl.ops.preflight.gpu_paths import compute_mode_problem
 
     assert compute_mode_problem("0, Default\n1, Default\n") is None
     problem = compute_mode_problem("0, Default\n1, Exclusive_Process\n")
@@ -194,7 +194,7 @@ def test_preflight_and_post_deploy_judge_fusedadam_by_one_rule(tmp_path, monkeyp
 
 
 def test_partition_limits_against_the_training_jobs_request():
-    from brorl.preflight.gpu_paths import partition_limit_problems
+    from brorl.ops.preflight.gpu_paths import partition_limit_problems
 
     request = {"runtime": 1680, "mem_mb": 1_800_000, "cpus_per_task": 96, "gres": "gpu:h100:8"}
     # recorded sinfo -h -p P -o "%l|%m|%c|%G" lines: a partition that grants it, and one that grants nothing
@@ -211,8 +211,8 @@ def test_partition_limits_against_the_training_jobs_request():
 
 def test_the_site_checks_carry_their_documented_names():
     """The two Slurm rows (the runs above pass --no-slurm): names docs/gpu-assumptions.md is held to."""
-    from brorl.plan.profile import read_profile
-    from brorl.preflight.__main__ import site_checks
+    from brorl.ops.plan.profile import read_profile
+    from brorl.ops.preflight.__main__ import site_checks
 
     rows = site_checks(read_profile(ROOT / "profiles" / "slurm"), "train_ppo")
     assert [r.name for r in rows] == ["Slurm partition", "partition limits"]

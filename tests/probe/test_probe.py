@@ -1,4 +1,4 @@
-"""The mass-balance probe's arithmetic, command and cost (brorl.probe, brorl.plan) on synthetic scores of the paper
+"""The mass-balance probe's arithmetic, command and cost (brorl.probe, brorl.ops.plan) on synthetic scores of the paper
 config's size (128 probes x 64 samples); its run on the real tiny model is in tests/training/test_learning.py."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from brorl.scoring.bench_math import MATH_FILES, load_items
+from brorl.ops.speed.scoring_math import MATH_FILES, load_items
 from brorl.scoring.math import (
     deepscaler_equal,
     extract_final_answer,

@@ -107,7 +107,7 @@ def test_the_pool_benchmark_writes_both_times_and_their_ratio(tmp_path) -> None:
     """`make bench-scoring`'s reward-call comparison at a tiny size: both times and their ratio written."""
     import json
 
-    from brorl.scoring.bench_pool import main
+    from brorl.ops.speed.scoring_pool import main
 
     out = tmp_path / "pool.json"
     assert main(["--calls", "2", "--samples", "9", "--ballast-gb", "0.01", "--out", str(out)]) == 0

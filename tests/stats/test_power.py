@@ -1,4 +1,4 @@
-"""What a run can establish (brorl.stats.power, brorl.plan.power): the power and MDE formulas against a simulation of
+"""What a run can establish (brorl.stats.power, brorl.ops.plan.power): the power and MDE formulas against a simulation of
 problems x samples x training seeds, the paper's own numbers recomputed from its tables, and the plan's verdicts."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from brorl.config import ConfigError, load_yaml_config
-from brorl.plan.power import power_lines, power_verdict
-from brorl.plan.problems import benchmark_problems
+from brorl.ops.plan.power import power_lines, power_verdict
+from brorl.ops.plan.problems import benchmark_problems
 from brorl.stats import power as P
 from helpers import CONFIG, ROOT, TINY
 

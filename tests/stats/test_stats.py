@@ -419,7 +419,7 @@ def test_compare_arms_rows():
 
 
 def test_bench_small_run(tmp_path):
-    from brorl.stats import bench
+    from brorl.ops.speed import stats as bench
 
     out = tmp_path / "bench.json"
     assert bench.main(["--out", str(out), "--scale", "0.05", "--checkpoints", "2", "--resamples", "200"]) == 0

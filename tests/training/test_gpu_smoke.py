@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from brorl.config import load_yaml_config
-from brorl.smoke import verdict as v
-from brorl.smoke.gate import smoke_gate_problem
+from brorl.ops.smoke import verdict as v
+from brorl.ops.smoke.gate import smoke_gate_problem
 from brorl.training.openrlhf import drill_hook, drills
 from brorl.training.openrlhf.command import ClusterPaths, openrlhf_flags
 from brorl.training.openrlhf.logs import first_micro_batch_kl
@@ -289,7 +289,7 @@ def test_the_truncation_row_is_judged_on_both_devices_when_the_rule_is_on():
 def test_gpu_verdict_passes_fails_and_points_at_the_preflight():
     assert {r.status for r in v.gpu_rows([_arm("gpu")], "gpu", "logs", LIMITS)} == {v.PASS}
     rows = v.gpu_rows([_arm("gpu", complete=False)], "gpu", "/r/logs")[: len(v.GPU_PATHS)]
-    assert {r.status for r in rows} == {v.NOT_REACHED} and "brorl.preflight" in rows[0].fix
+    assert {r.status for r in rows} == {v.NOT_REACHED} and "brorl.ops.preflight" in rows[0].fix
     sync = next(r for r in rows if r.path.startswith("weight sync"))
     assert "check 'CUDA-IPC weight sync'" in sync.fix  # the IPC probe, not the NCCL all-reduce
     argv = _arm("gpu")["commands"][0][1:]  # no sleep mode
@@ -379,7 +379,7 @@ def test_smoke_verdict_says_not_started_before_training_and_not_reached_after_it
 
     def verdict() -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "brorl.smoke", "--configfile", str(SMOKE), "--results", str(tmp_path)],
+            [sys.executable, "-m", "brorl.ops.smoke", "--configfile", str(SMOKE), "--results", str(tmp_path)],
             capture_output=True,
             text=True,
             timeout=120,

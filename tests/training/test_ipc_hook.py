@@ -79,7 +79,7 @@ def test_nothing_changes_with_the_setting_off_or_without_cuda(fake_cuda, tmp_pat
 
 GPU_SYNC = """
 import json, sys, types, torch
-from brorl.preflight.ipc_probe import in_expandable_segment
+from brorl.training.openrlhf.ipc_probe import in_expandable_segment
 from brorl.training.openrlhf import ipc_hook
 
 def segment_of(tensor):

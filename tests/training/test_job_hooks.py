@@ -106,7 +106,7 @@ def test_the_job_hook_times_or_replaces_openrlhfs_partition_in_split_rollout_sam
 
 
 def test_the_bench_measures_fits_and_labels_its_extrapolation(capsys):
-    from brorl.training.openrlhf.partition_bench import fit_through_origin, run, summary
+    from brorl.ops.speed.partition import fit_through_origin, run, summary
 
     assert fit_through_origin([1.0, 2.0], [2.0, 4.0]) == 2.0
     report = run([128, 256], target=1024, ranks=8, max_tokens=2048, low=100, high=900, seed=0)

@@ -4,8 +4,8 @@ import os as _os
 
 __version__ = "0.1.0"
 
-if _os.environ.get("BRORL_IMPORT_AUDIT"):  # the rerun test's record of what a job ran (brorl.operations.import_audit)
-    from .operations.import_audit import install as _install
+if _os.environ.get("BRORL_IMPORT_AUDIT"):  # the rerun test's record of what a job ran (brorl.reporting.import_audit)
+    from .reporting.import_audit import install as _install
 
     _install(_os.environ["BRORL_IMPORT_AUDIT"])
 

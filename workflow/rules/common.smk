@@ -5,7 +5,7 @@ import re
 
 from brorl.benchmarks.registry import load_registry
 from brorl.models.folders import staged_base_model
-from brorl.operations.submission import GROUPS as SUBMISSION_GROUPS, driver_rules
+from brorl.ops.run.submission import GROUPS as SUBMISSION_GROUPS, driver_rules
 from brorl.generation.vllm_scheduler import ENV as SCHEDULER_ENV, scheduler_json
 
 SIM = config["simulation"]
@@ -145,7 +145,7 @@ def evaluation_files(suffix):
 
 
 # Which rules the driver runs itself and which jobs share one submission: one list for the workflow and the plan's
-# count of sbatch calls (brorl.operations.submission; docs/cluster.md#how-many-submissions).
+# count of sbatch calls (brorl.ops.run.submission; docs/cluster.md#how-many-submissions).
 # (what the `localrules:` directive compiles to; the directive itself takes only literal names)
 workflow.localrules(*driver_rules(config["engine"]))
 

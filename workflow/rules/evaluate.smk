@@ -76,7 +76,7 @@ rule score_samples:
     benchmark:
         "results/timings/score_samples/{arm}/step{step}/{benchmark}.tsv"
     group:
-        SUBMISSION_GROUPS["score_samples"]  # one sbatch for both (brorl.operations.submission)
+        SUBMISSION_GROUPS["score_samples"]  # one sbatch for both (brorl.ops.run.submission)
     conda:
         "../../envs/score.yaml"
     threads: 2
@@ -116,7 +116,7 @@ rule summarize_evaluation:
     log:
         "results/logs/summarize_evaluation/{arm}/step{step}/{benchmark}.log",
     group:
-        SUBMISSION_GROUPS["summarize_evaluation"]  # one sbatch for both (brorl.operations.submission)
+        SUBMISSION_GROUPS["summarize_evaluation"]  # one sbatch for both (brorl.ops.run.submission)
     conda:
         "../../envs/score.yaml"
     threads: 1

@@ -1,19 +1,19 @@
 # Notifications: a message when the run starts, succeeds or fails (which jobs, their logs, how to rerun), printed and,
 # where the environment names them, sent to BRORL_NOTIFY_WEBHOOK and BRORL_NOTIFY_MAIL (docs/cluster.md#notifications).
-# The messages are built by brorl.operations.notify from Snakemake's structured log events (JobEvents, installed here,
+# The messages are built by brorl.ops.run.notify from Snakemake's structured log events (JobEvents, installed here,
 # while the Snakefile is read); Snakemake runs these hooks in the main process only (never in jobs).
 import os
 import sys
 
 from snakemake.exceptions import WorkflowError
 
-from brorl.operations import notify as _notify
+from brorl.ops.run import notify as _notify
 
 _job_events = _notify.JobEvents.install()
 
 
 def _rerun_command():
-    """The command that reruns this run (brorl.operations.notify.rerun_command)."""
+    """The command that reruns this run (brorl.ops.run.notify.rerun_command)."""
     return _notify.rerun_command(sys.argv, sys.executable)
 
 

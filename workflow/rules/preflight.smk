@@ -1,5 +1,5 @@
 # Preflights of a paper run: one job on one GPU node checks what would otherwise fail hours into a 64-GPU job
-# (brorl.preflight). Two of them, each in the software its jobs use: training jobs wait on preflight_train_node
+# (brorl.ops.preflight). Two of them, each in the software its jobs use: training jobs wait on preflight_train_node
 # (envs/train.yaml: driver vs CUDA build, GPUs, vLLM sleep mode, flash-attn, DeepSpeed's FusedAdam, NCCL, disk for
 # the checkpoints, the code sandbox, Ray); generation, probe and throughput jobs on preflight_eval_node
 # (envs/eval.yaml or the image: driver, GPUs, vLLM generating, disk, hub token), so evaluating a checkpoint never
@@ -25,7 +25,7 @@ rule preflight_eval_node:
         runtime=30,
     shell:
         """
-        python -m brorl.preflight --scope eval --no-slurm --out {output:q} >{log:q} 2>&1
+        python -m brorl.ops.preflight --scope eval --no-slurm --out {output:q} >{log:q} 2>&1
         """
 
 
@@ -47,7 +47,7 @@ rule preflight_train_node:
         need_gb=PREFLIGHT_NEED_GB,
     shell:
         """
-        python -m brorl.preflight --no-slurm --need-gb {params.need_gb} --out {output:q} >{log:q} 2>&1
+        python -m brorl.ops.preflight --no-slurm --need-gb {params.need_gb} --out {output:q} >{log:q} 2>&1
         """
 
 
@@ -72,5 +72,5 @@ rule preflight_cross_node:
         """
         srun --overlap --nodes=2 --ntasks={params.ranks} --ntasks-per-node={params.ranks_per_node} --cpus-per-task=1 \
             --cpu-bind=none \
-            python -m brorl.preflight.cross_node --backend nccl --out {output:q} >{log:q} 2>&1
+            python -m brorl.ops.preflight.cross_node --backend nccl --out {output:q} >{log:q} 2>&1
         """

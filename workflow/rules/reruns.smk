@@ -1,17 +1,17 @@
-# Rerun triggers derived from the code each rule's command runs (brorl.operations.rerun_policy,
+# Rerun triggers derived from the code each rule's command runs (brorl.ops.reruns.rerun_policy,
 # docs/cluster.md#rerun-policy): included after every stage's rules, it gives each rule one param per file its
 # `python -m brorl...` commands run or read ("<path> <digest>") and one of its command ("shell <digest>"), so that an
 # edit reruns exactly the rules running the edited code, and the dry run's reason names the file. A rule whose code
 # cannot be derived stops the workflow here, before any job, naming it.
 from snakemake.exceptions import WorkflowError
 
-from brorl.operations.rerun_policy import (
+from brorl.ops.reruns.rerun_policy import (
     RerunPolicyError,
     add_triggers,
     save_cache,
-    training_code,
 )
-from brorl.operations.stale_code import (
+from brorl.reporting.code_record import training_code
+from brorl.ops.reruns.stale_code import (
     keep_commands,
     keep_record,
     stale_lines,

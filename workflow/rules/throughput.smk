@@ -35,7 +35,7 @@ rule bench_throughput:
     resources:
         gpu=1,
         mem_mb=32768,
-        runtime=BENCH_RULE_RUNTIME_MIN,  # Table 2's time check reads it too (brorl.plan.throughput)
+        runtime=BENCH_RULE_RUNTIME_MIN,  # Table 2's time check reads it too (brorl.ops.plan.throughput)
     params:
         engine=config["engine"],
         max_tokens=THROUGHPUT["max_tokens"],

@@ -29,6 +29,6 @@ else
   snakemake "${targets[@]}" --profile profiles/local "${configs[@]}" --retries 1 "$@"
 fi
 mkdir -p results/rehearsal
-python -m brorl.training report --out-dir "results/train/$arm" --json results/rehearsal/report.json
+python -m brorl.ops.rehearsal_report --out-dir "results/train/$arm" --json results/rehearsal/report.json
 # the smoke verdict of this CPU form: the drills and the reset judged, every GPU path "not run (CPU substitution)"
-python -m brorl.smoke --configfile workflow/presets/tiny.yaml workflow/presets/rehearsal.yaml --out results/rehearsal
+python -m brorl.ops.smoke --configfile workflow/presets/tiny.yaml workflow/presets/rehearsal.yaml --out results/rehearsal

@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--stale-code",
         default="{}",
-        help="JSON: arm -> files changed since it trained, or null where not recorded (brorl.operations.stale_code)",
+        help="JSON: arm -> files changed since it trained, or null where not recorded (brorl.ops.reruns.stale_code)",
     )
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)

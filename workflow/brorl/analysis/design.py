@@ -1,5 +1,5 @@
 """SUMMARY.md's statement of what the main comparison could detect, written from the plan's inputs (analysis spec
-`design`, brorl.plan.power.design_record) and never from the observed effect, beside the observed difference's
+`design`, brorl.ops.plan.power.design_record) and never from the observed effect, beside the observed difference's
 confidence interval and the noise the test includes; and the paper's own test against its own tables."""
 
 from __future__ import annotations

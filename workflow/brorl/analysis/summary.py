@@ -297,7 +297,7 @@ def demote_headings(markdown: str, below: int) -> str:
 def stale_code_lines(stale: Mapping[str, Mapping], shown: int = 8) -> list[str]:
     """A section naming the arms trained, and the other exempt rules' outputs made, by code that has changed since
     (a code edit never reruns them), with the changed files; nothing when every output came from the current code.
-    ``stale``: {"arms": arm -> files or None, "outputs": rule -> {"outputs", "changed"}} (brorl.operations.stale_code).
+    ``stale``: {"arms": arm -> files or None, "outputs": rule -> {"outputs", "changed"}} (brorl.ops.reruns.stale_code).
     """
     arms, outputs = stale.get("arms", {}), stale.get("outputs", {})
     if not arms and not outputs:

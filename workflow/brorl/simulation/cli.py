@@ -1,4 +1,4 @@
-"""Command line of the simulation stage: ``python -m brorl.simulation {run,check-theory,figure,claims,n-grid,bench}``."""
+"""Command line of the simulation stage: ``python -m brorl.simulation {run,check-theory,figure,claims,n-grid}``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .memory import keep_freed_memory
 from .spec import OptimizerSpec, SimulationError, SimulationSpec
 
 
-def _add_problem_args(p: argparse.ArgumentParser) -> None:
+def add_problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vocab", type=int, default=128_000, help="vocabulary size V")
     p.add_argument("--correct", type=int, default=10_000, help="number of correct tokens C (reward +1)")
     p.add_argument("--init-correct", type=float, default=3.0, help="initial logit a of every correct token")
@@ -30,7 +30,7 @@ def _add_problem_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
+def add_optimizer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimizer", default="adamw", help="adamw or sgd")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), metavar=("BETA1", "BETA2"))
@@ -38,7 +38,7 @@ def _add_optimizer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight-decay", type=float, default=0.01, help="torch AdamW's default, as config.yaml's")
 
 
-def _spec(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
+def spec_from_args(a: argparse.Namespace, n: int, seed: int) -> SimulationSpec:
     opt = OptimizerSpec(a.optimizer, a.lr, tuple(a.betas), a.eps, a.weight_decay)
     return SimulationSpec(
         a.vocab,
@@ -66,7 +66,7 @@ def _cmd_run(a: argparse.Namespace) -> None:
         )
     if len(set(a.out)) != len(a.out):
         raise SimulationError("two runs would write the same --out file")
-    specs = [_spec(a, n, seed) for n, seed in zip(a.n, a.seed)]  # every spec checked before the first run
+    specs = [spec_from_args(a, n, seed) for n, seed in zip(a.n, a.seed)]  # every spec checked before the first run
     for spec, out in zip(specs, a.out):
         df = simulate(spec, progress=True)
         write_run(df, {"spec": spec.as_dict(), "label": a.label, "provenance": provenance()}, out)
@@ -82,7 +82,7 @@ def _cmd_check_theory(a: argparse.Namespace) -> None:
     from ..reporting.provenance import provenance
     from .theory_checks import run_theory_checks
 
-    spec = _spec(a, a.n_values[0], a.seed)
+    spec = spec_from_args(a, a.n_values[0], a.seed)
     report = run_theory_checks(spec, a.n_values, a.mc_trials, a.theorem_draws, a.finite_step, a.seed)
     report["provenance"] = provenance()
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
@@ -176,12 +176,6 @@ def _cmd_n_grid(a: argparse.Namespace) -> None:
     print(title)
 
 
-def _cmd_bench(a: argparse.Namespace) -> None:
-    from .bench import run_benchmark
-
-    run_benchmark(a, _spec)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by tests)."""
     parser = argparse.ArgumentParser(prog="python -m brorl.simulation", description=__doc__)
@@ -190,8 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", help="simulation runs (one per --n/--seed/--out triple) -> parquet with step, q_pos, pct_improved, ..."
     )
-    _add_problem_args(run)
-    _add_optimizer_args(run)
+    add_problem_args(run)
+    add_optimizer_args(run)
     run.add_argument("--n", type=int, nargs="+", required=True, help="i.i.d. draws (rollouts) per step, per run")
     run.add_argument("--steps", type=int, default=1000)
     run.add_argument("--seed", type=int, nargs="+", default=[0], help="seed per run, paired with --n")
@@ -200,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     th = sub.add_parser("check-theory", help="Theorem 1 (first order) and Lemma 2 (Monte Carlo) checks -> JSON")
-    _add_problem_args(th)
+    add_problem_args(th)
     th.add_argument("--n-values", type=int, nargs="+", default=[4, 16, 512, 51200])
     th.add_argument("--mc-trials", type=int, default=2000)
     th.add_argument("--theorem-draws", type=int, default=20)
@@ -238,15 +232,6 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--pdf", required=True)
     grid.set_defaults(func=_cmd_n_grid)
 
-    bench = sub.add_parser("bench", help="time the paper sweep: this engine vs autograd + multinomial + torch AdamW")
-    _add_problem_args(bench)
-    _add_optimizer_args(bench)
-    bench.add_argument("--n-values", type=int, nargs="+", default=[4, 8, 16, 512, 51200])
-    bench.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    bench.add_argument("--steps", type=int, default=1000)
-    bench.add_argument("--workers", type=int, default=2)
-    bench.add_argument("--out", required=True)
-    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -2,7 +2,7 @@
 
 Importing ``brorl.stats`` loads numpy and ``scipy.special`` only (no pandas, scipy.stats, torch, vllm or
 matplotlib; the t-test and the bootstrap import scipy.stats when called). The pandas helpers (per-instance means from sample-level scores, arm comparisons by family and
-benchmark) live in ``brorl.stats.units``; import that module explicitly. ``python -m brorl.stats.bench`` times the
+benchmark) live in ``brorl.stats.units``; import that module explicitly. ``python -m brorl.ops.speed.stats`` times the
 whole analysis at the paper's size.
 """
 

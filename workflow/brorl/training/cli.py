@@ -1,4 +1,4 @@
-"""`python -m brorl.training segment|export|finish|bench|report`: the train stage's commands (rules in train.smk)."""
+"""`python -m brorl.training segment|export|finish|warm-start|...`: the train stage's commands (rules in train.smk)."""
 
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ def engine(name: str) -> ModuleType:
 
 
 def cmd_segment(args: argparse.Namespace) -> None:
-    from brorl.operations.rerun_policy import training_code
+    from brorl.reporting.code_record import training_code
 
     from .layout import record_layout
     from .lease import Lease
     from .segments import write_segment_manifest
     from .stop import Stopped, StopRequests
 
-    code = training_code()  # the code this job runs, recorded in its manifest (brorl.operations.stale_code)
+    code = training_code()  # the code this job runs, recorded in its manifest (brorl.ops.reruns.stale_code)
     config = load_job_config(text_or_file(args.config))
     plan = arm_plan(config, args.arm)  # the one derivation of the arm's plan in this job: the engine gets it
     if not 0 <= args.segment < len(plan.segments):
@@ -133,22 +133,6 @@ def cmd_warm_start(args: argparse.Namespace) -> None:
     print(f"warm start: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} over {args.steps} steps")
 
 
-def cmd_bench(args: argparse.Namespace) -> None:
-    from .bench import run_bench
-
-    run_bench([Path(m) for m in args.metrics], Path(args.out))
-
-
-def cmd_report(args: argparse.Namespace) -> None:
-    from .rehearsal_report import arm_report, print_report
-    from .run_folder import atomic_json
-
-    report = arm_report(Path(args.out_dir))
-    print_report(report)
-    if args.json:
-        atomic_json(Path(args.json), report)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m brorl.training", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -202,16 +186,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--items", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.set_defaults(func=cmd_warm_start)
-
-    p = sub.add_parser("bench", help="steps/s and where the time goes, from training metrics files")
-    p.add_argument("--metrics", required=True, nargs="+")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_bench)
-
-    p = sub.add_parser("report", help="launches, start-up, step timings and checkpoint sizes of a trained arm")
-    p.add_argument("--out-dir", required=True, help="results/train/<arm>")
-    p.add_argument("--json", default=None, help="also write the report here")
-    p.set_defaults(func=cmd_report)
 
     from .openrlhf.cli import add_cluster_commands
 

@@ -26,6 +26,9 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 
+# every process of one launch carries it: the stop hook answers requests naming it, a fault drill kills by it
+LAUNCH_ENV = "BRORL_LAUNCH_ID"
+
 STOP_EXIT = 75  # EX_TEMPFAIL: stopped at a step boundary; a retry resumes from the saved step
 MARGIN_S = 300.0  # beyond one step and one save: the manifest, the exports' hashes, Slurm's own teardown
 QUERY_EVERY_S = 5.0  # read the end time at most this often (steps of the tiny runs take about a second)

@@ -3,13 +3,13 @@ import json
 
 from brorl.analysis.config_checks import decision_active, decision_missing
 from brorl.hub.checkpoint_identity import steps_note
-from brorl.plan.power import design_record, power_verdict
-from brorl.plan.problems import ProblemCountError, benchmark_problems
+from brorl.ops.plan.power import design_record, power_verdict
+from brorl.ops.plan.problems import ProblemCountError, benchmark_problems
 from brorl.training.recipe import enabled_arms
 
 ANALYSIS = config["analysis"]
 ANALYSIS_TABLES = [f"table{i}" for i in (1, 3, 4, 5)]
-# What this run can establish, before anyone pays (brorl.plan.power; `make plan` prints every pair's numbers): the
+# What this run can establish, before anyone pays (brorl.ops.plan.power; `make plan` prints every pair's numbers): the
 # main comparison's minimum detectable effect, and its power against the paper's predicted gap where it has one.
 # Computed once per parse: the analysis spec (every analysis rule's params) carries the design record.
 try:
@@ -116,7 +116,7 @@ def analysis_spec():
             },
             # the evaluated benchmarks' only: a registry entry no config uses reruns nothing
             "benchmark_families": {n: BENCHMARKS[n].family for n in EVAL["benchmarks"]},
-            # what the main comparison could detect, from the plan's inputs (brorl.plan.power): SUMMARY.md says so
+            # what the main comparison could detect, from the plan's inputs (brorl.ops.plan.power): SUMMARY.md says so
             "design": ANALYSIS_DESIGN,
             "decision": DECISION if DECISION_ON else None,
         },

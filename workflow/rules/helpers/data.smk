@@ -5,8 +5,8 @@ import json
 from snakemake.exceptions import WorkflowError
 
 from brorl.benchmarks.prepare import local_data_root, source_kind
-from brorl.operations.source_cache import cached
-from brorl.operations.source_digest import file_digest
+from brorl.reporting.source_cache import cached
+from brorl.reporting.source_digest import file_digest
 from brorl.hub.checkpoint_identity import start_identity_problem
 from brorl.hub.pin_gate import unpinned_of_run
 from brorl.hub.pin_lock import LOCK_NAME, read_lock_data

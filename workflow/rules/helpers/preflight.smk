@@ -3,8 +3,8 @@
 
 
 def preflight_need_gb():
-    """Disk the run's training checkpoints need (brorl.plan's estimate), for the training preflight's disk check."""
-    from brorl.preflight.__main__ import config_needs
+    """Disk the run's training checkpoints need (brorl.ops.plan's estimate), for the training preflight's disk check."""
+    from brorl.ops.preflight.__main__ import config_needs
 
     return round(config_needs(config)[0], 1)
 

@@ -1,5 +1,5 @@
 # Input functions of the throughput stage (workflow/rules/throughput.smk).
-from brorl.plan.throughput import RULE_RUNTIME_MIN as BENCH_RULE_RUNTIME_MIN
+from brorl.ops.plan.throughput import RULE_RUNTIME_MIN as BENCH_RULE_RUNTIME_MIN
 from brorl.training.recipe import training_engine
 
 THROUGHPUT = config["throughput"]
@@ -10,8 +10,8 @@ THROUGHPUT_FIGURE = {
 
 
 def bench_jobs_sized():
-    """Each bench_throughput job sized by its work (brorl.plan.throughput) at the evaluation model's priors."""
-    from brorl.plan.throughput import bench_jobs
+    """Each bench_throughput job sized by its work (brorl.ops.plan.throughput) at the evaluation model's priors."""
+    from brorl.ops.plan.throughput import bench_jobs
 
     return bench_jobs(THROUGHPUT, generation_sizing()[0])
 
@@ -19,10 +19,10 @@ def bench_jobs_sized():
 def bench_time_stop(workflow):
     """Why Table 2's jobs cannot run ("" when they can): a job priced beyond the runtime of its last attempt (the
     profile's, else the rule's own; retries + 1 is known once the run starts, so onstart in hooks.smk checks it,
-    before any job), naming both (brorl.plan.throughput.refusal, as `make plan`)."""
+    before any job), naming both (brorl.ops.plan.throughput.refusal, as `make plan`)."""
     if not (THROUGHPUT["enabled"] and config["engine"] != "embedded"):
         return ""
-    from brorl.plan.throughput import refusal, runtime_limit
+    from brorl.ops.plan.throughput import refusal, runtime_limit
 
     raw = (
         workflow.resource_settings.overwrite_resources.get("bench_throughput") or {}
@@ -38,7 +38,7 @@ if (
     and config["engine"] != "embedded"
     and workflow.is_main_process
 ):
-    from brorl.plan.throughput import size_lines
+    from brorl.ops.plan.throughput import size_lines
 
     for _line in size_lines(bench_jobs_sized(), generation_sizing()[0]):
         print(f"note: {_line}", file=sys.stderr)

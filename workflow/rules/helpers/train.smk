@@ -21,7 +21,7 @@ from brorl.training.recipe import (
     split_operations,
 )
 from brorl.training.tracking import TRACKING_ENV, Tracking, check_key
-from brorl.smoke.gate import smoke_gate_problem
+from brorl.ops.smoke.gate import smoke_gate_problem
 
 TRAIN = config["training"]
 # the CPU rehearsal trains with cluster, the rest embedded
@@ -61,7 +61,7 @@ for note in freeze_layouts(config, Path("results/train")):
 # tuning them during a run reruns nothing (docs/cluster.md#rerun-policy).
 _RECIPE_TRAINING, _OPERATIONS = split_operations(TRAIN)
 operational_env(OPERATIONS_ENV, json.dumps(_OPERATIONS, sort_keys=True))
-# The smoke gate (brorl.smoke.gate): GPU training at paper scale waits for a passed GPU smoke run. A warning here
+# The smoke gate (brorl.ops.smoke.gate): GPU training at paper scale waits for a passed GPU smoke run. A warning here
 # (-n and make plan stay usable); onstart (hooks.smk) stops a run whose jobs would train.
 SMOKE_GATE = smoke_gate_problem(config) if TRAINED_ARMS else ""
 if SMOKE_GATE:

@@ -78,7 +78,7 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_cluster_commands(sub: argparse._SubParsersAction) -> None:
     """Register cluster-check, cluster-command and prompts on `python -m brorl.training`'s subparsers (each bound
-    with set_defaults(func=...), which the rerun derivation reads: brorl.operations.source_closure)."""
+    with set_defaults(func=...), which the rerun derivation reads: brorl.reporting.source_closure)."""
     p = sub.add_parser("cluster-check", help="validate the config and parse every OpenRLHF command")
     _common_arguments(p)
     p.add_argument("--arms", nargs="*", default=None, help="arms to check (default: the enabled ones)")

@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..run_folder import atomic_json
-from ..stop import MARGIN_S, StopRequests, slurm_job, squeue_time
+from ..stop import LAUNCH_ENV, MARGIN_S, StopRequests, slurm_job, squeue_time
 
-LAUNCH_ENV = "BRORL_LAUNCH_ID"  # every process of one launch carries it (launch_env): what a drill kills
 HOLD_ENV = "BRORL_DRILL_SAVE_HOLD"  # "<global step>:<seconds>": the job hook holds that step's save open
 KILLS = ("kill_in_step", "kill_in_save")
 KINDS = (*KILLS, "time_limit_in_step")

@@ -9,7 +9,7 @@ child), rebuilds it. torch shares memory of expandable segments as file descript
 use cudaIpcGetMemHandle, which needs no ptrace permission. So, as vLLM's own allocator does around its pool, the
 wrapper switches expandable segments off for the sync (the clones land in legacy segments) and back on after it,
 releasing the cached legacy blocks first so that training's later allocations are expandable again.
-`python -m brorl.preflight.ipc_probe` checks both on a node. Each sync on a GPU appends {t, legacy_segments} to
+`python -m brorl.training.openrlhf.ipc_probe` checks both on a node. Each sync on a GPU appends {t, legacy_segments} to
 $BRORL_IPC_LOG_DIR/<pid>.jsonl (whether it was switched). Nothing changes on a CPU or when the setting is off.
 """
 
@@ -21,8 +21,8 @@ import time
 from collections.abc import Mapping
 from types import ModuleType
 
-from ...preflight.ipc_probe import expandable_in, set_expandable
 from .actor_patch import patch_actor_method
+from .ipc_probe import expandable_in, set_expandable
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ray.ppo_actor"

@@ -34,12 +34,12 @@ from ..metrics import append_metrics, read_metrics, truncate_after
 from ..recipe import ArmPlan, recipe_fingerprint
 from ..run_folder import atomic_json, check_fingerprint
 from ..segments import CheckpointError, SegmentJob
-from ..stop import Stopped
+from ..stop import LAUNCH_ENV, Stopped
 from ..tracking import run_name
 from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
 from .dataset import TrainDataError, chat_prompt_tokens, reward_text, write_openrlhf_dataset
-from .drills import HOLD_ENV, LAUNCH_ENV, DrillWatch, pending_drills, read_fired
+from .drills import HOLD_ENV, DrillWatch, pending_drills, read_fired
 from .job_environment import container_problem, sandbox_python_problem
 from .launch import (
     LAUNCHER,

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+from ..stop import LAUNCH_ENV
 from .actor_patch import patch_actor_method
-from .drills import LAUNCH_ENV
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ppo_trainer"

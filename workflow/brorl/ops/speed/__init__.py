@@ -1,0 +1,1 @@
+"""Developer speed benchmarks of the paper's stages (`make bench-*`): timings, never results."""

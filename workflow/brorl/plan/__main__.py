@@ -1,5 +1,0 @@
-"""``python -m brorl.plan``: see cli.py."""
-
-from .cli import main
-
-main()
