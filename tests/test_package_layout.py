@@ -1,5 +1,5 @@
 """The shape of the brorl package, read from the source (nothing is imported): at its root only `__init__.py`,
-`cli.py` and `config.py` (every other module lives in the subpackage of its stage or concern); no file over 400 lines;
+`cli.py` and `config.py` (every other module lives in the subpackage of its stage or concern); no function over 60 lines but an allow-list of at most 10, no file over 450 lines;
 no module imports one that imports it back, directly or around a loop (function-level imports included); the config
 module composes each stage's own checks without any of those stages importing it back; and the training engines never
 import the command line that dispatches to them."""
@@ -12,7 +12,14 @@ from pathlib import Path
 WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
 PACKAGE = "brorl.training"
 ROOT_MODULES = {"__init__.py", "cli.py", "config.py"}
-MAX_LINES = 400
+MAX_LINES = 450  # a file: one concern, read in one sitting
+MAX_FUNCTION_LINES = 60  # a function: one screen
+# The functions allowed over the cap (at most 10), each with why splitting it would not help a reader.
+LONG_FUNCTIONS: dict[str, str] = {
+    "brorl/training/openrlhf/command.py:openrlhf_flags": "one flat list of OpenRLHF's flags in its own order: the one "
+    "place to read against train_ppo_ray's arguments",
+    "brorl/models/cli.py:build_parser": "a flat argparse declaration of the stage's five subcommands",
+}
 
 
 def modules(package: str) -> dict[str, tuple[Path, bool]]:
@@ -150,6 +157,45 @@ def test_the_root_shows_two_wings_and_the_paper_imports_nothing_from_ops():
 def test_an_import_of_the_ops_wing_is_seen():
     graph = {"brorl.training.cli": {"brorl.ops.reruns.x"}, "brorl.ops.reruns.x": set(), "brorl.cli": {"brorl.ops"}}
     assert paper_wing_imports_of_ops(graph) == {"brorl.training.cli": {"brorl.ops.reruns.x"}}
+
+
+def function_lengths(root: Path) -> dict[str, int]:
+    """'path:qualified.name' -> lines (decorators aside) of every function and method under `root`."""
+    found = {}
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        todo = [(node, "") for node in tree.body]
+        while todo:
+            node, prefix = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + node.name
+                if not isinstance(node, ast.ClassDef):
+                    found[f"{path.relative_to(WORKFLOW).as_posix()}:{name}"] = node.end_lineno - node.lineno + 1
+                todo.extend((child, name + ".") for child in node.body)
+    return found
+
+
+def over_the_cap(lengths: dict[str, int]) -> dict[str, int]:
+    """The functions longer than the cap that the allow-list does not name."""
+    return {name: n for name, n in lengths.items() if n > MAX_FUNCTION_LINES and name not in LONG_FUNCTIONS}
+
+
+def test_no_function_is_over_the_cap_but_the_allow_list():
+    lengths = function_lengths(WORKFLOW / "brorl")
+    assert len(lengths) > 1000
+    long = {name: n for name, n in lengths.items() if n > MAX_FUNCTION_LINES}
+    print("\nfunctions over the cap, each with its reason:")
+    for name, n in sorted(long.items(), key=lambda item: -item[1]):
+        print(f"  {n:4d}  {name}: {LONG_FUNCTIONS.get(name, 'NOT ALLOWED')}")
+    assert len(LONG_FUNCTIONS) <= 10
+    assert over_the_cap(lengths) == {}
+    assert set(LONG_FUNCTIONS) <= set(long)  # an entry that is short again, or gone, leaves the list
+
+
+def test_a_long_function_is_seen():
+    assert over_the_cap({"brorl/x.py:f": MAX_FUNCTION_LINES + 1, "brorl/x.py:g": MAX_FUNCTION_LINES}) == {
+        "brorl/x.py:f": MAX_FUNCTION_LINES + 1
+    }
 
 
 def test_no_file_of_the_package_is_over_the_line_limit():

@@ -20,13 +20,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats as sps
-from brorl.analysis.checkpoint_rows import checkpoint_rows
 from brorl.analysis.checkpoints import (
     SelectionError,
+    benchmark_pass1,
     equal_point,
+    family_pass1,
     hours_by_step,
+    reasoning_gym_averages,
     select_checkpoints,
     startup_hours,
+    task_pass1,
     unequal_compute,
 )
 from brorl.analysis.load import AnalysisInputError, load_units, parse_scores_path
@@ -38,10 +41,13 @@ from brorl.analysis.paper import (
     TINY_SCALE,
     PaperDataError,
     _check,
+    checkpoint_rows,
     column_mean,
     load_paper,
 )
-from brorl.analysis.paper_tables import (
+from brorl.analysis.significance import compare_checkpoints, learning_effects
+from brorl.analysis.summary import first_beating
+from brorl.analysis.tables import (
     OURS,
     RG_CATEGORY,
     RG_ITEM,
@@ -53,10 +59,7 @@ from brorl.analysis.paper_tables import (
     table1,
     table1_long,
 )
-from brorl.analysis.patterns import classify_tasks, pattern_of, pattern_shares
-from brorl.analysis.significance import compare_checkpoints, learning_effects
-from brorl.analysis.summary import first_beating
-from brorl.analysis.trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages, task_pass1
+from brorl.analysis.tasks import classify_tasks, pattern_of, pattern_shares
 from brorl.benchmarks.records import write_records
 from brorl.reporting.tables import MAX_PRINTED_COLUMNS, plus_minus
 from brorl.stats.agreement import NO_NOISE
@@ -1194,7 +1197,7 @@ def test_report_builds_from_the_tiny_preset_with_synthetic_checkpoints(tmp_path)
 def test_an_evaluated_model_is_compared_with_its_paper_row_by_gain_and_says_what_its_card_states():
     """SUMMARY.md's model lines: the steps note from `make pin`'s record, and the gain over the start beside the paper
     row's gain over its Baseline (BroRL +191: Math +1.34, Code +2.20, printed Reasoning Gym +1.80)."""
-    from brorl.analysis.model_summary import START_LEFT_OUT, model_lines
+    from brorl.analysis.tables import START_LEFT_OUT, model_lines
 
     table = pd.DataFrame(
         [
@@ -1216,8 +1219,8 @@ def test_an_evaluated_model_is_compared_with_its_paper_row_by_gain_and_says_what
 
 
 def test_the_lr_ablation_arm_is_compared_with_the_control_at_equal_compute_when_enabled():
-    from brorl.analysis.cmd_significance import lr_ablation
-    from brorl.analysis.summary_statistics import compute_lines
+    from brorl.analysis.commands import lr_ablation
+    from brorl.analysis.summary_sections import compute_lines
 
     rng = np.random.default_rng(8)
     p = rng.uniform(0.2, 0.6, 200)
@@ -1255,7 +1258,7 @@ def test_the_task_clustered_interval_widens_when_tasks_move_together():
 
 
 def test_the_start_checkpoint_has_two_draws_and_each_arms_test_takes_its_own(tmp_path):
-    from brorl.analysis.task_tests import task_tests
+    from brorl.analysis.tasks import task_tests
     from brorl.stats import paired_one_tailed
 
     rng = np.random.default_rng(12)
@@ -1299,7 +1302,7 @@ def test_a_code_instance_whose_samples_lack_their_fraction_of_tests_passed_is_re
 
 def test_the_clock_names_each_arms_refill_and_the_summary_flags_a_clock_dependent_verdict():
     from brorl.analysis.checkpoints import clock_statement, refill_mode
-    from brorl.analysis.summary_statistics import compute_lines
+    from brorl.analysis.summary_sections import compute_lines
 
     rounds = [{"refill": "rounds", "waves": [{"prompts": 4, "kept": 4, "s": 1.0}]}]
     assert refill_mode(rounds) == "rounds" and refill_mode([{"step": 1}]) == "not recorded"

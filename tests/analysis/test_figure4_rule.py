@@ -1,4 +1,4 @@
-"""Operating characteristics of Figure 4's rule (brorl.analysis.figure4_rule) on simulated tasks at the paper's size.
+"""Operating characteristics of Figure 4's rule (brorl.analysis.tasks) on simulated tasks at the paper's size.
 
 Each simulated task has 100 problems x 16 samples at two checkpoints; per-problem start rates are drawn from
 Uniform(0, 1) (Reasoning Gym tasks spread over the whole range), and a true mean gain g moves each problem's rate
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from brorl.analysis.figure4_rule import CLASSES, class_shares, equivalence_p, mde, task_class, verdicts
+from brorl.analysis.tasks import CLASSES, class_shares, equivalence_p, mde, task_class, verdicts
 from scipy import stats
 
 PROBLEMS, SAMPLES, TASKS, REPLICATES, ALPHA, MARGIN = 100, 16, 10, 1000, 0.05, 0.01

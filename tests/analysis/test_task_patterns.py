@@ -1,4 +1,4 @@
-"""Figure 4's patterns decided by the paired tests per task (brorl.analysis.task_tests, brorl.analysis.patterns) on
+"""Figure 4's patterns decided by the paired tests per task (brorl.analysis.tasks) on
 synthetic trajectories of the paper's size: 100 problems x 16 samples per task, two checkpoints per arm."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from brorl.analysis.patterns import apply_tests, classify_tasks, pattern_shares
-from brorl.analysis.task_tests import task_tests, trajectory_pairs
-from brorl.analysis.trajectories import task_pass1
+from brorl.analysis.checkpoints import task_pass1
+from brorl.analysis.tasks import apply_tests, classify_tasks, pattern_shares, task_tests, trajectory_pairs
 
 PROBLEMS, SAMPLES = 100, 16
 # task -> (control's gain, treatment's gain) at the last checkpoint, in pass-rate points; half of it at the first
@@ -104,7 +103,7 @@ def test_a_task_too_small_to_test_is_not_shown_to_improve():
 def test_the_algorithms_table_reads_each_pair_by_the_paired_test_and_keeps_pairs_without_checkpoints():
     """Three pairs at the paper's size (100 problems x 16 samples on each of 3 benchmarks): one whose N=512 arm is
     6 points ahead (holds), one tied (not resolved), one never evaluated (kept, with the reason)."""
-    from brorl.analysis.algorithms import algorithm_rows
+    from brorl.analysis.extensions import algorithm_rows
 
     rng = np.random.default_rng(11)
     rows = []
@@ -159,7 +158,7 @@ def test_the_algorithms_table_reads_each_pair_by_the_paired_test_and_keeps_pairs
 def test_prorl_falling_from_its_own_midpoint_is_tested_and_files_the_task_as_brorl_only():
     """Table 1's ProRL: up from the start, then down from its peak while still above the start. The test against
     the start cannot see the fall; the pre-declared test against ProRL's checkpoint nearest half its hours can."""
-    from brorl.analysis.task_tests import midpoint_step
+    from brorl.analysis.tasks import midpoint_step
 
     assert midpoint_step([1, 2, 3, 4], 4, {1: 1.0, 2: 2.1, 3: 3.0, 4: 4.0}) == 2  # nearest 2.0 h
     assert midpoint_step([2, 4, 6], 6, None) == 2 and midpoint_step([6], 6, None) is None  # half of step 6: 3, tie
@@ -180,8 +179,8 @@ def test_prorl_falling_from_its_own_midpoint_is_tested_and_files_the_task_as_bro
 
 
 def test_the_n_sweep_task_by_task_beside_the_tasks_brorl_did_not_improve():
-    from brorl.analysis.summary_figure4 import figure4_lines
-    from brorl.analysis.sweep_tasks import sweep_columns
+    from brorl.analysis.extensions import sweep_columns
+    from brorl.analysis.summary_sections import figure4_lines
 
     rng = np.random.default_rng(9)
     rows = []

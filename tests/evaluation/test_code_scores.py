@@ -8,11 +8,10 @@ import json
 
 import pandas as pd
 import pytest
-from brorl.analysis.checkpoint_rows import checkpoint_rows
+from brorl.analysis.checkpoints import benchmark_pass1
 from brorl.analysis.load import load_units
-from brorl.analysis.paper import load_paper
-from brorl.analysis.paper_tables import benchmark_table
-from brorl.analysis.trajectories import benchmark_pass1
+from brorl.analysis.paper import checkpoint_rows, load_paper
+from brorl.analysis.tables import benchmark_table
 from brorl.benchmarks.records import write_records
 from brorl.evaluation.score import score_samples, write_scores
 from brorl.evaluation.summary import collect, display_collected, summarize

@@ -1,5 +1,5 @@
 """Seeds as an axis: an arm's replicates in the config, and the test across runs on synthetic per-run tables with a
-known seed spread (brorl.training.config_checks.expand_replicates, brorl.stats.across_runs, brorl.analysis.replicate_runs)."""
+known seed spread (brorl.training.config_checks.expand_replicates, brorl.stats.across_runs, brorl.analysis.extensions)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from brorl.analysis.replicate_runs import across_runs
+from brorl.analysis.extensions import across_runs
 from brorl.config import ConfigError, load_yaml_config
 from brorl.stats.across_runs import across_runs_test
 from helpers import CONFIG, TINY

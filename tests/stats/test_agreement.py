@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from brorl.analysis.trajectories import benchmark_pass1
+from brorl.analysis.checkpoints import benchmark_pass1
 from brorl.benchmarks.registry import load_registry
 from brorl.stats.agreement import ABOVE, AGREES, BELOW, NO_NOISE, agreement, rerun_se
 from brorl.stats.stderr import combined_se  # a family average of differences: the stderr module's rule
@@ -101,7 +101,7 @@ def test_units_carry_each_problems_variance_into_the_benchmark_table():
 
 
 def test_summary_counts_the_verdicts_and_names_the_cells_that_do_not_agree():
-    from brorl.analysis.summary_tables import _verdicts
+    from brorl.analysis.summary_sections import _verdicts
 
     both = pd.DataFrame(
         {
@@ -120,7 +120,7 @@ def test_summary_counts_the_verdicts_and_names_the_cells_that_do_not_agree():
 
 
 def test_summary_says_which_code_score_reproduces_the_papers_baseline():
-    from brorl.analysis.summary_tables import _code_scoring
+    from brorl.analysis.summary_sections import _code_scoring
 
     both = pd.DataFrame(
         {

@@ -187,7 +187,7 @@ def test_job_hook_seeds_torch_in_a_fresh_process(tmp_path):
 
 
 def test_code_rewards_refuse_an_old_sandbox_python(tmp_path):
-    from brorl.training.openrlhf.job_environment import sandbox_python_problem
+    from brorl.scoring.sandbox import sandbox_python_problem
 
     assert sandbox_python_problem(sys.executable) is None
     old = tmp_path / "python3"

@@ -1,4 +1,9 @@
-"""BroRL reproduction suite: all logic of the Snakemake workflow lives in this package."""
+"""BroRL reproduction suite: all logic of the Snakemake workflow lives in this package, in two wings.
+
+The paper's wing computes the paper, one subpackage per stage: models, benchmarks, scoring, generation, training,
+evaluation, throughput, simulation, stats, analysis, probe, reporting, with hub for pinned downloads. The ops wing
+(``brorl.ops``) plans, checks, submits and watches a run; the paper's wing imports none of it
+(tests/test_package_layout.py). At the root: this file, ``cli`` (what every command shares) and ``config``."""
 
 import os as _os
 

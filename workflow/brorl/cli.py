@@ -10,6 +10,16 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
+
+
+def load_yaml(source: str | bytes | IO) -> Any:
+    """Parse YAML safely with libyaml's C loader where PyYAML was built with it (the config, the benchmark registry
+    and the paper's numbers are read at every parse), else with the pure-Python one."""
+    import yaml
+
+    return yaml.load(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
 
 # a full disk, a quota, a read-only or forbidden folder: one line naming the file instead of a traceback
 STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}

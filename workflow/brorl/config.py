@@ -17,20 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from .analysis import config_checks as analysis
 from .benchmarks import config_checks as benchmarks
+from .cli import load_yaml
 from .evaluation import config_checks as evaluation
 from .models import config_checks as models
 from .probe import config_checks as probe
 from .simulation import config_checks as simulation
 from .training import config_checks as training
 from .training.recipe import training_engine
-
-# libyaml's parser where the wheel has it: the same safe loading, about ten times faster (every job parses the
-# Snakefile, which reads these files)
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
@@ -48,7 +44,7 @@ class ConfigError(ValueError):
 def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
     """Return the config schema as a dict."""
     with open(path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=FAST_LOADER)
+        return load_yaml(f)
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -68,7 +64,7 @@ def load_yaml_config(*paths: Path | str) -> dict:
     config: dict = {}
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            loaded = yaml.load(f, Loader=FAST_LOADER)
+            loaded = load_yaml(f)
         if loaded is None:  # an empty override file changes nothing
             continue
         if not isinstance(loaded, dict):

@@ -12,10 +12,8 @@ import sys
 from pathlib import Path
 
 from ..cli import run_command
-from .cli_inputs import clocks_of, hours_of, read_units, spec_of
-from .cmd_decision import add_parsers as add_decision_parsers
-from .cmd_figures import cmd_figures
-from .cmd_significance import cmd_significance
+from .commands import add_parsers as add_decision_parsers
+from .commands import clocks_of, cmd_figures, cmd_significance, hours_of, read_units, spec_of
 
 
 def _cmd_units(a: argparse.Namespace) -> None:
@@ -38,10 +36,9 @@ def _cmd_tables(a: argparse.Namespace) -> None:
     import pandas as pd
 
     from ..reporting.tables import write_table
-    from .checkpoint_rows import checkpoint_rows
-    from .paper import FAMILIES, is_tiny_scale, load_paper
-    from .paper_tables import benchmark_table, display, table1, table1_long
-    from .trajectories import benchmark_pass1, family_pass1, reasoning_gym_averages
+    from .checkpoints import benchmark_pass1, family_pass1, reasoning_gym_averages
+    from .paper import FAMILIES, checkpoint_rows, is_tiny_scale, load_paper
+    from .tables import benchmark_table, display, table1, table1_long
 
     spec, paper = spec_of(a), load_paper()
     tiny = is_tiny_scale(spec["engine"])
@@ -83,7 +80,7 @@ def _write(write_table, numeric, shown, stem: Path, title: str) -> None:
 
 def _cmd_algorithms(a: argparse.Namespace) -> None:
     from ..reporting.tables import write_table
-    from .algorithms import NOTE, algorithm_rows
+    from .extensions import NOTE, algorithm_rows
 
     spec = spec_of(a)
     cfg = spec["analysis"]
@@ -147,7 +144,15 @@ def _cmd_summary(a: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m brorl.analysis", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
+    _add_units_parser(sub)
+    _add_result_parsers(sub)
+    add_decision_parsers(sub)
+    _add_summary_parser(sub)
+    return p
 
+
+def _add_units_parser(sub: argparse._SubParsersAction) -> None:
+    """Adds the units command: scores parquets -> per-instance units."""
     u = sub.add_parser("units", help="scores parquets -> per-instance units (mean over samples)")
     u.add_argument("--scores", nargs="+", required=True, type=Path, help="<arm>/step<k>/<bench>.scores.parquet")
     u.add_argument("--benchmarks", nargs="+", required=True, type=Path, help="resources/benchmarks/<bench>.jsonl")
@@ -160,24 +165,29 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--out", required=True, type=Path)
     u.set_defaults(func=_cmd_units)
 
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--units", required=True, type=Path, help="output of the units command")
-        sp.add_argument("--metrics", nargs="*", default=[], type=Path, help="results/train/<arm>/metrics.jsonl")
-        sp.add_argument("--spec", required=True, help="JSON: engine, base_arm, start_step, arms, analysis, evaluation")
 
+def _common(sp: argparse.ArgumentParser) -> None:
+    """Adds what the commands reading the units take: --units, --metrics and --spec."""
+    sp.add_argument("--units", required=True, type=Path, help="output of the units command")
+    sp.add_argument("--metrics", nargs="*", default=[], type=Path, help="results/train/<arm>/metrics.jsonl")
+    sp.add_argument("--spec", required=True, help="JSON: engine, base_arm, start_step, arms, analysis, evaluation")
+
+
+def _add_result_parsers(sub: argparse._SubParsersAction) -> None:
+    """Adds the commands from the units to results: significance, tables, figures and algorithms."""
     s = sub.add_parser("significance", help="paired one-tailed test at equal training time -> JSON + table")
-    common(s)
+    _common(s)
     for name in ("json", "md", "csv", "tex"):
         s.add_argument(f"--out-{name}", required=True, type=Path)
     s.set_defaults(func=cmd_significance)
 
     t = sub.add_parser("tables", help="Tables 1, 3, 4, 5 (md, tex, csv) beside the paper's values")
-    common(t)
+    _common(t)
     t.add_argument("--out-dir", required=True, type=Path, help="writes table{1,3,4,5}.{md,tex,csv}")
     t.set_defaults(func=_cmd_tables)
 
     f = sub.add_parser("figures", help="Figures 1 and 4 (and the N sweep) as PNG and PDF")
-    common(f)
+    _common(f)
     for name in (
         "figure1-png",
         "figure1-pdf",
@@ -194,13 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=cmd_figures)
 
     g = sub.add_parser("algorithms", help="the N gain per advantage estimator (analysis.algorithms) -> table")
-    common(g)
+    _common(g)
     g.add_argument("--out-md", required=True, type=Path)
     g.add_argument("--out-csv", required=True, type=Path)
     g.set_defaults(func=_cmd_algorithms)
 
-    add_decision_parsers(sub)
 
+def _add_summary_parser(sub: argparse._SubParsersAction) -> None:
+    """Adds the summary command: results/SUMMARY.md from the other commands' outputs."""
     m = sub.add_parser("summary", help="results/SUMMARY.md, claim by claim")
     m.add_argument("--spec", required=True)
     m.add_argument("--significance", required=True, type=Path)
@@ -222,7 +233,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--out", required=True, type=Path)
     m.set_defaults(func=_cmd_summary)
-    return p
 
 
 def main(argv: list[str] | None = None) -> None:

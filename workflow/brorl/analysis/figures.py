@@ -1,7 +1,7 @@
-"""Figures 1 and 4 and the N-sweep figure (seaborn style, PNG and PDF). Inputs are the frames of trajectories.py.
+"""Figures 1 and 4 and the N-sweep figure (seaborn style, PNG and PDF). Inputs are the frames of checkpoints.py.
 
 As in the paper, Figure 1 is the Math score against training hours (every family: ``families=FAMILIES``, an extra
-figure), and Figure 4 plots per-task pass@1 against training hours with one row per trajectory pattern (patterns.py).
+figure), and Figure 4 plots per-task pass@1 against training hours with one row per trajectory pattern (tasks.py).
 Bands and error bars are the 95% intervals of the frames (``ci_low``, ``ci_high``: pass@1 +- 1.96 se over problems,
 the tables' error bars); a point without one (a task of one problem) has no band there.
 """
@@ -22,7 +22,7 @@ import seaborn as sns  # noqa: E402
 
 from ..reporting.figure_points import plotted_points  # noqa: E402
 from .paper import FAMILIES, FAMILY_LABELS, is_tiny_scale  # noqa: E402
-from .patterns import PATTERNS  # noqa: E402
+from .tasks import PATTERNS  # noqa: E402
 
 
 def scale_note(engine: str) -> str:

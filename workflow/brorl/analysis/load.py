@@ -74,7 +74,7 @@ def load_units(
     with ``expected_samples`` every instance must have exactly that many samples, the start checkpoint's ``start``
     (arm, step, draws) that many times its draws. With two or more draws the start's units also carry the means of
     its first and second draw of ``expected_samples`` (``score_first``, ``score_second``: each arm's test against the
-    start takes its own, brorl.analysis.task_tests); NaN elsewhere.
+    start takes its own, brorl.analysis.tasks); NaN elsewhere.
     """
     items = item_table(benchmark_files)
     known = set(items["benchmark"])

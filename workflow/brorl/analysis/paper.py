@@ -1,19 +1,22 @@
-"""The paper's published numbers (paper_results.yaml beside this file), loaded and checked.
+"""The paper's published numbers (paper_results.yaml beside this file), loaded and checked, and the rows of its
+Tables 1 and 3-5 that this run's checkpoints fill.
 
 Cells the paper does not give are ``None`` here and are shown as ``NOT_GIVEN`` in tables; checkpoints and benchmarks
 this workflow did not evaluate are shown as ``NOT_RUN``. Both markers are plain strings so that tables keep them.
+
+The rows of Tables 1 and 3-5 (``checkpoint_rows``): which checkpoints they list, in order (the start, the compared
+arms, the other enabled arms, evaluation.models, then the paper's rows this configuration does not have), each with
+the arm and step that reproduce it and the paper row it stands beside (pure).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-# libyaml's parser where the wheel has it: the same safe loading, about ten times faster (every job parses the
-# Snakefile, which reads these files)
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from ..cli import load_yaml
 
 PAPER_RESULTS = Path(__file__).with_name("paper_results.yaml")
 NOT_GIVEN = "not given"  # the paper has no value for this cell
@@ -21,7 +24,7 @@ NOT_RUN = "not run"  # this configuration did not evaluate this checkpoint or be
 NOT_APPLICABLE = "n/a"  # the cell has no meaning for this row (e.g. the start checkpoint's training time)
 TINY_SCALE = "n/a (tiny scale)"  # a difference to the paper that would compare a tiny CPU run with the paper's
 # a model whose training steps are not known (continued_steps null, e.g. released weights) against a paper row: its
-# level is not that row's step, so only its gain over the start is compared (SUMMARY.md, brorl.analysis.model_summary)
+# level is not that row's step, so only its gain over the start is compared (SUMMARY.md, brorl.analysis.tables)
 BY_GAIN = "n/a (steps not known: compared by gain, SUMMARY.md)"
 ROLES = ("base", "control", "treatment")
 FAMILIES = ("math", "code", "reasoning_gym")
@@ -88,7 +91,7 @@ def _check(data: Any) -> dict:
 def load_paper(path: Path | str = PAPER_RESULTS) -> dict:
     """The paper's numbers as a dict (see paper_results.yaml for the layout)."""
     with open(path) as handle:
-        return _check(yaml.load(handle, Loader=FAST_LOADER))
+        return _check(load_yaml(handle))
 
 
 def column_mean(paper: dict, family: str, key: str) -> float | None:
@@ -100,3 +103,113 @@ def column_mean(paper: dict, family: str, key: str) -> float | None:
 def paper_checkpoints(paper: dict) -> list[tuple[str, int]]:
     """(role, continued step) of every Table 1 row, in the paper's order."""
     return [(row["role"], int(row["continued_steps"])) for row in paper["table1"]]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One table row: which arm and step reproduce it (arm None: not in this config) and which paper row it is."""
+
+    method: str
+    arm: str | None
+    step: int | None  # the arm's step (base: base_model.start_step); None when not in this config
+    continued: int  # continued RL steps after the start checkpoint
+    n: object
+    prompts: object
+    paper_key: str | None  # "<role>@<step>" of the paper's Table 1 row, None when the paper has no such row
+    evaluated: bool
+    model: bool = False  # a checkpoint of evaluation.models: not trained here (no samples, hours or N of ours)
+
+
+def checkpoint_rows(
+    paper: Mapping,
+    arms: Sequence[Mapping],
+    roles: Mapping[str, str],
+    start_step: int,
+    evaluated: set[tuple[str, int]],
+    base_arm: str = "base",
+    models: Sequence[Mapping] = (),
+) -> list[Checkpoint]:
+    """The rows of Tables 1 and 3-5, in order: base, control arm, treatment arm, other enabled arms (by step), the
+    checkpoints of evaluation.models (``models``: name, label, step, continued_steps, paper_row), then the paper's
+    rows this configuration does not have."""
+    paper_rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in paper["table1"]}
+    role_of = {name: role for role, name in roles.items()}
+    enabled = {a["name"]: a for a in arms}
+    rows = [_start_row(paper, base_arm, start_step, evaluated)]
+    order = [roles["control"], roles["treatment"], *[a["name"] for a in arms if a["name"] not in roles.values()]]
+    for name in order:
+        rows += _arm_rows(name, role_of.get(name), enabled.get(name), paper, paper_rows, evaluated)
+    rows += [_model_row(m, evaluated) for m in models]
+    used = {row.paper_key for row in rows if row.paper_key}
+    for key, p in paper_rows.items():  # a role whose arm is not named in the config at all
+        if key not in used:
+            rows.append(
+                Checkpoint(p["method"], None, None, p["continued_steps"], p["n"], p["prompts_per_step"], key, False)
+            )
+    return rows
+
+
+def _start_row(paper: Mapping, base_arm: str, start_step: int, evaluated: set[tuple[str, int]]) -> Checkpoint:
+    """The start checkpoint's row, beside the paper's Baseline row."""
+    base_row = next(r for r in paper["table1"] if r["role"] == "base")
+    return Checkpoint(
+        base_row["method"] + " (start)",
+        base_arm,
+        start_step,
+        0,
+        NOT_APPLICABLE,
+        NOT_APPLICABLE,
+        checkpoint_key("base", base_row["continued_steps"]),
+        (base_arm, start_step) in evaluated,
+    )
+
+
+def _arm_rows(
+    name: str,
+    role: str | None,
+    arm: Mapping | None,
+    paper: Mapping,
+    paper_rows: Mapping[str, Mapping],
+    evaluated: set[tuple[str, int]],
+) -> list[Checkpoint]:
+    """The rows of one arm (``arm`` None: not enabled here), by step: its report steps and the paper's checkpoints of
+    its role (``role`` None: it plays none), each beside the paper row of the same role and step."""
+    steps = set(arm["report_steps"]) if arm else set()
+    paper_steps = {r["continued_steps"] for r in paper["table1"] if role and r["role"] == role}
+    rows = []
+    for step in sorted(steps | paper_steps):
+        key = checkpoint_key(role, step) if role and step in paper_steps else None
+        if arm and step in steps:
+            rows.append(
+                Checkpoint(
+                    arm.get("label") or name,
+                    name,
+                    step,
+                    step,
+                    arm["n"],
+                    arm["prompts_per_step"],
+                    key,
+                    (name, step) in evaluated,
+                )
+            )
+        else:  # a paper checkpoint this configuration does not have
+            p = paper_rows[key]
+            rows.append(
+                Checkpoint(p["method"], name if arm else None, None, step, p["n"], p["prompts_per_step"], key, False)
+            )
+    return rows
+
+
+def _model_row(m: Mapping, evaluated: set[tuple[str, int]]) -> Checkpoint:
+    """The row of one checkpoint of evaluation.models (name, label, step, continued_steps, paper_row)."""
+    return Checkpoint(
+        m.get("label") or m["name"],
+        m["name"],
+        int(m["step"]),
+        m.get("continued_steps") or 0,  # not known: shown as "model"
+        NOT_APPLICABLE,
+        NOT_APPLICABLE,
+        m.get("paper_row"),
+        (m["name"], int(m["step"])) in evaluated,
+        model=True,
+    )

@@ -8,18 +8,15 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from .design import design_lines, paper_test_lines
-from .model_summary import model_lines
+from .extensions import in_batch_lines, probe_lines
 from .paper import NOT_RUN, is_tiny_scale
-from .paper_tables import RG_CATEGORY, RG_TASK, gains_over_start
-from .paper_tables import as_number as _num
-from .summary_figure4 import figure4_lines
-from .summary_probe import in_batch_lines, probe_lines
-from .summary_statistics import statistics_lines
-from .summary_tables import benchmark_lines, table1_lines
-from .summary_text import fixed as _f
-from .summary_text import p_value as _g
-from .summary_text import points as _pts
+from .significance import design_lines, paper_test_lines
+from .summary_sections import benchmark_lines, figure4_lines, statistics_lines, table1_lines
+from .summary_sections import fixed as _f
+from .summary_sections import p_value as _g
+from .summary_sections import points as _pts
+from .tables import RG_CATEGORY, RG_TASK, gains_over_start, model_lines
+from .tables import as_number as _num
 
 # Table 1 columns whose gains decide the main claim; the two Reasoning Gym averages are read separately
 CLAIM_COLUMNS = ("Math", "Code", RG_CATEGORY, RG_TASK)

@@ -14,9 +14,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-# libyaml's parser where the wheel has it: the same safe loading, about ten times faster (every job parses the
-# Snakefile, which reads these files)
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from ..cli import load_yaml
 
 REGISTRY_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "benchmark.schema.yaml"
@@ -87,7 +85,7 @@ def _key(path) -> str:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict:
-    return yaml.load(SCHEMA_PATH.read_text(encoding="utf-8"), Loader=FAST_LOADER)
+    return load_yaml(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
 def _semantic_problems(entry: dict, stem: str) -> list[str]:
@@ -139,7 +137,7 @@ def load_entry(path: Path | str) -> BenchmarkSpec:
     """Read and check one registry file; RegistryError names the file and every offending key."""
     path = Path(path)
     try:
-        entry = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_LOADER)
+        entry = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
         raise RegistryError(f"{path}: cannot read the benchmark entry: {e}") from e
     if not isinstance(entry, dict):

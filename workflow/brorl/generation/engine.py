@@ -90,6 +90,26 @@ def check_sampling(n: int, temperature: float, top_p: float, max_tokens: int) ->
         raise ValueError(f"max_tokens must be a positive integer, got {max_tokens}")
 
 
+def _place_settings(
+    embedded: bool, max_model_len: int, max_num_seqs: int | None, gpu_memory_utilization: float
+) -> dict:
+    """The ``LLM(...)`` settings of the place the engine runs: CPU in-process (its environment set here) or GPU."""
+    if embedded:
+        os.environ.update(EMBEDDED_ENV)
+        for key, value in EMBEDDED_ENV_DEFAULTS.items():
+            os.environ.setdefault(key, value)
+        return {
+            "enforce_eager": True,
+            "max_num_seqs": max_num_seqs or 512,
+            "max_num_batched_tokens": max(8192, int(max_model_len)),
+        }
+    settings = {"gpu_memory_utilization": gpu_memory_utilization}
+    settings |= scheduler_settings(os.environ)  # config vllm_scheduler, as training's engines get
+    if max_num_seqs:
+        settings["max_num_seqs"] = max_num_seqs
+    return settings
+
+
 class VllmEngine:
     """``vllm.LLM`` with prefix caching (on unless ``enable_prefix_caching=False``); ``embedded`` selects the CPU
     in-process settings; ``log_stats`` keeps vLLM's metrics on (``LLM.get_metrics()``, off by default in LLM).
@@ -131,20 +151,7 @@ class VllmEngine:
         }
         if log_stats:  # vLLM's Prometheus counters (prefix-cache hits, ...) readable through LLM.get_metrics()
             self.settings["disable_log_stats"] = False
-        if embedded:
-            os.environ.update(EMBEDDED_ENV)
-            for key, value in EMBEDDED_ENV_DEFAULTS.items():
-                os.environ.setdefault(key, value)
-            self.settings |= {
-                "enforce_eager": True,
-                "max_num_seqs": max_num_seqs or 512,
-                "max_num_batched_tokens": max(8192, int(max_model_len)),
-            }
-        else:
-            self.settings |= {"gpu_memory_utilization": gpu_memory_utilization}
-            self.settings |= scheduler_settings(os.environ)  # config vllm_scheduler, as training's engines get
-            if max_num_seqs:
-                self.settings["max_num_seqs"] = max_num_seqs
+        self.settings |= _place_settings(embedded, max_model_len, max_num_seqs, gpu_memory_utilization)
         self.settings |= extra_settings or {}
         from vllm import LLM
 

@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -182,6 +183,48 @@ def generate_samples(
     """
     model_dir, out_path = Path(model_dir), Path(out_path)
     check_sampling(n, temperature, top_p, max_tokens)
+    _check_settings(shard_size, max_model_len, max_items, engine_kind)
+    check_model_dir(model_dir)  # before anything heavy: a bad folder never reaches the engine
+    model_hash, records = manifest_hash(model_dir), read_records(benchmark_path)[:max_items]
+    sampling = {"n": int(n), "temperature": float(temperature), "top_p": float(top_p), "max_tokens": int(max_tokens)}
+    engine_key = {"kind": engine_kind, "max_model_len": int(max_model_len), "seed": int(seed), "dtype": dtype}
+    plan = _plan(records, shard_size, {"model": model_hash, "sampling": sampling, "engine": engine_key})
+    mine = range(len(plan.shards)) if dp_rank is None else range(dp_rank, len(plan.shards), data_parallel_size)
+    pending = _pending(out_path, plan.keys, mine)
+    if pending and dp_rank is None and data_parallel_size > 1 and engine is None:
+        flags = dict(model=model_dir, benchmark=benchmark_path, out=out_path, n=n, temperature=temperature, top_p=top_p)
+        flags |= dict(max_tokens=max_tokens, max_model_len=max_model_len, seed=seed, shard_size=shard_size)
+        flags |= dict(engine=engine_kind, dtype=dtype, tensor_parallel_size=tensor_parallel_size)
+        _dp_workers(_worker_argv(flags, max_items, progress), data_parallel_size, tensor_parallel_size)
+        pending = _pending(out_path, plan.keys, mine)
+        if pending:
+            raise GenerationError(f"shards {pending} are still missing after the data-parallel run")
+    engine_info = None
+    if pending:
+        _announce(out_path, pending, mine)
+        if engine is None:
+            engine = make_engine(engine_kind, model_dir, max_model_len, seed, dtype, tensor_parallel_size)
+        engine_info = engine.info()
+        _write_shards(engine, engine_info, plan, pending, out_path, seed, n, progress)
+    if dp_rank is not None:
+        return {"shards": list(mine), "generated": pending}
+    gpus = data_parallel_size * tensor_parallel_size
+    return _finish(plan, out_path, bool(pending), engine_info, benchmark_path, model_dir, seed, gpus)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One call's items in file order, their shards (lists of item indices), its run key and each shard's key."""
+
+    records: list[dict]
+    ids: list[str]
+    shards: list[list[int]]
+    run_key: dict
+    keys: list[str]
+
+
+def _check_settings(shard_size: int, max_model_len: int, max_items: int | None, engine_kind: str) -> None:
+    """Nothing; ValueError for a shard size, context, item limit or engine kind that cannot run."""
     if shard_size < 1 or max_model_len < 2 or (max_items is not None and max_items < 1):
         raise ValueError(
             f"need shard_size >= 1, max_model_len >= 2, max_items >= 1 or None; got {shard_size}, "
@@ -189,62 +232,73 @@ def generate_samples(
         )
     if engine_kind not in ENGINE_KINDS:
         raise ValueError(f"engine must be one of {', '.join(ENGINE_KINDS)}, got {engine_kind!r}")
-    check_model_dir(model_dir)  # before anything heavy: a bad folder never reaches the engine
-    model_hash = manifest_hash(model_dir)
-    records = read_records(benchmark_path)[:max_items]
+
+
+def _plan(records: list[dict], shard_size: int, run_key: dict) -> _Plan:
+    """The shards of ``records`` (``shard_size`` items each, in file order) and their keys under ``run_key``."""
     ids = [r["id"] for r in records]
     shards = [list(range(i, min(i + shard_size, len(records)))) for i in range(0, len(records), shard_size)]
-    sampling = {"n": int(n), "temperature": float(temperature), "top_p": float(top_p), "max_tokens": int(max_tokens)}
-    engine_key = {"kind": engine_kind, "max_model_len": int(max_model_len), "seed": int(seed), "dtype": dtype}
-    run_key = {"model": model_hash, "sampling": sampling, "engine": engine_key}
     keys = [_shard_key(run_key, [ids[i] for i in s], k) for k, s in enumerate(shards)]
+    return _Plan(records, ids, shards, run_key, keys)
 
-    mine = range(len(shards)) if dp_rank is None else range(dp_rank, len(shards), data_parallel_size)
-    pending = [k for k in mine if not _shard_is_done(shard_path(out_path, k), keys[k])]
-    if pending and dp_rank is None and data_parallel_size > 1 and engine is None:
-        argv = [
-            f"--model={model_dir}",
-            f"--benchmark={benchmark_path}",
-            f"--out={out_path}",
-            f"--n={n}",
-            f"--temperature={temperature}",
-            f"--top-p={top_p}",
-            f"--max-tokens={max_tokens}",
-            f"--max-model-len={max_model_len}",
-            f"--seed={seed}",
-            f"--shard-size={shard_size}",
-            f"--engine={engine_kind}",
-            f"--dtype={dtype}",
-            f"--tensor-parallel-size={tensor_parallel_size}",
-        ]
-        argv += [f"--max-items={max_items}"] if max_items else []
-        _dp_workers(argv + ([] if progress else ["--no-progress"]), data_parallel_size, tensor_parallel_size)
-        pending = [k for k in mine if not _shard_is_done(shard_path(out_path, k), keys[k])]
-        if pending:
-            raise GenerationError(f"shards {pending} are still missing after the data-parallel run")
-    engine_info = None
-    if pending:
-        from tqdm import tqdm
 
-        print(
-            f"{out_path}: {len(pending)} of {len(mine)} shard(s) to generate ({len(mine) - len(pending)} done already)",
-            file=sys.stderr,
-            flush=True,
-        )
-        if engine is None:
-            engine = make_engine(engine_kind, model_dir, max_model_len, seed, dtype, tensor_parallel_size)
-        engine_info = engine.info()
-        for k in tqdm(pending, desc=f"generate {out_path.name}", unit="shard", disable=not progress):
-            items = [records[i] for i in shards[k]]
-            k_seed = shard_seed(seed, k, items[0]["id"])
-            comps = engine.generate([r["prompt"] for r in items], seed=k_seed, **sampling)
-            table = _rows([r["id"] for r in items], comps, n)
-            meta = {"key": keys[k], "shard": k, "shard_seed": k_seed, "engine": engine_info}
-            table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-            _atomic_write_table(table, shard_path(out_path, k))
-    if dp_rank is not None:
-        return {"shards": list(mine), "generated": pending}
-    keys_hash = hashlib.sha256("".join(keys).encode()).hexdigest()
+def _pending(out_path: Path, keys: list[str], mine: range) -> list[int]:
+    """The shards of ``mine`` whose file is missing, unreadable or made for another key."""
+    return [k for k in mine if not _shard_is_done(shard_path(out_path, k), keys[k])]
+
+
+def _worker_argv(flags: dict, max_items: int | None, progress: bool) -> list[str]:
+    """A data-parallel worker's arguments: ``--name=value`` per flag in order (``_`` in a name written ``-``)."""
+    argv = [f"--{name.replace('_', '-')}={value}" for name, value in flags.items()]
+    argv += [f"--max-items={max_items}"] if max_items else []
+    return argv + ([] if progress else ["--no-progress"])
+
+
+def _announce(out_path: Path, pending: list[int], mine: range) -> None:
+    """Nothing; says on stderr how many of this process's shards are to be generated."""
+    print(
+        f"{out_path}: {len(pending)} of {len(mine)} shard(s) to generate ({len(mine) - len(pending)} done already)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _write_shards(
+    engine: Engine,
+    engine_info: dict,
+    plan: _Plan,
+    pending: list[int],
+    out_path: Path,
+    seed: int,
+    n: int,
+    progress: bool,
+) -> None:
+    """Nothing; generates each pending shard with its shard seed and writes it atomically (``n`` samples per item)."""
+    from tqdm import tqdm
+
+    sampling = plan.run_key["sampling"]
+    for k in tqdm(pending, desc=f"generate {out_path.name}", unit="shard", disable=not progress):
+        items = [plan.records[i] for i in plan.shards[k]]
+        k_seed = shard_seed(seed, k, items[0]["id"])
+        comps = engine.generate([r["prompt"] for r in items], seed=k_seed, **sampling)
+        table = _rows([r["id"] for r in items], comps, n)
+        meta = {"key": plan.keys[k], "shard": k, "shard_seed": k_seed, "engine": engine_info}
+        table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
+        _atomic_write_table(table, shard_path(out_path, k))
+
+
+def _finish(
+    plan: _Plan,
+    out_path: Path,
+    pending: bool,
+    engine_info: dict | None,
+    benchmark_path: Path | str,
+    model_dir: Path,
+    seed: int,
+    gpus: int,
+) -> dict:
+    """The sidecar metadata: read back when ``out_path`` was merged from exactly these shards, else merged now."""
+    keys_hash = hashlib.sha256("".join(plan.keys).encode()).hexdigest()
     sidecar = out_path.with_name(out_path.name + ".json")
     if not pending and out_path.is_file() and sidecar.is_file():
         try:
@@ -253,7 +307,7 @@ def generate_samples(
                 return meta  # merged already from exactly these shards: nothing to do
         except (OSError, json.JSONDecodeError):
             pass
-    gpus = data_parallel_size * tensor_parallel_size
+    shards, keys, ids, records, run_key = plan.shards, plan.keys, plan.ids, plan.records, plan.run_key
     return _merge(
         out_path, shards, keys, ids, records, run_key, engine_info, benchmark_path, model_dir, seed, keys_hash, gpus
     )

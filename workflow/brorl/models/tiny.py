@@ -158,39 +158,35 @@ def build_tiny_model(
         num_kv_heads=num_kv_heads,
         max_position_embeddings=max_position_embeddings,
     )
+    context_length = _checked_context(sizes, context_length)
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        n_params = _write_model(tmp, sizes, tie_word_embeddings, seed, context_length, architecture)
+        build = {**sizes, "tie_word_embeddings": tie_word_embeddings, "seed": seed, "vocab_size": VOCAB_SIZE}
+        build |= {"context_length": context_length, "architecture": architecture}
+        write_manifest(tmp, {"builder": "brorl.models.tiny.build_tiny_model", "build": build, "n_parameters": n_params})
+        replace_folder(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _checked_context(sizes: dict[str, int], context_length: int | None) -> int:
+    """The declared context length (default: all positions); ValueError for inconsistent sizes or context."""
+    hidden_size, num_heads, num_kv_heads = sizes["hidden_size"], sizes["num_heads"], sizes["num_kv_heads"]
     if any(int(v) < 1 for v in sizes.values()) or hidden_size % num_heads or num_heads % num_kv_heads:
         raise ValueError(
             f"tiny model sizes are inconsistent: {sizes} (need positive sizes, hidden_size divisible by "
             "num_heads, num_heads divisible by num_kv_heads)"
         )
+    max_position_embeddings = sizes["max_position_embeddings"]
     context_length = max_position_embeddings if context_length is None else int(context_length)
     if not 1 <= context_length <= max_position_embeddings:
         raise ValueError(
             f"tiny model context_length {context_length} must be between 1 and max_position_embeddings "
             f"= {max_position_embeddings}"
         )
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        n_params = _write_model(tmp, sizes, tie_word_embeddings, seed, context_length, architecture)
-        write_manifest(
-            tmp,
-            {
-                "builder": "brorl.models.tiny.build_tiny_model",
-                "build": {
-                    **sizes,
-                    "tie_word_embeddings": tie_word_embeddings,
-                    "seed": seed,
-                    "vocab_size": VOCAB_SIZE,
-                    "context_length": context_length,
-                    "architecture": architecture,
-                },
-                "n_parameters": n_params,
-            },
-        )
-        replace_folder(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return context_length

@@ -62,22 +62,12 @@ def _point(path: Path, start_step: int) -> tuple[str, int]:
 
 
 def _cmd_analyse(a: argparse.Namespace) -> None:
-    from ..benchmarks.records import read_records
-    from ..evaluation.score import read_table
     from ..reporting.figure_points import report_points
-    from ..reporting.tables import plus_minus, write_table
-    from .compare import NULL_REPLICATES, worst_drop_null, worst_drop_p
+    from ..reporting.tables import write_table
     from .figure import plot_probe, plot_probe_arms
-    from .rates import RATE_COLUMNS, arm_trajectory, change_labels, pass_rates
+    from .rates import RATE_COLUMNS, change_labels
 
-    ids = [r["id"] for r in read_records(a.probes)]
-    frames: dict[tuple[str, int], pd.DataFrame] = {}
-    for path in a.scores:
-        arm, step = _point(path, a.start_step)
-        scores = read_table(path, ("id", "sample_idx", "correct"), "probe scores")
-        frames[arm, step] = pass_rates(scores, ids, a.samples, str(path))
-    if (BASE_ARM, 0) not in frames:
-        raise ProbeError("no score file of the start checkpoint (results/probe/base/step<start>.scores.parquet)")
+    ids, frames = _read_frames(a)
     labels = json.loads(a.labels)
     trained = {arm for arm, _ in frames} - {BASE_ARM}
     arms = [arm for arm in labels if arm in trained] + sorted(trained - set(labels))  # the config's order first
@@ -85,36 +75,12 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         raise ProbeError("no trained arm's probe scores: nothing to follow")
     start = frames[BASE_ARM, 0]
     steps = {arm: sorted(s for name, s in frames if name == arm and s > 0) for arm in arms}  # its saved steps
-    trajectory = pd.concat(
-        [arm_trajectory(start, [(s, frames[arm, s]) for s in steps[arm]], arm, a.z) for arm in arms],
-        ignore_index=True,
-    )
-    # the worst drop against chance: the same null for every checkpoint (it depends on the start only)
-    null = worst_drop_null(start, NULL_REPLICATES, np.random.default_rng(a.seed))
-    trajectory["worst_drop_null_q05"] = float(np.quantile(null, 0.05))
-    trajectory["worst_drop_p"] = [worst_drop_p(w, null) for w in trajectory["worst_drop"]]
+    trajectory = _trajectory(a, frames, start, arms, steps)
     rates = pd.concat([f.assign(arm=arm, step=step) for (arm, step), f in sorted(frames.items())], ignore_index=True)
     a.out_rates.parent.mkdir(parents=True, exist_ok=True)
     rates[RATE_COLUMNS].to_csv(a.out_rates, index=False)
 
-    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
-    printed = pd.DataFrame(
-        {
-            "arm": [labels.get(x, x) for x in trajectory["arm"]],
-            "step": trajectory["step"],
-            "probes x samples": [f"{p} x {n}" for p, n in zip(trajectory["probes"], trajectory["samples"])],
-            "mean pass rate (%)": [
-                plus_minus(m, s, scale=100) for m, s in zip(trajectory["mean_pass_rate"], trajectory["mean_se"])
-            ],
-            "fell since previous": trajectory["fell_since_previous"].map(pct),
-            "fell since start": trajectory["fell_since_start"].map(pct),
-            "rose since start": trajectory["rose_since_start"].map(pct),
-            "worst drop (points)": [
-                f"{100 * d:+.1f} ({i})" for d, i in zip(trajectory["worst_drop"], trajectory["worst_drop_id"])
-            ],
-            "worst drop's p (no change)": trajectory["worst_drop_p"].map(lambda p: f"{p:.3f}"),
-        }
-    )
+    printed = _printed_trajectory(trajectory, labels)
     q05 = 100 * trajectory["worst_drop_null_q05"].iloc[0]
     write_table(
         printed,
@@ -133,6 +99,65 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
         if not report_points(name, drawn, png):
             raise ProbeError(f"{png}: the figure drew no data")
     print(f"{len(frames)} checkpoints x {len(ids)} probes -> {a.out_md}, {a.out_rates}")
+
+
+def _read_frames(a: argparse.Namespace) -> tuple[list, dict[tuple[str, int], pd.DataFrame]]:
+    """The probe ids and each checkpoint's (arm, step) pass rates; ProbeError when the start's scores are missing."""
+    from ..benchmarks.records import read_records
+    from ..evaluation.score import read_table
+    from .rates import pass_rates
+
+    ids = [r["id"] for r in read_records(a.probes)]
+    frames: dict[tuple[str, int], pd.DataFrame] = {}
+    for path in a.scores:
+        arm, step = _point(path, a.start_step)
+        scores = read_table(path, ("id", "sample_idx", "correct"), "probe scores")
+        frames[arm, step] = pass_rates(scores, ids, a.samples, str(path))
+    if (BASE_ARM, 0) not in frames:
+        raise ProbeError("no score file of the start checkpoint (results/probe/base/step<start>.scores.parquet)")
+    return ids, frames
+
+
+def _trajectory(
+    a: argparse.Namespace, frames: dict, start: pd.DataFrame, arms: list[str], steps: dict[str, list[int]]
+) -> pd.DataFrame:
+    """Each arm's checkpoints against the start, with the worst drop judged against the no-change null."""
+    from .compare import NULL_REPLICATES, worst_drop_null, worst_drop_p
+    from .rates import arm_trajectory
+
+    trajectory = pd.concat(
+        [arm_trajectory(start, [(s, frames[arm, s]) for s in steps[arm]], arm, a.z) for arm in arms],
+        ignore_index=True,
+    )
+    # the worst drop against chance: the same null for every checkpoint (it depends on the start only)
+    null = worst_drop_null(start, NULL_REPLICATES, np.random.default_rng(a.seed))
+    trajectory["worst_drop_null_q05"] = float(np.quantile(null, 0.05))
+    trajectory["worst_drop_p"] = [worst_drop_p(w, null) for w in trajectory["worst_drop"]]
+    return trajectory
+
+
+def _printed_trajectory(trajectory: pd.DataFrame, labels: dict) -> pd.DataFrame:
+    """The trajectory as printed in the Markdown table: labelled arms, percentages, worst drops with their probe."""
+    from ..reporting.tables import plus_minus
+
+    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    return pd.DataFrame(
+        {
+            "arm": [labels.get(x, x) for x in trajectory["arm"]],
+            "step": trajectory["step"],
+            "probes x samples": [f"{p} x {n}" for p, n in zip(trajectory["probes"], trajectory["samples"])],
+            "mean pass rate (%)": [
+                plus_minus(m, s, scale=100) for m, s in zip(trajectory["mean_pass_rate"], trajectory["mean_se"])
+            ],
+            "fell since previous": trajectory["fell_since_previous"].map(pct),
+            "fell since start": trajectory["fell_since_start"].map(pct),
+            "rose since start": trajectory["rose_since_start"].map(pct),
+            "worst drop (points)": [
+                f"{100 * d:+.1f} ({i})" for d, i in zip(trajectory["worst_drop"], trajectory["worst_drop_id"])
+            ],
+            "worst drop's p (no change)": trajectory["worst_drop_p"].map(lambda p: f"{p:.3f}"),
+        }
+    )
 
 
 def _between_arms(a: argparse.Namespace, frames: dict, start: pd.DataFrame, labels: dict) -> None:

@@ -48,36 +48,15 @@ def _cmd_prompts(a: argparse.Namespace) -> None:
 
 
 def _cmd_analyse(a: argparse.Namespace) -> None:
-    from ..benchmarks.records import read_records
-    from ..evaluation.score import read_table
     from ..reporting.figure_points import report_points
-    from ..reporting.tables import plus_minus, write_table
+    from ..reporting.tables import write_table
     from .figure import plot_in_batch
-    from .in_batch import ROW_COLUMNS, between_arms, step_row
-    from .rates import pass_rates
+    from .in_batch import ROW_COLUMNS, between_arms
 
-    sides: dict[tuple[str, int], dict[str, Path]] = {}
-    for path in a.scores:
-        m = SCORE_PATH.search(path.as_posix())
-        if not m:
-            raise ProbeError(f"{path}: not an in-batch score file (<arm>/step<k>.<before|after>.scores.parquet)")
-        sides.setdefault((m["arm"], int(m["step"])), {})[m["side"]] = path
+    sides = _score_sides(a.scores)
     rng = np.random.default_rng(a.seed)
-    rows, rates = [], []
     labels = json.loads(a.labels)
-    order = list(labels)  # the config's order of the arms, then any other by name
-    for (arm, step), files in sorted(sides.items(), key=lambda kv: (_rank(kv[0][0], order), kv[0])):
-        if set(files) != {"before", "after"}:
-            raise ProbeError(f"{arm} step {step}: only its {', '.join(files)} samples were given")
-        folder = files["before"].parent
-        ids = [str(r["id"]) for r in read_records(folder / f"step{step}.prompts.jsonl")]
-        drawn = pd.read_csv(folder / f"step{step}.rollouts.csv", dtype={"id": str})
-        frames = {}
-        for side, path in files.items():
-            scores = read_table(path, ("id", "sample_idx", "correct"), "in-batch probe scores")
-            frames[side] = pass_rates(scores, ids, a.samples, str(path))
-            rates.append(frames[side].assign(arm=arm, step=step, side=side))
-        rows.append(step_row(arm, step, drawn, frames["before"], frames["after"], a.z, rng))
+    rows, rates = _step_rows(a, sides, list(labels), rng)  # the config's order of the arms, then any other by name
     if not rows:
         raise ProbeError("no in-batch score files given")
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
@@ -85,27 +64,8 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     pd.concat(rates, ignore_index=True)[["arm", "step", "side", "id", "correct", "samples", "pass_rate"]].to_csv(
         a.out_rates, index=False
     )
-    pct = lambda x: "" if x != x else f"{100 * x:.1f}%"  # noqa: E731
-    printed = pd.DataFrame(
-        {
-            "arm": [labels.get(x, x) for x in table["arm"]],
-            "step": table["step"],
-            "prompts (updated) x samples": [
-                f"{p} ({u}) x {n}" for p, u, n in zip(table["prompts"], table["updated"], table["samples"])
-            ],
-            "pass rate at the step's rollouts": table["step_pass_rate"].map(pct),
-            "before -> after (%)": [f"{100 * b:.1f} -> {100 * x:.1f}" for b, x in zip(table["before"], table["after"])],
-            "change (points)": [plus_minus(c, s, scale=100) for c, s in zip(table["change"], table["change_se"])],
-            "updated prompts that fell": [
-                f"{f} of {u} ({pct(s)})"
-                for f, u, s in zip(table["fell_updated"], table["updated"], table["fell_share_updated"])
-            ],
-            "no change: 95% point": table["null_q95"].map(pct),
-            "p (no change)": table["p_fell"].map(lambda p: "" if p != p else f"{p:.3f}"),
-        }
-    )
     write_table(
-        printed,
+        _printed_steps(table, labels),
         a.out_md,
         a.out_csv,
         title=f"In-batch probe: each probed step's own prompts sampled just before and just after its update (fell: "
@@ -128,6 +88,67 @@ def _cmd_analyse(a: argparse.Namespace) -> None:
     points = plot_in_batch(pd.concat(rates, ignore_index=True), table, labels, a.z, a.engine, a.png, a.pdf)
     if not report_points("probe_in_batch", points, a.png):
         raise ProbeError(f"{a.png}: the figure drew no data")
+
+
+def _score_sides(scores: list[Path]) -> dict[tuple[str, int], dict[str, Path]]:
+    """The given score files by (arm, step), then side ("before" / "after"); ProbeError for a foreign file name."""
+    sides: dict[tuple[str, int], dict[str, Path]] = {}
+    for path in scores:
+        m = SCORE_PATH.search(path.as_posix())
+        if not m:
+            raise ProbeError(f"{path}: not an in-batch score file (<arm>/step<k>.<before|after>.scores.parquet)")
+        sides.setdefault((m["arm"], int(m["step"])), {})[m["side"]] = path
+    return sides
+
+
+def _step_rows(
+    a: argparse.Namespace, sides: dict[tuple[str, int], dict[str, Path]], order: list[str], rng: np.random.Generator
+) -> tuple[list[dict], list[pd.DataFrame]]:
+    """Each (arm, step)'s row (arms in ``order``, then by name) and its prompts' pass rates on both sides."""
+    from ..benchmarks.records import read_records
+    from ..evaluation.score import read_table
+    from .in_batch import step_row
+    from .rates import pass_rates
+
+    rows, rates = [], []
+    for (arm, step), files in sorted(sides.items(), key=lambda kv: (_rank(kv[0][0], order), kv[0])):
+        if set(files) != {"before", "after"}:
+            raise ProbeError(f"{arm} step {step}: only its {', '.join(files)} samples were given")
+        folder = files["before"].parent
+        ids = [str(r["id"]) for r in read_records(folder / f"step{step}.prompts.jsonl")]
+        drawn = pd.read_csv(folder / f"step{step}.rollouts.csv", dtype={"id": str})
+        frames = {}
+        for side, path in files.items():
+            scores = read_table(path, ("id", "sample_idx", "correct"), "in-batch probe scores")
+            frames[side] = pass_rates(scores, ids, a.samples, str(path))
+            rates.append(frames[side].assign(arm=arm, step=step, side=side))
+        rows.append(step_row(arm, step, drawn, frames["before"], frames["after"], a.z, rng))
+    return rows, rates
+
+
+def _printed_steps(table: pd.DataFrame, labels: dict) -> pd.DataFrame:
+    """The step rows as printed in the Markdown table: labelled arms, percentages, changes with their SE."""
+    from ..reporting.tables import plus_minus
+
+    pct = lambda x: "" if x != x else f"{100 * x:.1f}%"  # noqa: E731
+    return pd.DataFrame(
+        {
+            "arm": [labels.get(x, x) for x in table["arm"]],
+            "step": table["step"],
+            "prompts (updated) x samples": [
+                f"{p} ({u}) x {n}" for p, u, n in zip(table["prompts"], table["updated"], table["samples"])
+            ],
+            "pass rate at the step's rollouts": table["step_pass_rate"].map(pct),
+            "before -> after (%)": [f"{100 * b:.1f} -> {100 * x:.1f}" for b, x in zip(table["before"], table["after"])],
+            "change (points)": [plus_minus(c, s, scale=100) for c, s in zip(table["change"], table["change_se"])],
+            "updated prompts that fell": [
+                f"{f} of {u} ({pct(s)})"
+                for f, u, s in zip(table["fell_updated"], table["updated"], table["fell_share_updated"])
+            ],
+            "no change: 95% point": table["null_q95"].map(pct),
+            "p (no change)": table["p_fell"].map(lambda p: "" if p != p else f"{p:.3f}"),
+        }
+    )
 
 
 def _rank(arm: str, order: list[str]) -> int:

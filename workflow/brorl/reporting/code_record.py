@@ -17,7 +17,6 @@ from .source_digest import combined_digest, file_digest
 EXEMPT_MODULES = {
     "brorl.reporting.source_closure": "derives the rerun triggers themselves",
     "brorl.reporting.source_digest": "derives the rerun triggers themselves",
-    "brorl.ops.reruns.rerun_policy": "derives the rerun triggers themselves",
     "brorl.reporting.code_record": "derives the rerun triggers themselves",
     "brorl.reporting.source_facts": "derives the rerun triggers themselves",
     "brorl.reporting.source_paths": "derives the rerun triggers themselves",

@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from typing import IO
 
 from .sandbox_kill import kill_group, kill_uid
 
@@ -347,15 +348,7 @@ def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits, start: flo
             for key, _ in sel.select(remaining):
                 f = key.fileobj
                 if f is proc.stdin:
-                    try:
-                        pos += os.write(f.fileno(), view[pos : pos + 65536])
-                    except BrokenPipeError:
-                        pos = len(data)
-                    except BlockingIOError:
-                        continue
-                    if pos >= len(data):
-                        sel.unregister(f)
-                        f.close()
+                    pos = _feed(sel, f, view, pos)
                     continue
                 try:
                     chunk = os.read(f.fileno(), 65536)
@@ -387,3 +380,32 @@ def _communicate(proc: subprocess.Popen, data: bytes, limits: Limits, start: flo
             except OSError:
                 pass
     return bytes(out), bytes(err), timed_out, output_limited
+
+
+def _feed(sel: selectors.BaseSelector, f: IO[bytes], view: memoryview, pos: int) -> int:
+    """The stdin position after one non-blocking write from ``pos``; ``f`` is closed once all is written (or broke)."""
+    try:
+        pos += os.write(f.fileno(), view[pos : pos + 65536])
+    except BrokenPipeError:
+        pos = len(view)
+    except BlockingIOError:
+        return pos
+    if pos >= len(view):
+        sel.unregister(f)
+        f.close()
+    return pos
+
+
+def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> str | None:
+    """Why the code verifier's interpreter (Limits.python, the node's system Python) cannot
+    judge modern solutions, or None: an old system Python would score every such program 0 without a trace."""
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+        )
+        version = tuple(int(x) for x in out.stdout.split())
+    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
+        return f"{python} does not run ({error})"
+    if version < minimum:
+        return f"{python} is Python {'.'.join(map(str, version))}, older than {'.'.join(map(str, minimum))}"
+    return None

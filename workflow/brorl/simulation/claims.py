@@ -25,6 +25,18 @@ FIGURE_ZERO = 5.0e-6  # |worst drop| below 1/20 of that axis (about a line width
 NEAR_ZERO_N = 512
 STRICT_N = 51200
 YES, NO, NOT_RUN, INFO = "yes", "no", "not run", "info"
+TABLE_COLUMNS = [
+    "claim",
+    "statement",
+    "paper",
+    "N",
+    "measured",
+    "holds",
+    "holds at T",
+    "seeds holding",
+    "holds (figure units)",
+    "note",
+]
 
 CLAIMS = {
     1: "Larger N grows Q_pos faster",
@@ -369,31 +381,22 @@ def claims_table(runs: pd.DataFrame, near_zero_rel_tol: float, full_improvement_
             "holds (figure units)": INFO,
         }
     )
+    rows.append(_axes_row(fam))
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def _axes_row(fam: pd.DataFrame) -> dict:
+    """The table's "axes" row: in how many seeds the curves draw Figure 3's panels as printed (information)."""
     fits, seeds, text = fits_figure_axes(fam)
-    rows.append(
-        {
-            "claim": "axes",
-            "statement": "a seed's curves draw Figure 3's panels as printed",
-            "N": "all",
-            "paper": "Q_pos ticks 0.60-0.64; worst drop 0 to -1.0e-4 (read from the figure)",
-            "measured": text,
-            "holds": INFO,
-            "seeds holding": seeds,
-            "holds (figure units)": fits,
-            "note": "per seed, matplotlib's autoscaled ticks on one of this project's Figure 3 panels: exactly "
-            "0.60..0.64 for Q_pos, and a lowest worst-drop tick reading -1e-4 (brorl.simulation.figure_axes)",
-        }
-    )
-    columns = [
-        "claim",
-        "statement",
-        "paper",
-        "N",
-        "measured",
-        "holds",
-        "holds at T",
-        "seeds holding",
-        "holds (figure units)",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return {
+        "claim": "axes",
+        "statement": "a seed's curves draw Figure 3's panels as printed",
+        "N": "all",
+        "paper": "Q_pos ticks 0.60-0.64; worst drop 0 to -1.0e-4 (read from the figure)",
+        "measured": text,
+        "holds": INFO,
+        "seeds holding": seeds,
+        "holds (figure units)": fits,
+        "note": "per seed, matplotlib's autoscaled ticks on one of this project's Figure 3 panels: exactly "
+        "0.60..0.64 for Q_pos, and a lowest worst-drop tick reading -1e-4 (brorl.simulation.figure_axes)",
+    }

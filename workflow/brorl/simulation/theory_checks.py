@@ -245,10 +245,31 @@ def run_theory_checks(
             rng = np.random.default_rng([seed, 20 + i, j])
             lemma_cells.append(_lemma2_cell(dist, int(n), mc_trials, rng))
     lemma_wall = time.perf_counter() - t0
+    theorem1 = _theorem1_summary(theorem_cells, max(int(n) for n in n_values), finite_step, theorem_wall)
+    lemma2 = _lemma2_summary(lemma_cells, lemma_wall)
+    return {
+        "passed": bool(theorem1["passed"] and lemma2["passed"]),
+        "theorem1": theorem1,
+        "lemma2": lemma2,
+        "parameters": {
+            "spec": spec.as_dict(),
+            "n_values": [int(n) for n in n_values],
+            "mc_trials": mc_trials,
+            "theorem_draws": theorem_draws,
+            "finite_step": finite_step,
+            "seed": seed,
+            "distributions": {d["name"]: d["how"] for d in dists},
+            "rewards": {"correct": R_CORRECT, "incorrect": R_WRONG},
+            "sampler": "inverse cdf: sorted uniforms from exponential spacings + numpy searchsorted",
+        },
+        "wall_s": time.perf_counter() - start,
+    }
 
-    largest = max(int(n) for n in n_values)
+
+def _theorem1_summary(theorem_cells: list[dict], largest: int, finite_step: float, wall: float) -> dict:
+    """Theorem 1's part of the report: the claim, the criterion, the worst errors over its cells and its verdict."""
     counted = [c for c in theorem_cells if c["n"] == largest]
-    theorem1 = {
+    return {
         "claim": "Theorem 1's dQ_pos equals the first-order change of Q_pos under dz_i = (eta/N) p_i "
         "(R_i 1[i sampled] - S_R), with the sampled set = DISTINCT tokens drawn",
         "criterion": f"|theorem - exact finite-step change| / (|T1| + |T2| + |T3|) < {THEOREM1_FINITE_TOL:g} in "
@@ -269,11 +290,15 @@ def run_theory_checks(
             "rel_err_median": {c["distribution"]: c["count_weighted_rel_err"]["median"] for c in counted},
             "duplicate_draw_fraction_median": {c["distribution"]: c["duplicate_draw_fraction_median"] for c in counted},
         },
-        "wall_s": theorem_wall,
+        "wall_s": wall,
         "passed": all(c["passed"] for c in theorem_cells),
     }
+
+
+def _lemma2_summary(lemma_cells: list[dict], wall: float) -> dict:
+    """Lemma 2 / Corollary 3's part of the report: the claim, the criterion, the largest |z| and its verdict."""
     zs = [abs(c["u2"]["z"]) for c in lemma_cells if c["u2"]["z"] is not None]
-    lemma2 = {
+    return {
         "claim": "Corollary 3: E[U_2] = sum_i p_i^2 (1 - p_i)^N after N i.i.d. draws (U_2 = square mass of "
         "never-drawn tokens); also its correct / incorrect splits",
         "criterion": f"|z| = |MC mean - theory| / SE < {LEMMA2_Z_MAX:g} for U_2 in every cell; a cell whose "
@@ -283,23 +308,6 @@ def run_theory_checks(
             (abs(c[k]["z"]) for c in lemma_cells for k in ("u_pos2", "u_neg2") if c[k]["z"] is not None), default=None
         ),
         "cells": lemma_cells,
-        "wall_s": lemma_wall,
+        "wall_s": wall,
         "passed": all(c["passed"] for c in lemma_cells),
-    }
-    return {
-        "passed": bool(theorem1["passed"] and lemma2["passed"]),
-        "theorem1": theorem1,
-        "lemma2": lemma2,
-        "parameters": {
-            "spec": spec.as_dict(),
-            "n_values": [int(n) for n in n_values],
-            "mc_trials": mc_trials,
-            "theorem_draws": theorem_draws,
-            "finite_step": finite_step,
-            "seed": seed,
-            "distributions": {d["name"]: d["how"] for d in dists},
-            "rewards": {"correct": R_CORRECT, "incorrect": R_WRONG},
-            "sampler": "inverse cdf: sorted uniforms from exponential spacings + numpy searchsorted",
-        },
-        "wall_s": time.perf_counter() - start,
     }

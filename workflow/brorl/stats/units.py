@@ -13,6 +13,7 @@ Grouping is done on integer codes with numpy (bincount), never with a Python loo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -60,6 +61,48 @@ def instance_means(
     instance, and (with ``expected_samples``) on any instance whose sample count differs, naming how many.
     """
     keys = list(keys)
+    values = _score_values(scores_frame, keys, score, sample)
+    if values.size == 0:
+        return pd.DataFrame({**{k: scores_frame[k].iloc[:0] for k in keys}, "n_samples": [], score: []})
+
+    units = _instances(scores_frame, keys)
+    inst, k = units.inst, units.k
+    counts = np.bincount(inst, minlength=k)
+    means = np.bincount(inst, weights=values, minlength=k) / counts
+    _check_samples(scores_frame, sample, inst, k)
+    if expected_samples is not None:
+        _check_counts(units, keys, counts, expected_samples)
+
+    out = _unit_keys(scores_frame, keys, units)
+    carried = [name for name in carry if name in scores_frame.columns and name not in keys]
+    if carried:
+        first = pd.Series(inst).drop_duplicates().index.to_numpy()  # first row of each instance
+        firsts = np.empty(k, dtype=np.int64)
+        firsts[inst[first]] = first
+        for name in carried:
+            out[name] = scores_frame[name].iloc[firsts].to_numpy()
+    out["n_samples"] = counts.astype(np.int64)
+    out[score] = means
+    # the sample variance (ddof 1) of each instance's scores: the noise a rerun of the same problems would see
+    squares = np.bincount(inst, weights=(values - means[inst]) ** 2, minlength=k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[f"{score}_var"] = np.where(counts > 1, squares / (counts - 1), np.nan)
+    return pd.DataFrame(out)
+
+
+@dataclass(frozen=True)
+class _Instances:
+    """The instance of every row (``inst``, codes 0..k-1 in key order) and how to decode it back into key labels."""
+
+    per_key: list[tuple[np.ndarray, pd.Index]]
+    sizes: tuple[int, ...]
+    inst: np.ndarray
+    uniq: np.ndarray
+    k: int
+
+
+def _score_values(scores_frame: pd.DataFrame, keys: list[str], score: str, sample: str) -> np.ndarray:
+    """The scores as float64, after checking that every needed column exists and no score is NaN."""
     need = [*keys, sample, score]
     missing_cols = [c for c in need if c not in scores_frame.columns]
     if missing_cols:
@@ -68,9 +111,11 @@ def instance_means(
     nan = int(np.count_nonzero(np.isnan(values)))
     if nan:
         raise ValueError(f"{nan} NaN score(s) out of {values.size} samples")
-    if values.size == 0:
-        return pd.DataFrame({**{k: scores_frame[k].iloc[:0] for k in keys}, "n_samples": [], score: []})
+    return values
 
+
+def _instances(scores_frame: pd.DataFrame, keys: list[str]) -> _Instances:
+    """Each row's instance: the key columns' codes combined into one integer and factorized (sorted)."""
     per_key = [_codes(scores_frame[k]) for k in keys]
     sizes = tuple(max(1, len(labels)) for _, labels in per_key)
     if float(np.prod(sizes, dtype=np.float64)) >= 2.0**62:
@@ -78,11 +123,11 @@ def instance_means(
     combined = np.ravel_multi_index(tuple(c for c, _ in per_key), sizes)
     inst, uniq = pd.factorize(combined, sort=True)
     inst = inst.astype(np.int64)
-    k = len(uniq)
+    return _Instances(per_key, sizes, inst, uniq, len(uniq))
 
-    counts = np.bincount(inst, minlength=k)
-    means = np.bincount(inst, weights=values, minlength=k) / counts
 
+def _check_samples(scores_frame: pd.DataFrame, sample: str, inst: np.ndarray, k: int) -> None:
+    """Nothing; ValueError when sample indices are not integers, are negative or repeat within an instance."""
     s = scores_frame[sample].to_numpy()
     if not np.issubdtype(s.dtype, np.integer):
         raise ValueError(f"column {sample!r} must hold integers, got {s.dtype}")
@@ -99,38 +144,30 @@ def instance_means(
         n_dup_inst = int(np.unique(inst[dup_rows]).size)
     if n_dup_inst:
         raise ValueError(f"{n_dup_inst} instance(s) have a duplicated {sample!r} (each sample must be scored once)")
-    if expected_samples is not None:
-        bad = np.flatnonzero(counts != expected_samples)
-        if bad.size:
-            example = {
-                kk: per_key[j][1][c] for j, (kk, c) in enumerate(zip(keys, np.unravel_index(uniq[bad[0]], sizes)))
-            }
-            raise ValueError(
-                f"{bad.size} instance(s) do not have {expected_samples} samples (e.g. {example}: {int(counts[bad[0]])})"
-            )
 
+
+def _check_counts(units: _Instances, keys: list[str], counts: np.ndarray, expected_samples: int) -> None:
+    """Nothing; ValueError naming an example instance when some instance's sample count is not ``expected_samples``."""
+    bad = np.flatnonzero(counts != expected_samples)
+    if bad.size:
+        per_key, uniq, sizes = units.per_key, units.uniq, units.sizes
+        example = {kk: per_key[j][1][c] for j, (kk, c) in enumerate(zip(keys, np.unravel_index(uniq[bad[0]], sizes)))}
+        raise ValueError(
+            f"{bad.size} instance(s) do not have {expected_samples} samples (e.g. {example}: {int(counts[bad[0]])})"
+        )
+
+
+def _unit_keys(scores_frame: pd.DataFrame, keys: list[str], units: _Instances) -> dict[str, object]:
+    """The key columns of the units, one value per instance; categorical keys keep their dtype."""
     out: dict[str, object] = {}
-    parts = np.unravel_index(np.asarray(uniq), sizes)
-    for (name, (_, labels)), part in zip(zip(keys, per_key), parts):
+    parts = np.unravel_index(np.asarray(units.uniq), units.sizes)
+    for (name, (_, labels)), part in zip(zip(keys, units.per_key), parts):
         col = scores_frame[name]
         if isinstance(col.dtype, pd.CategoricalDtype):
             out[name] = pd.Categorical.from_codes(part, dtype=col.dtype)
         else:
             out[name] = labels.take(part).to_numpy()
-    carried = [name for name in carry if name in scores_frame.columns and name not in keys]
-    if carried:
-        first = pd.Series(inst).drop_duplicates().index.to_numpy()  # first row of each instance
-        firsts = np.empty(k, dtype=np.int64)
-        firsts[inst[first]] = first
-        for name in carried:
-            out[name] = scores_frame[name].iloc[firsts].to_numpy()
-    out["n_samples"] = counts.astype(np.int64)
-    out[score] = means
-    # the sample variance (ddof 1) of each instance's scores: the noise a rerun of the same problems would see
-    squares = np.bincount(inst, weights=(values - means[inst]) ** 2, minlength=k)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out[f"{score}_var"] = np.where(counts > 1, squares / (counts - 1), np.nan)
-    return pd.DataFrame(out)
+    return out
 
 
 def _pair(baseline: pd.DataFrame, treatment: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
@@ -209,13 +246,7 @@ def compare_arms(
     keys = list(keys)
     merged = _pair(baseline_units, treatment_units, keys, value)
     if families is not None:
-        if "benchmark" not in merged.columns:
-            raise ValueError("families maps benchmark -> family, but the units have no benchmark column")
-        fam = merged["benchmark"].map(dict(families))
-        unknown = merged.loc[fam.isna(), "benchmark"].unique()
-        if len(unknown):
-            raise ValueError(f"families has no entry for benchmark(s) {sorted(map(str, unknown))[:5]}")
-        merged["family"] = fam
+        merged["family"] = _family_column(merged, families)
     if by is None:
         by = [c for c in ("family", "benchmark") if c in merged.columns]
     by = list(by)
@@ -225,7 +256,27 @@ def compare_arms(
 
     b = merged[f"{value}_baseline"].to_numpy(dtype=np.float64)
     t = merged[f"{value}_treatment"].to_numpy(dtype=np.float64)
+    rows = [_pooled_row(b, t, alpha, rng, resamples, level)]
+    for col in by:
+        rows += _group_rows(merged, col, b, t, alpha)
+    return rows
 
+
+def _family_column(merged: pd.DataFrame, families: Mapping[str, str]) -> pd.Series:
+    """Each paired unit's family, looked up from its benchmark in ``families`` (every benchmark must have one)."""
+    if "benchmark" not in merged.columns:
+        raise ValueError("families maps benchmark -> family, but the units have no benchmark column")
+    fam = merged["benchmark"].map(dict(families))
+    unknown = merged.loc[fam.isna(), "benchmark"].unique()
+    if len(unknown):
+        raise ValueError(f"families has no entry for benchmark(s) {sorted(map(str, unknown))[:5]}")
+    return fam
+
+
+def _pooled_row(
+    b: np.ndarray, t: np.ndarray, alpha: float, rng: np.random.Generator | None, resamples: int, level: float
+) -> dict:
+    """The pooled test's row (level "pooled", group "all"), with the bootstrap CI of delta when ``rng`` is given."""
     pooled = paired_one_tailed(b, t)
     pooled_stats = {
         **pooled.to_dict(),
@@ -240,24 +291,27 @@ def compare_arms(
     if rng is not None and b.size:
         ci = paired_bootstrap_ci(b, t, level=level, resamples=resamples, rng=rng)
         extra.update(ci_low=ci.low, ci_high=ci.high, ci_level=level, ci_resamples=resamples)
-    rows = [_row("pooled", "all", pooled_stats, alpha, **extra)]
+    return _row("pooled", "all", pooled_stats, alpha, **extra)
 
-    for col in by:
-        codes, labels = pd.factorize(merged[col].astype(str), sort=True)
-        res = grouped_paired_one_tailed(b, t, codes, n_groups=len(labels))
-        p_holm = holm(res["p"])
-        fam_of = None
-        if col != "family" and "family" in merged.columns:
-            first = pd.Series(codes).drop_duplicates()
-            fam_of = dict(zip(first.to_numpy(), merged["family"].to_numpy()[first.index.to_numpy()]))
-        for g, label in enumerate(labels):
-            stats = {name: arr[g] for name, arr in res.items()}
-            extra = {
-                "p_holm": float(p_holm[g]),
-                "reject": bool(stats["p"] <= alpha),
-                "reject_holm": bool(p_holm[g] <= alpha),
-            }
-            if fam_of is not None:
-                extra["family"] = str(fam_of[g])
-            rows.append(_row(col, str(label), stats, alpha, **extra))
+
+def _group_rows(merged: pd.DataFrame, col: str, b: np.ndarray, t: np.ndarray, alpha: float) -> list[dict]:
+    """One row per group of ``col`` (sorted by label), Holm-corrected across them; benchmark rows name their family."""
+    codes, labels = pd.factorize(merged[col].astype(str), sort=True)
+    res = grouped_paired_one_tailed(b, t, codes, n_groups=len(labels))
+    p_holm = holm(res["p"])
+    fam_of = None
+    if col != "family" and "family" in merged.columns:
+        first = pd.Series(codes).drop_duplicates()
+        fam_of = dict(zip(first.to_numpy(), merged["family"].to_numpy()[first.index.to_numpy()]))
+    rows = []
+    for g, label in enumerate(labels):
+        stats = {name: arr[g] for name, arr in res.items()}
+        extra = {
+            "p_holm": float(p_holm[g]),
+            "reject": bool(stats["p"] <= alpha),
+            "reject_holm": bool(p_holm[g] <= alpha),
+        }
+        if fam_of is not None:
+            extra["family"] = str(fam_of[g])
+        rows.append(_row(col, str(label), stats, alpha, **extra))
     return rows

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import resource
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .spec import Configuration
@@ -186,10 +187,20 @@ def memory_report(gpu_peaks: list | None) -> dict:
     }
 
 
-def bench_configuration(
+def _check_prefix_caching(engine, config: Configuration) -> None:
+    """Nothing: raises ThroughputError where the engine's prefix-caching setting is not the configuration's."""
+    setting = getattr(engine, "settings", {}).get("enable_prefix_caching")
+    if setting is not None and bool(setting) != config.prefix_caching:
+        raise ThroughputError(
+            f"{config.name}: engine has enable_prefix_caching={setting}, configuration wants {config.prefix_caching}"
+        )
+
+
+def _timed_runs(
     engine,
     config: Configuration,
-    records: list[dict],
+    prompts: list[str],
+    counters,
     *,
     max_tokens: int,
     temperature: float,
@@ -197,21 +208,11 @@ def bench_configuration(
     seed: int,
     warmup: int,
     repeats: int,
-    max_cv: float,
-) -> dict:
-    """Measure ``config`` on a started ``engine`` (its prefix-caching setting must match) -> the JSON record
-    minus model, machine and provenance."""
+) -> tuple[list[dict], list | None]:
+    """The timed runs of ``config`` (each with its samples/s and output tokens/s) and each vLLM worker's GPU peak."""
     # here, not at the top: tabulate reads REQUIRED_FIELDS from this module without the generation stage's imports
     from ..generation.measure import timed_runs
 
-    setting = getattr(engine, "settings", {}).get("enable_prefix_caching")
-    if setting is not None and bool(setting) != config.prefix_caching:
-        raise ThroughputError(
-            f"{config.name}: engine has enable_prefix_caching={setting}, configuration wants {config.prefix_caching}"
-        )
-    chosen = select_prompts(records, config.prompts, seed)
-    prompts = [r["prompt"] for r in chosen]
-    counters = prefix_cache_counters(engine)
     _gpu_rpc(engine, _worker_reset_gpu_peak)
     runs = timed_runs(
         engine,
@@ -229,26 +230,81 @@ def bench_configuration(
     for r in runs:
         r["samples_per_s"] = config.samples / r["wall_s"]
         r["output_tokens_per_s"] = r["output_tokens"] / r["wall_s"]
+    return runs, gpu_peaks
+
+
+def _configuration_record(config: Configuration) -> dict:
+    """The configuration's layout and prefix-caching setting, as the JSON record names them."""
+    return {
+        "prompts": config.prompts,
+        "n": config.n,
+        "samples": config.samples,
+        "layout": config.layout,
+        "prefix_caching": config.prefix_caching,
+    }
+
+
+def _sampling_record(temperature: float, top_p: float, max_tokens: int) -> dict:
+    """The sampling settings of every timed call (always to exactly ``max_tokens``: ignore_eos)."""
+    return {
+        "temperature": temperature,
+        "top_p": top_p,
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "note": FIXED_LENGTH_NOTE,
+    }
+
+
+def _prompts_record(chosen: list[dict], lengths: list[int], n: int) -> dict:
+    """The prompts' ids and token counts (in all, mean, longest, and without prefix sharing across ``n`` samples)."""
+    return {
+        "ids": [r.get("id") for r in chosen],
+        "prompt_tokens_total": sum(lengths),
+        "prompt_tokens_mean": sum(lengths) / len(lengths),
+        "prompt_tokens_max": max(lengths),
+        "prompt_tokens_without_prefix_sharing": sum(lengths) * n,
+    }
+
+
+def bench_configuration(
+    engine,
+    config: Configuration,
+    records: list[dict],
+    *,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    max_cv: float,
+) -> dict:
+    """Measure ``config`` on a started ``engine`` (its prefix-caching setting must match) -> the JSON record
+    minus model, machine and provenance."""
+    _check_prefix_caching(engine, config)
+    chosen = select_prompts(records, config.prompts, seed)
+    prompts = [r["prompt"] for r in chosen]
+    counters = prefix_cache_counters(engine)
+    runs, gpu_peaks = _timed_runs(
+        engine,
+        config,
+        prompts,
+        counters,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        warmup=warmup,
+        repeats=repeats,
+    )
     sps = spread([r["samples_per_s"] for r in runs])
     token_ids = engine.prompt_token_ids(prompts)
     lengths = [len(ids) for ids in token_ids]
     return {
         "schema_version": SCHEMA_VERSION,
         "name": config.name,
-        "configuration": {
-            "prompts": config.prompts,
-            "n": config.n,
-            "samples": config.samples,
-            "layout": config.layout,
-            "prefix_caching": config.prefix_caching,
-        },
-        "sampling": {
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
-            "ignore_eos": True,
-            "note": FIXED_LENGTH_NOTE,
-        },
+        "configuration": _configuration_record(config),
+        "sampling": _sampling_record(temperature, top_p, max_tokens),
         "warmup": warmup,
         "repeats": repeats,
         "seed": seed,
@@ -262,13 +318,7 @@ def bench_configuration(
         "preemptions": preemptions(runs),
         "memory": memory_report(gpu_peaks),
         "variability": variability_verdict(sps["cv"], max_cv),
-        "prompts": {
-            "ids": [r.get("id") for r in chosen],
-            "prompt_tokens_total": sum(lengths),
-            "prompt_tokens_mean": sum(lengths) / len(lengths),
-            "prompt_tokens_max": max(lengths),
-            "prompt_tokens_without_prefix_sharing": sum(lengths) * config.n,
-        },
+        "prompts": _prompts_record(chosen, lengths, config.n),
     }
 
 
@@ -279,6 +329,63 @@ def write_json(path: Path | str, record: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
     tmp.replace(path)
+
+
+@dataclass(frozen=True)
+class _Timing:
+    """How every configuration of a run is sampled and timed: bench_configuration's keyword arguments."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+    warmup: int
+    repeats: int
+    max_cv: float
+
+
+def _check_settings(configs: list[Configuration], outs: list[Path], timing: _Timing, engine_kind: str) -> None:
+    """Nothing: raises ThroughputError (or check_sampling's error) on settings one engine cannot measure."""
+    from ..generation.engine import check_sampling
+
+    if not configs or len(configs) != len(outs):
+        raise ThroughputError(f"{len(configs)} configuration(s) for {len(outs)} output file(s): give one out each")
+    if len({c.prefix_caching for c in configs}) != 1:
+        raise ThroughputError("one engine has one prefix-caching setting: measure on and off in separate runs")
+    for c in configs:
+        check_sampling(c.n, timing.temperature, timing.top_p, timing.max_tokens)
+    if engine_kind not in ("embedded", "cluster"):
+        raise ThroughputError(f"engine must be embedded or cluster, got {engine_kind!r}")
+    if not timing.max_cv > 0:
+        raise ThroughputError(f"max_cv must be > 0, got {timing.max_cv}")
+
+
+def _measure_all(
+    engine,
+    configs: list[Configuration],
+    outs: list[Path],
+    records: list[dict],
+    prompts_file: Path,
+    timing: _Timing,
+    model_record: dict,
+    machine: dict,
+) -> list[dict]:
+    """Each configuration's whole record, measured one after another on ``engine`` and written to its out file."""
+    from ..reporting.provenance import provenance
+
+    results = []
+    for c, path in zip(configs, outs):
+        record = bench_configuration(engine, c, records, **asdict(timing))
+        record |= {
+            "model": dict(model_record),
+            "engine": engine.info(),
+            "machine": machine,
+            "provenance": provenance(),
+        }
+        record["prompts"]["source"] = str(prompts_file)
+        write_json(path, record)
+        results.append(record)
+    return results
 
 
 def run_bench(
@@ -306,22 +413,13 @@ def run_bench(
     one engine, each with its own warm-up, prompts and repeats, as bench_configuration does on a shared engine (the
     tiny preset's throughput.one_engine_per_setting); a list in gives a list of records out."""
     from ..benchmarks.records import read_records
-    from ..generation.engine import VllmEngine, check_sampling
+    from ..generation.engine import VllmEngine
     from ..models.check import check_model_dir, manifest_hash
-    from ..reporting.provenance import provenance
     from .machine import describe_machine
 
     configs, outs = (config, out) if isinstance(config, list) else ([config], [out])
-    if not configs or len(configs) != len(outs):
-        raise ThroughputError(f"{len(configs)} configuration(s) for {len(outs)} output file(s): give one out each")
-    if len({c.prefix_caching for c in configs}) != 1:
-        raise ThroughputError("one engine has one prefix-caching setting: measure on and off in separate runs")
-    for c in configs:
-        check_sampling(c.n, temperature, top_p, max_tokens)
-    if engine_kind not in ("embedded", "cluster"):
-        raise ThroughputError(f"engine must be embedded or cluster, got {engine_kind!r}")
-    if not max_cv > 0:
-        raise ThroughputError(f"max_cv must be > 0, got {max_cv}")
+    timing = _Timing(max_tokens, temperature, top_p, seed, warmup, repeats, max_cv)
+    _check_settings(configs, outs, timing, engine_kind)
     check_model_dir(model)
     records = read_records(prompts_file)
     for c in configs:
@@ -339,27 +437,5 @@ def run_bench(
         log_stats=True,
     )
     model_record = {"path": str(model), "manifest_hash": manifest_hash(model)}  # hashed once for every record
-    results = []
-    for c, path in zip(configs, outs):
-        record = bench_configuration(
-            engine,
-            c,
-            records,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            warmup=warmup,
-            repeats=repeats,
-            max_cv=max_cv,
-        )
-        record |= {
-            "model": dict(model_record),
-            "engine": engine.info(),
-            "machine": machine,
-            "provenance": provenance(),
-        }
-        record["prompts"]["source"] = str(prompts_file)
-        write_json(path, record)
-        results.append(record)
+    results = _measure_all(engine, configs, outs, records, prompts_file, timing, model_record, machine)
     return results if isinstance(config, list) else results[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cli import run_command
@@ -69,55 +70,81 @@ def _read_result(path: Path) -> dict:
     return record
 
 
-def _cmd_tabulate(a: argparse.Namespace) -> None:
-    import pandas as pd
+@dataclass
+class _PassRates:
+    """What the training metrics give Table 2: each role's overall pass rate (None: not run) and its note, its
+    generation samples/s in training, and the pass rate per step (rows of the pass-rate CSV)."""
 
-    from ..reporting.tables import write_table
-    from ..training.metrics import read_metrics
-    from .bench import write_json
-    from .figure import plot_samples_per_s
-    from .machine import hardware_key, summary_line
-    from .pass_rate import overall_pass_rate, pass_rate_series, training_samples_per_s
-    from .table import figure_frame, table2
+    rates: dict[str, float | None] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    training: dict[str, tuple[float | None, str]] = field(default_factory=dict)
+    series_rows: list[dict] = field(default_factory=list)
 
-    arms = json.loads(a.arms)
+
+def _parsed_arms(text: str) -> dict[str, dict]:
+    """The compared arms of --arms: control and treatment, each with name, label, n, prompts (ValueError else)."""
+    arms = json.loads(text)
     for role in ("control", "treatment"):
         if role not in arms or not {"name", "label", "n", "prompts"} <= set(arms[role]):
-            raise ValueError(f"--arms needs control and treatment, each with name, label, n, prompts: got {a.arms}")
+            raise ValueError(f"--arms needs control and treatment, each with name, label, n, prompts: got {text}")
+    return arms
+
+
+def _parsed_metrics(items: list[str]) -> dict[str, Path]:
+    """The metrics file of each arm given as --metrics ARM=PATH (ValueError on another form)."""
     metrics = {}
-    for item in a.metrics:
+    for item in items:
         arm, sep, path = item.partition("=")
         if not sep or not arm or not path:
             raise ValueError(f"--metrics takes ARM=PATH, got {item!r}")
         metrics[arm] = Path(path)
-    results = [_read_result(p) for p in a.results]
+    return metrics
+
+
+def _read_results(paths: list[Path]) -> list[dict]:
+    """The configurations' throughput results, each checked (ValueError where a configuration is given twice)."""
+    results = [_read_result(p) for p in paths]
     names = [r["name"] for r in results]
     if len(set(names)) != len(names):
         raise ValueError(f"a configuration is given twice: {names}")
-    # pass rates: overall for the table, per step for the CSV
-    rates, notes, series_rows, training = {}, {}, [], {}
+    return results
+
+
+def _pass_rates(arms: dict[str, dict], metrics: dict[str, Path]) -> _PassRates:
+    """The compared arms' pass rates (overall for the table, per step for the CSV) and training samples/s."""
+    from ..training.metrics import read_metrics
+    from .pass_rate import overall_pass_rate, pass_rate_series, training_samples_per_s
+
+    out = _PassRates()
     for role in ("control", "treatment"):
         name = arms[role]["name"]
         if name not in metrics:
-            rates[role] = None
-            notes[role] = f"training metrics of arm {name} not given (training has not run)"
+            out.rates[role] = None
+            out.notes[role] = f"training metrics of arm {name} not given (training has not run)"
             continue
         records = read_metrics(metrics[name])
-        rates[role] = overall_pass_rate(records, source=str(metrics[name]))
-        training[role] = training_samples_per_s(records, source=str(metrics[name]))
+        out.rates[role] = overall_pass_rate(records, source=str(metrics[name]))
+        out.training[role] = training_samples_per_s(records, source=str(metrics[name]))
         series = pass_rate_series(records, source=str(metrics[name]))
-        notes[role] = (
+        out.notes[role] = (
             f"sum(samples) / sum(generated_samples) over {len(series)} steps of {name}"
             if series
             else f"{metrics[name]} has no steps"
         )
-        series_rows += [{"arm": name, "role": role, **row} for row in series]
-    # the machine(s) the measurements ran on
+        out.series_rows += [{"arm": name, "role": role, **row} for row in series]
+    return out
+
+
+def _write_machine(results: list[dict], path: Path) -> tuple[str, str]:
+    """The machine the measurements ran on in one line, and Table 2's scale note; writes machine.json to ``path``."""
+    from .bench import write_json
+    from .machine import hardware_key, summary_line
+
     keys = {r["name"]: hardware_key(r["machine"]) for r in results}
     same = len({json.dumps(k, sort_keys=True) for k in keys.values()}) <= 1
     line = summary_line(results[0]["machine"]) if results else "no throughput measurements"
     write_json(
-        a.machine_out,
+        path,
         {
             "machine": results[0]["machine"] if results else None,
             "same_hardware": same,
@@ -129,7 +156,22 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     scale = f"measured on {line}, model {model}; paper: BroRL's H100 training cluster"
     if not same:
         scale += "; WARNING: the configurations ran on different hardware or software (see machine.json)"
-    df = table2(results, arms, rates, notes, scale, training, a.setup, a.gpus, a.tiny_scale)
+    return line, scale
+
+
+def _cmd_tabulate(a: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from ..reporting.tables import write_table
+    from .figure import plot_samples_per_s
+    from .table import figure_frame, table2
+
+    arms = _parsed_arms(a.arms)
+    metrics = _parsed_metrics(a.metrics)
+    results = _read_results(a.results)
+    p = _pass_rates(arms, metrics)
+    line, scale = _write_machine(results, a.machine_out)  # the machine(s) the measurements ran on
+    df = table2(results, arms, p.rates, p.notes, scale, p.training, a.setup, a.gpus, a.tiny_scale)
     write_table(
         df,
         a.out_md,
@@ -139,7 +181,7 @@ def _cmd_tabulate(a: argparse.Namespace) -> None:
     )
     cols = ["arm", "role", "step", "wall_s", "samples", "generated_samples", "pass_rate", "cumulative_pass_rate"]
     a.pass_rate_csv.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(series_rows, columns=cols).to_csv(a.pass_rate_csv, index=False)
+    pd.DataFrame(p.series_rows, columns=cols).to_csv(a.pass_rate_csv, index=False)
     from ..reporting.figure_points import report_points
 
     report_points(
@@ -173,9 +215,8 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m brorl.throughput", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    """Nothing: adds the `bench` subcommand and its options to ``sub``."""
     p = sub.add_parser(
         "bench", help="configurations (prompts x N, one prefix-caching setting) on one engine -> a results JSON each"
     )
@@ -216,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="results/throughput/p<P>_n<N>_pc<on|off>.json, per configuration",
     )
     p.set_defaults(func=_cmd_bench)
+
+
+def _add_tabulate_parser(sub: argparse._SubParsersAction) -> None:
+    """Nothing: adds the `tabulate` subcommand and its options to ``sub``."""
     p = sub.add_parser("tabulate", help="Table 2 (md, tex, csv), pass rate per step, samples/s-vs-N figure")
     p.add_argument("--results", nargs="*", default=[], type=Path, help="configuration JSONs")
     p.add_argument("--arms", required=True, help='JSON: {"control": {name, label, n, prompts}, "treatment": {...}}')
@@ -238,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--figure-pdf", required=True, type=Path)
     p.add_argument("--machine-out", required=True, type=Path, help="machine.json: where the measurements ran")
     p.set_defaults(func=_cmd_tabulate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m brorl.throughput", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_bench_parser(sub)
+    _add_tabulate_parser(sub)
     p = sub.add_parser("machine", help="describe this machine (CPU, GPUs, driver, vLLM/torch) -> JSON")
     p.add_argument("--out", required=True, type=Path)
     p.set_defaults(func=_cmd_machine)

@@ -130,27 +130,10 @@ def _training_rows(arms: dict[str, dict], rates: dict[str, tuple[float | None, s
     return rows
 
 
-def table2(
-    results: list[dict],
-    arms: dict[str, dict],
-    pass_rates: dict[str, float | None],
-    pass_rate_notes: dict[str, str],
-    scale_note: str,
-    training_rates: dict[str, tuple[float | None, str]] | None = None,
-    setup: str = "",
-    gpus: int = PAPER_GPUS,
-    tiny: bool = False,
-) -> pd.DataFrame:
-    """Table 2 rows.
-
-    results: throughput JSON records (brorl.throughput.bench). arms: ``{"control": {...}, "treatment": {...}}``,
-    each with name, label, n, prompts (per step). pass_rates: overall pass rate (0..1) per role, None when not
-    available, with the reason in pass_rate_notes. scale_note: what was measured where (added to each row's note).
-    training_rates: (samples/s, note) per role from the training metrics; setup: the training runs' hardware in
-    words. gpus: GPUs a step's prompts are spread over for the standalone per-GPU comparison (the paper's 64; 1
-    compares whole steps, as at tiny scale). tiny: a tiny CPU run, whose differences to the paper's H100 values are
-    TINY_SCALE (the paper's values are still shown).
-    """
+def _pass_rate_rows(
+    arms: dict[str, dict], pass_rates: dict[str, float | None], pass_rate_notes: dict[str, str]
+) -> list[dict]:
+    """The dynamic-sampling pass rate of each compared arm beside the paper's."""
     rows = []
     for role in ("control", "treatment"):
         arm, rate = arms[role], pass_rates.get(role)
@@ -166,47 +149,53 @@ def table2(
                 "note": pass_rate_notes.get(role, ""),
             }
         )
-    rows += _training_rows(arms, training_rates or {}, setup)
-    main_pc = any(r["configuration"]["prefix_caching"] for r in results) or not results
-    used = set()
-    arm_records = {}
+    return rows
+
+
+def _standalone_row(
+    results: list[dict], arms: dict[str, dict], role: str, gpus: int, main_pc: bool, scale_note: str
+) -> tuple[dict, dict | None]:
+    """One arm's standalone row (its share of a step on ``gpus`` GPUs) and its record (None: not measured)."""
+    arm = arms[role]
+    prompts, n = per_gpu_layout(arm, gpus)
+    rec = _find(results, prompts, n, main_pc)
     share = "per GPU" if gpus > 1 else "whole step"
+    setting = (
+        f"{arm['label']}: {prompts} x {n} ({'its share of a step on ' + str(gpus) + ' GPUs' if gpus > 1 else 'a step'}), "
+        f"{_pc(main_pc)}"
+    )
+    paper = PAPER["samples_per_s"][role] / gpus
+    quantity = f"standalone generation throughput, {share} (samples/s)"
+    if rec is None:
+        return {
+            "quantity": quantity,
+            "setting": setting,
+            "paper": paper,
+            "reproduced": NOT_AVAILABLE,
+            "difference": "-",
+            "note": f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it to throughput.layouts",
+        }, None
+    median = rec["samples_per_s"]["median"]
+    return {
+        "quantity": quantity,
+        "setting": setting,
+        "paper": paper,
+        "reproduced": median,
+        "difference": _difference(paper, median),
+        "note": f"{_throughput_note(rec)}; {scale_note}"
+        + (f"; paper value = its total / {gpus} GPUs" if gpus > 1 else ""),
+    }, rec
+
+
+def _standalone_rows(
+    results: list[dict], arms: dict[str, dict], scale_note: str, gpus: int, main_pc: bool
+) -> tuple[list[dict], set[str]]:
+    """Each compared arm's standalone samples/s and their ratio, and the names of the records those rows show."""
+    rows, arm_records = [], {}
     for role in ("control", "treatment"):
-        arm = arms[role]
-        prompts, n = per_gpu_layout(arm, gpus)
-        rec = _find(results, prompts, n, main_pc)
-        arm_records[role] = rec
-        setting = (
-            f"{arm['label']}: {prompts} x {n} ({'its share of a step on ' + str(gpus) + ' GPUs' if gpus > 1 else 'a step'}), "
-            f"{_pc(main_pc)}"
-        )
-        paper = PAPER["samples_per_s"][role] / gpus
-        quantity = f"standalone generation throughput, {share} (samples/s)"
-        if rec is None:
-            rows.append(
-                {
-                    "quantity": quantity,
-                    "setting": setting,
-                    "paper": paper,
-                    "reproduced": NOT_AVAILABLE,
-                    "difference": "-",
-                    "note": f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it to throughput.layouts",
-                }
-            )
-            continue
-        used.add(rec["name"])
-        median = rec["samples_per_s"]["median"]
-        rows.append(
-            {
-                "quantity": quantity,
-                "setting": setting,
-                "paper": paper,
-                "reproduced": median,
-                "difference": _difference(paper, median),
-                "note": f"{_throughput_note(rec)}; {scale_note}"
-                + (f"; paper value = its total / {gpus} GPUs" if gpus > 1 else ""),
-            }
-        )
+        row, arm_records[role] = _standalone_row(results, arms, role, gpus, main_pc, scale_note)
+        rows.append(row)
+    share = "per GPU" if gpus > 1 else "whole step"
     rows.append(
         _ratio_row(
             f"throughput ratio BroRL / ProRL, standalone {share}",
@@ -217,7 +206,12 @@ def table2(
             "a compared arm's layout was not measured",
         )
     )
-    # our extension: every other measured configuration, then the other prefix-caching setting and equal-samples pairs
+    return rows, {rec["name"] for rec in arm_records.values() if rec is not None}
+
+
+def _other_configuration_rows(results: list[dict], used: set[str]) -> list[dict]:
+    """The samples/s of every measured configuration not in ``used`` (prefix caching on first, then by name)."""
+    rows = []
     for rec in sorted(results, key=lambda r: (not r["configuration"]["prefix_caching"], r["name"])):
         if rec["name"] in used:
             continue
@@ -232,6 +226,12 @@ def table2(
                 "note": _throughput_note(rec),
             }
         )
+    return rows
+
+
+def _extension_ratio_rows(results: list[dict], arms: dict[str, dict], main_pc: bool) -> list[dict]:
+    """The ratios the paper does not give: the arms at the other prefix-caching setting, equal samples, on / off."""
+    rows = []
     for pc in sorted({r["configuration"]["prefix_caching"] for r in results}, reverse=True):
         if pc != main_pc:
             num = _find(results, arms["treatment"]["prompts"], arms["treatment"]["n"], pc)
@@ -263,6 +263,38 @@ def table2(
                 "prefix-caching speed-up (on / off)", pc_on["configuration"]["layout"], NOT_GIVEN, pc_on, pc_off, ""
             )
         )
+    return rows
+
+
+def table2(
+    results: list[dict],
+    arms: dict[str, dict],
+    pass_rates: dict[str, float | None],
+    pass_rate_notes: dict[str, str],
+    scale_note: str,
+    training_rates: dict[str, tuple[float | None, str]] | None = None,
+    setup: str = "",
+    gpus: int = PAPER_GPUS,
+    tiny: bool = False,
+) -> pd.DataFrame:
+    """Table 2 rows.
+
+    results: throughput JSON records (brorl.throughput.bench). arms: ``{"control": {...}, "treatment": {...}}``,
+    each with name, label, n, prompts (per step). pass_rates: overall pass rate (0..1) per role, None when not
+    available, with the reason in pass_rate_notes. scale_note: what was measured where (added to each row's note).
+    training_rates: (samples/s, note) per role from the training metrics; setup: the training runs' hardware in
+    words. gpus: GPUs a step's prompts are spread over for the standalone per-GPU comparison (the paper's 64; 1
+    compares whole steps, as at tiny scale). tiny: a tiny CPU run, whose differences to the paper's H100 values are
+    TINY_SCALE (the paper's values are still shown).
+    """
+    rows = _pass_rate_rows(arms, pass_rates, pass_rate_notes)
+    rows += _training_rows(arms, training_rates or {}, setup)
+    main_pc = any(r["configuration"]["prefix_caching"] for r in results) or not results
+    standalone, used = _standalone_rows(results, arms, scale_note, gpus, main_pc)
+    rows += standalone
+    # our extension: every other measured configuration, then the other prefix-caching setting and equal-samples pairs
+    rows += _other_configuration_rows(results, used)
+    rows += _extension_ratio_rows(results, arms, main_pc)
     table = pd.DataFrame(rows, columns=COLUMNS)
     if tiny:  # CPU samples/s minus H100 samples/s means nothing
         table["difference"] = [TINY_SCALE if isinstance(d, (int, float)) else d for d in table["difference"]]

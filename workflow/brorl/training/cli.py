@@ -133,10 +133,8 @@ def cmd_warm_start(args: argparse.Namespace) -> None:
     print(f"warm start: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} over {args.steps} steps")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m brorl.training", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_segment_command(sub: argparse._SubParsersAction) -> None:
+    """Register `segment` (one training job of one arm) on `python -m brorl.training`'s subparsers."""
     p = sub.add_parser("segment", help="run one training segment (job) of one arm")
     p.add_argument("--config", required=True, help="the recipe config as JSON text, or @file")
     p.add_argument("--arm", required=True)
@@ -161,6 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.set_defaults(func=exit_on_stop)
 
+
+def _add_arm_commands(sub: argparse._SubParsersAction) -> None:
+    """Register `export`, `finish` and `warm-start` on `python -m brorl.training`'s subparsers."""
     p = sub.add_parser("export", help="link a saved step's export into results/train/<arm>/step<k>/")
     p.add_argument("--manifest", required=True)
     p.add_argument("--run-dir", required=True)
@@ -186,6 +187,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--items", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.set_defaults(func=cmd_warm_start)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m brorl.training", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_segment_command(sub)
+    _add_arm_commands(sub)
 
     from .openrlhf.cli import add_cluster_commands
 

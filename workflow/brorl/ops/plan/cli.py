@@ -24,7 +24,7 @@ from ...cli import run_command
 from ...config import ConfigError, load_yaml_config
 from ...training.job_shape import profile_shape_problem, train_job_resources
 from ..run.submission import Submissions, submissions
-from .estimate import CostRow, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
+from .estimate import CostRow, Estimates, Priced, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
 from .evaluation import BenchmarkCost
 from .job_counts import ROOT, DagError, absolute_folders, config_job_counts, dag_job_counts, jobs_per_rule
 from .measured import MeasuredError, MeasuredRun, read_measured
@@ -43,6 +43,7 @@ from .pricing import (
 )
 from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
+from .record import PlanCosts, PlanInputs, TrainingChecks, plan_record
 from .throughput import bench_price, checked_bench_jobs, size_lines
 from .walltime import longest_segments, overruns, partition_max_hours
 
@@ -171,18 +172,11 @@ def sized_resources(
     return dataclasses.replace(profiled, gpus=gpus, cpus=gpus * per_gpu if gpus else profiled.cpus)
 
 
-def _cmd_plan(a: argparse.Namespace) -> None:
-    profile = read_profile(a.profile)
-    estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
-    config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
-    shape = profile_shape_problem(
-        (profile.get("set-resources") or {}).get("train_ppo"), config, f"{Path(a.profile) / 'config.yaml'}"
-    )
-    if shape:  # the workflow refuses the same at DAG time (workflow/rules/common.smk): say so before anything else
-        raise SystemExit(f"error: {shape}")
+def _warn_site(profile_dir: Path, config: dict) -> None:
+    """Nothing: prints to stderr what the site cannot run as the profile asks, else the site check's line."""
     from .site import check as check_site
 
-    site_problems, site_line = check_site(a.profile, config)
+    site_problems, site_line = check_site(profile_dir, config)
     if site_problems:  # `make dry-run` and `make submit` refuse these; the plan stays usable and says so
         print(
             "warning: the site cannot run these jobs as the profile asks (make dry-run and make submit refuse):\n  - "
@@ -192,8 +186,27 @@ def _cmd_plan(a: argparse.Namespace) -> None:
         )
     elif site_line:
         print(site_line, file=sys.stderr)
+
+
+def _checked_config(a: argparse.Namespace) -> tuple[dict[str, Any], Estimates, dict]:
+    """The profile, the estimates scaled to the response budget, and the config (SystemExit: a misfit shape)."""
+    profile = read_profile(a.profile)
+    estimates = read_estimates(a.estimates or Path(a.profile) / "estimates.yaml")
+    config = load_yaml_config(ROOT / "config.yaml", *a.configfile)
+    shape = profile_shape_problem(
+        (profile.get("set-resources") or {}).get("train_ppo"), config, f"{Path(a.profile) / 'config.yaml'}"
+    )
+    if shape:  # the workflow refuses the same at DAG time (workflow/rules/common.smk): say so before anything else
+        raise SystemExit(f"error: {shape}")
+    _warn_site(a.profile, config)
     budget = config["context"]["train_max_len"]
     estimates = dataclasses.replace(estimates, step_scale=budget / estimates.reference_budget_tokens)
+    return profile, estimates, config
+
+
+def _read_inputs(a: argparse.Namespace) -> PlanInputs:
+    """The plan's inputs, the DAG's job counts among them; SystemExit where throughput's layout cannot finish."""
+    profile, estimates, config = _checked_config(a)
     problems = benchmark_problems(config)
     from ...benchmarks.registry import load_registry
     from ...hub.pin_gate import unpinned_of_run
@@ -210,156 +223,163 @@ def _cmd_plan(a: argparse.Namespace) -> None:
     dag = dag_job_counts(list(a.configfile), overlay=absolute_folders(config, Path.cwd()))
     planned, arms = config_job_counts(config)
     run = read_measured(a.measured, config, problems, {arm: v[0] for arm, v in arms.items()}) if a.measured else None
-    rules = {*dag, *planned, "train_ppo", "generate_samples"}
-    own = {"train_ppo": train_job_resources(config)}  # what the rule asks for itself (training.cluster.nodes)
-    resources = {rule: job_resources(profile, rule, own=own.get(rule)) for rule in rules}
+    return PlanInputs(profile, estimates, config, problems, registry, prior, bench, dag, planned, arms, run)
+
+
+def _price_probes(
+    inputs: PlanInputs, priced: dict[str, Priced], resources: dict[str, Resources], gpus_per_node: int
+) -> list[BenchmarkCost]:
+    """The probes' cost lines (none with probe.enabled off), their prices and sizes set in the dicts given."""
+    if not inputs.config["probe"]["enabled"]:
+        return []
+    probe_rows, priced["generate_probe"] = probe_price(
+        inputs.config["probe"], inputs.planned.get("generate_probe", 0), inputs.estimates, gpus_per_node
+    )
+    resources["generate_probe"] = sized_resources(
+        resources["generate_probe"], probe_rows, inputs.profile, "generate_probe"
+    )
+    sides = inputs.planned.get("generate_in_batch", 0)
+    if sides:
+        in_batch_rows, priced["generate_in_batch"] = in_batch_price(
+            inputs.config["probe"], sides, inputs.estimates, gpus_per_node
+        )
+        resources["generate_in_batch"] = sized_resources(
+            resources["generate_in_batch"], in_batch_rows, inputs.profile, "generate_in_batch"
+        )
+        probe_rows += in_batch_rows
+    return probe_rows
+
+
+def _price(inputs: PlanInputs, gpu_nodes: int | None) -> PlanCosts:
+    """The plan's costs: resources, prices, rows, wall-clock on ``gpu_nodes`` (None: one training job's), sbatch."""
+    rules = {*inputs.dag, *inputs.planned, "train_ppo", "generate_samples"}
+    own = {"train_ppo": train_job_resources(inputs.config)}  # what the rule asks for itself (training.cluster.nodes)
+    resources = {rule: job_resources(inputs.profile, rule, own=own.get(rule)) for rule in rules}
     gpus_per_node = max(1, resources["train_ppo"].gpus // max(1, resources["train_ppo"].nodes))
-    benchmarks = max(1, len(config["evaluation"]["benchmarks"]))
-    checkpoints = max(dag.get("generate_samples", 0), planned.get("generate_samples", 0)) // benchmarks
-    start_extra = (config["evaluation"]["start_draws"] - 1) if config["evaluation"]["steps"]["include_start"] else 0
+    evaluation = inputs.config["evaluation"]
+    benchmarks = max(1, len(evaluation["benchmarks"]))
+    checkpoints = max(inputs.dag.get("generate_samples", 0), inputs.planned.get("generate_samples", 0)) // benchmarks
+    start_extra = (evaluation["start_draws"] - 1) if evaluation["steps"]["include_start"] else 0
     eval_rows, eval_totals, eval_price = evaluation_model(
-        problems,
-        int(config["evaluation"]["n_samples"]),
+        inputs.problems,
+        int(evaluation["n_samples"]),
         checkpoints,
-        estimates,
+        inputs.estimates,
         resources["generate_samples"],
         gpus_per_node,
-        run,
+        inputs.run,
         start_extra if checkpoints else 0,
     )
-    families = [registry[b].family for b in config["evaluation"]["benchmarks"]]
-    priced = {"score_samples": scoring_price(families, checkpoints, estimates), **measured_prices(run)}
+    families = [inputs.registry[b].family for b in evaluation["benchmarks"]]
+    priced = {"score_samples": scoring_price(families, checkpoints, inputs.estimates), **measured_prices(inputs.run)}
     priced["generate_samples"] = eval_price
-    if bench:
-        priced["bench_throughput"] = bench_price(bench)
-    probe_rows = []
-    if config["probe"]["enabled"]:
-        probe_rows, priced["generate_probe"] = probe_price(
-            config["probe"], planned.get("generate_probe", 0), estimates, gpus_per_node
-        )
-        resources["generate_probe"] = sized_resources(
-            resources["generate_probe"], probe_rows, profile, "generate_probe"
-        )
-        sides = planned.get("generate_in_batch", 0)
-        if sides:
-            in_batch_rows, priced["generate_in_batch"] = in_batch_price(
-                config["probe"], sides, estimates, gpus_per_node
-            )
-            resources["generate_in_batch"] = sized_resources(
-                resources["generate_in_batch"], in_batch_rows, profile, "generate_in_batch"
-            )
-            probe_rows += in_batch_rows
+    if inputs.bench:
+        priced["bench_throughput"] = bench_price(inputs.bench)
+    probe_rows = _price_probes(inputs, priced, resources, gpus_per_node)
     # a profile `gpu:` under generate_samples, else 0: the rule's per-benchmark sizes
     forced_gpus = resources["generate_samples"].gpus
-    resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, profile)
+    resources["generate_samples"] = sized_resources(resources["generate_samples"], eval_rows, inputs.profile)
     # a rule with no job in the DAG or the config (an evaluation-only run's exports) is no line of the plan
-    rows = [r for r in plan_rows(dag, planned, arms, resources, estimates, priced) if r.jobs or r.dag_jobs]
-    gpu_nodes = a.gpu_nodes or resources["train_ppo"].nodes
+    rows = [
+        r
+        for r in plan_rows(inputs.dag, inputs.planned, inputs.arms, resources, inputs.estimates, priced)
+        if r.jobs or r.dag_jobs
+    ]
+    gpu_nodes = gpu_nodes or resources["train_ppo"].nodes
     wall = wall_clock_hours(rows, gpu_nodes, gpus_per_node)
-    sent = submissions(jobs_per_rule(rows), config["engine"])
-    print(render(rows, wall, gpu_nodes, profile, arms, sent))
-    if estimates.step_scale != 1:
+    sent = submissions(jobs_per_rule(rows), inputs.config["engine"])
+    return PlanCosts(
+        resources, gpus_per_node, eval_rows, eval_totals, priced, probe_rows, forced_gpus, rows, gpu_nodes, wall, sent
+    )
+
+
+def _print_costs(inputs: PlanInputs, costs: PlanCosts, profile_dir: Path) -> None:
+    """Nothing: prints the plan's table and what follows it, down to the throughput jobs' sizes."""
+    print(render(costs.rows, costs.wall, costs.gpu_nodes, inputs.profile, inputs.arms, costs.sent))
+    if inputs.estimates.step_scale != 1:
+        budget = inputs.config["context"]["train_max_len"]
         print(
-            f"training steps scaled by the response budget: {budget:,} / {estimates.reference_budget_tokens:,} tokens "
-            "(an assumption: estimates.yaml's reference_budget_tokens)"
+            f"training steps scaled by the response budget: {budget:,} / {inputs.estimates.reference_budget_tokens:,} "
+            "tokens (an assumption: estimates.yaml's reference_budget_tokens)"
         )
-    print(measured_line(run))
+    print(measured_line(inputs.run))
     print()
-    print("\n".join(power_lines(config, problems)))  # before anyone pays: what the run can establish
-    if config["decision"]["enabled"] and config["training"]["cluster"]["require_smoke"]:
-        print(smoke_price_line(a.profile))
+    print("\n".join(power_lines(inputs.config, inputs.problems)))  # before anyone pays: what the run can establish
+    if inputs.config["decision"]["enabled"] and inputs.config["training"]["cluster"]["require_smoke"]:
+        print(smoke_price_line(profile_dir))
     print()
-    print(render_evaluation(eval_rows, eval_totals, gpus_per_node, forced_gpus, estimates))
-    for r in probe_rows:
-        print((in_batch_line if r.benchmark == IN_BATCH else probe_line)(r, config["probe"]))
-    for line in size_lines(bench, prior):
+    print(
+        render_evaluation(costs.eval_rows, costs.eval_totals, costs.gpus_per_node, costs.forced_gpus, inputs.estimates)
+    )
+    for r in costs.probe_rows:
+        print((in_batch_line if r.benchmark == IN_BATCH else probe_line)(r, inputs.config["probe"]))
+    for line in size_lines(inputs.bench, inputs.prior):
         print(line)
-    sizes_from = None
+
+
+def _sized_estimates(config: dict, estimates: Estimates) -> tuple[Estimates, Path | None]:
+    """The estimates with the downloaded start checkpoint's saved-step sizes and its folder (else as given, None)."""
     if config["engine"] != "embedded" and config["base_model"]["repo_id"]:  # the downloaded start checkpoint
         from ...models.folders import staged_base_model
 
         folder = ROOT / staged_base_model(config)
         sizes = checkpoint_sizes(folder)
         if sizes:
-            estimates = dataclasses.replace(estimates, hf_export_gb=sizes[0], full_state_gb=sizes[1])
-            sizes_from = folder
-    limit = walltime_limit_hours(profile)
-    measured_steps = {n[10:-1]: p.hours_per_job for n, p in priced.items() if n.startswith("train_ppo[")}
+            return dataclasses.replace(estimates, hf_export_gb=sizes[0], full_state_gb=sizes[1]), folder
+    return estimates, None
+
+
+def _check_training(inputs: PlanInputs, costs: PlanCosts) -> TrainingChecks:
+    """The training checks: saved-step sizes, the first attempt's walltime, the arms over it, the disk per arm."""
+    estimates, sizes_from = _sized_estimates(inputs.config, inputs.estimates)
+    limit = walltime_limit_hours(inputs.profile)
+    measured_steps = {n[10:-1]: p.hours_per_job for n, p in costs.priced.items() if n.startswith("train_ppo[")}
     late = overruns(
-        longest_segments(config), resources["train_ppo"].nodes, estimates, limit["hours"], 5, measured_steps
+        longest_segments(inputs.config),
+        costs.resources["train_ppo"].nodes,
+        estimates,
+        limit["hours"],
+        5,
+        measured_steps,
     )
-    disk = disk_per_arm(config, estimates)
-    if arms:  # training lines; an evaluation-only plan has none
-        print(f"walltime of a training job's first attempt: {limit['hours']:.0f} h ({limit['source']})")
-        for overrun in late:
-            print(f"warning: {overrun.message()}")
-        print(
-            f"one saved step: HF export {estimates.hf_export_gb:.2f} GB, full state {estimates.full_state_gb:.1f} GB "
-            + (
-                f"(from the safetensors of {sizes_from})"
-                if sizes_from
-                else "(estimates.yaml; the start checkpoint is not downloaded yet)"
-            )
+    disk = disk_per_arm(inputs.config, estimates)
+    return TrainingChecks(estimates, sizes_from, limit, late, disk)
+
+
+def _print_training(checks: TrainingChecks) -> None:
+    """Nothing: prints a training job's walltime, the overruns, one saved step's size and the disk per arm."""
+    print(f"walltime of a training job's first attempt: {checks.limit['hours']:.0f} h ({checks.limit['source']})")
+    for overrun in checks.late:
+        print(f"warning: {overrun.message()}")
+    est = checks.estimates
+    print(
+        f"one saved step: HF export {est.hf_export_gb:.2f} GB, full state {est.full_state_gb:.1f} GB "
+        + (
+            f"(from the safetensors of {checks.sizes_from})"
+            if checks.sizes_from
+            else "(estimates.yaml; the start checkpoint is not downloaded yet)"
         )
-        print(
-            "disk for training per arm (peak; results/train/<arm>/run): "
-            + ", ".join(
-                f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
-                f"{d['full_states_gb']:,.0f} GB)"
-                for arm, d in disk.items()
-            )
+    )
+    print(
+        "disk for training per arm (peak; results/train/<arm>/run): "
+        + ", ".join(
+            f"{arm} {d['peak_gb']:,.0f} GB ({d['exports']} kept exports {d['exports_gb']:,.0f} GB + full states "
+            f"{d['full_states_gb']:,.0f} GB)"
+            for arm, d in checks.disk.items()
         )
+    )
+
+
+def _cmd_plan(a: argparse.Namespace) -> None:
+    inputs = _read_inputs(a)
+    costs = _price(inputs, a.gpu_nodes)
+    _print_costs(inputs, costs, a.profile)
+    checks = _check_training(inputs, costs)
+    if inputs.arms:  # training lines; an evaluation-only plan has none
+        _print_training(checks)
     if a.json:
-        record = {
-            "rows": [
-                {
-                    "stage": r.stage,
-                    "name": r.name,
-                    "jobs": r.jobs,
-                    "dag_jobs": r.dag_jobs,
-                    "nodes": r.resources.nodes,
-                    "gpus": r.resources.gpus,
-                    "cpus": r.resources.cpus,
-                    "hours": r.hours,
-                    "gpu_hours": r.gpu_hours,
-                    "cpu_hours": r.cpu_hours,
-                    "source": r.source,
-                }
-                for r in rows
-            ],
-            "evaluation_model": {
-                **eval_totals,
-                "benchmarks": [
-                    {
-                        "benchmark": r.benchmark,
-                        "problems": r.problems,
-                        "samples": r.samples,
-                        "mean_tokens": r.mean_tokens,
-                        "mean_tokens_source": r.mean_tokens_source,
-                        "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
-                        "tokens_per_s_source": r.tokens_per_s_source,
-                        "gpu_hours_per_checkpoint": r.compute_gpu_hours,
-                        "proposed_gpus": r.gpus,
-                        "job_hours": r.job_hours,
-                        "checkpoints": r.checkpoints,
-                        "start_extra_draws": r.start_extra,
-                    }
-                    for r in eval_rows
-                ],
-            },
-            "measured": None
-            if run is None
-            else {"root": str(run.root), "set_aside": {k: len(v) for k, v in run.set_aside.items()}},
-            "totals": totals(rows),
-            "sbatch_calls": dataclasses.asdict(sent),
-            "wall_clock_hours": wall,
-            "gpu_nodes": gpu_nodes,
-            "training_disk_gb": disk,
-            "saved_step_gb": {"hf_export": estimates.hf_export_gb, "full_state": estimates.full_state_gb},
-            "walltime": {**limit, "overruns": [dataclasses.asdict(o) for o in late]},
-        }
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(record, indent=2) + "\n")
+        Path(a.json).write_text(json.dumps(plan_record(inputs, costs, checks), indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:

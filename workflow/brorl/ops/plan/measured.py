@@ -135,33 +135,36 @@ def _generation_timing(results: Path, key: tuple[str, str, str]) -> Path:
     return results / "timings" / "generate_samples" / arm / step / f"{benchmark}.tsv"
 
 
-def read_measured(
-    root: Path, config: Mapping[str, Any], problems: Mapping[str, int], samples_per_step: Mapping[str, int]
-) -> MeasuredRun:
-    """The measurements of the run in `root` that are at the planned scale (see the module's scale rule).
+@dataclass
+class _ScaleChecks:
+    """What the scale rule found so far: records checked, how many differ from the plan, and each generation job's
+    verdict (and why not, where it is not at the planned scale)."""
 
-    problems: planned problems per benchmark; samples_per_step: planned samples per step of each enabled arm."""
-    results = Path(root) / "results"
-    if not results.is_dir():
-        raise MeasuredError(f"--measured {root}: no results/ folder (give the workflow directory of a finished run)")
-    run = MeasuredRun(Path(root))
-    checked, differs = 0, 0
+    checked: int = 0
+    differs: int = 0
+    at_scale: dict[tuple[str, str, str], bool] = field(default_factory=dict)
+    reasons: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
-    def aside(rule: str, why: str) -> None:
-        run.set_aside.setdefault(rule, []).append(why)
 
+def _aside(run: MeasuredRun, rule: str, why: str) -> None:
+    """Nothing: records that a job of `rule` was set aside, and why."""
+    run.set_aside.setdefault(rule, []).append(why)
+
+
+def _read_generation(
+    results: Path, config: Mapping[str, Any], problems: Mapping[str, int], run: MeasuredRun, scale: _ScaleChecks
+) -> None:
+    """Nothing: adds the generation jobs at the planned scale to `run` and every sidecar's verdict to `scale`."""
     # generation sidecars decide their own jobs (and the scoring jobs of the same checkpoint and benchmark)
-    at_scale: dict[tuple[str, str, str], bool] = {}
-    reasons: dict[tuple[str, str, str], str] = {}
     for sidecar in sorted((results / "eval").glob("*/step*/*.samples.parquet.json")):
         key = (sidecar.parents[1].name, sidecar.parent.name, sidecar.name.removesuffix(".samples.parquet.json"))
         meta = _json(sidecar)
         start = key[:2] == ("base", f"step{config['base_model']['start_step']}")
         why = eval_scale_mismatch(meta, config, problems.get(key[2]), start)
-        checked, differs = checked + 1, differs + bool(why)
-        at_scale[key] = why is None
+        scale.checked, scale.differs = scale.checked + 1, scale.differs + bool(why)
+        scale.at_scale[key] = why is None
         if why:
-            reasons[key] = why
+            scale.reasons[key] = why
             continue
         timing = _generation_timing(results, key)
         summary = meta.get("summary") or {}
@@ -175,6 +178,32 @@ def read_measured(
             )
         )
 
+
+def _read_arm_metrics(run: MeasuredRun, arm: str, metrics: Path) -> None:
+    """Nothing: adds the step seconds of an arm at the planned scale, and how its steps' time splits, to `run`."""
+    from ...training.metrics import MetricsError, read_metrics
+    from ...training.refill import step_time_text
+
+    try:
+        records = read_metrics(metrics)
+    except MetricsError as err:
+        raise MeasuredError(str(err)) from err
+    steps = [float(r["step_s"]) for r in records if r.get("step_s") is not None]
+    if steps:
+        run.train_step_s[arm] = steps
+    split = step_time_text(records)
+    if split:
+        run.train_split[arm] = split
+
+
+def _read_training(
+    results: Path,
+    config: Mapping[str, Any],
+    samples_per_step: Mapping[str, int],
+    run: MeasuredRun,
+    scale: _ScaleChecks,
+) -> None:
+    """Nothing: adds the arms at the planned scale to `run` (others to its set-aside), counts segments in `scale`."""
     for arm, planned in samples_per_step.items():
         folder = results / "train" / arm
         segments = sorted(folder.glob("segment*.json"))
@@ -182,47 +211,55 @@ def read_measured(
         if not segments or not metrics.is_file():
             continue
         whys = [w for w in (train_scale_mismatch(_json(s), config, planned) for s in segments) if w]
-        checked, differs = checked + len(segments), differs + len(whys)
+        scale.checked, scale.differs = scale.checked + len(segments), scale.differs + len(whys)
         if whys:
-            aside(f"train_ppo[{arm}]", whys[0])
+            _aside(run, f"train_ppo[{arm}]", whys[0])
             continue
-        from ...training.metrics import MetricsError, read_metrics
-        from ...training.refill import step_time_text
+        _read_arm_metrics(run, arm, metrics)
 
-        try:
-            records = read_metrics(metrics)
-        except MetricsError as err:
-            raise MeasuredError(str(err)) from err
-        steps = [float(r["step_s"]) for r in records if r.get("step_s") is not None]
-        if steps:
-            run.train_step_s[arm] = steps
-        split = step_time_text(records)
-        if split:
-            run.train_split[arm] = split
 
-    run_at_scale = checked > 0 and differs == 0
+def _read_timings(results: Path, run: MeasuredRun, scale: _ScaleChecks) -> None:
+    """Nothing: adds the timed jobs at the planned scale to `run`'s seconds per rule, the others to its set-aside."""
+    run_at_scale = scale.checked > 0 and scale.differs == 0
     for timing in sorted((results / "timings").glob("*/**/*.tsv")):
         rule = timing.relative_to(results / "timings").parts[0]
         if rule in EVAL_KEYED:
             parts = timing.relative_to(results / "timings" / rule).with_suffix("").parts
             key = (parts[0], parts[1], parts[2]) if len(parts) == 3 else ("", "", "")
-            if not at_scale.get(key, False):
-                aside(rule, reasons.get(key, "no generation sidecar beside it"))
+            if not scale.at_scale.get(key, False):
+                _aside(run, rule, scale.reasons.get(key, "no generation sidecar beside it"))
                 continue
             if rule == "generate_samples":
                 continue  # priced by the evaluation model from eval_jobs
         elif not run_at_scale:
-            aside(
+            _aside(
+                run,
                 rule,
                 "the run's scale is unknown (no sidecar or segment record)"
-                if not checked
+                if not scale.checked
                 else "the run is not at the planned scale",
             )
             continue
         run.rule_seconds.setdefault(rule, []).append(read_timing(timing))
-    for key, why in reasons.items():
+    for key, why in scale.reasons.items():
         if not _generation_timing(results, key).is_file():
-            aside("generate_samples", why)
+            _aside(run, "generate_samples", why)
+
+
+def read_measured(
+    root: Path, config: Mapping[str, Any], problems: Mapping[str, int], samples_per_step: Mapping[str, int]
+) -> MeasuredRun:
+    """The measurements of the run in `root` that are at the planned scale (see the module's scale rule).
+
+    problems: planned problems per benchmark; samples_per_step: planned samples per step of each enabled arm."""
+    results = Path(root) / "results"
+    if not results.is_dir():
+        raise MeasuredError(f"--measured {root}: no results/ folder (give the workflow directory of a finished run)")
+    run = MeasuredRun(Path(root))
+    scale = _ScaleChecks()
+    _read_generation(results, config, problems, run, scale)
+    _read_training(results, config, samples_per_step, run, scale)
+    _read_timings(results, run, scale)
     return run
 
 

@@ -208,8 +208,7 @@ def disk_check(folder: Path, need_gb: float) -> Check:
 
 
 def sandbox_check() -> Check:
-    from brorl.scoring.sandbox import Limits
-    from brorl.training.openrlhf.job_environment import sandbox_python_problem
+    from brorl.scoring.sandbox import Limits, sandbox_python_problem
 
     python = Limits().python
     problem = sandbox_python_problem(python)

@@ -129,7 +129,8 @@ def master_address() -> str:
     return node_address(_run(["scontrol", "show", "node", names[0], "-o"])) or names[0]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of `python -m brorl.ops.preflight.cross_node`."""
     parser = argparse.ArgumentParser(
         prog="python -m brorl.ops.preflight.cross_node", description=__doc__.split("\n\n")[0]
     )
@@ -139,25 +140,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="rank 0 writes the result here")
     parser.add_argument("--ray-head-port", type=int, default=RAY_HEAD_PORT)
     parser.add_argument("--ray-worker-ports", type=int, nargs=2, default=RAY_WORKER_PORTS, metavar=("MIN", "MAX"))
-    a = parser.parse_args(argv)
-    debug_file = None
-    if a.backend == "nccl":  # NCCL reads these when it initialises, i.e. at the first collective
-        debug_file = Path(tempfile.gettempdir()) / f"brorl_nccl_{os.getpid()}.log"
-        os.environ.setdefault("NCCL_DEBUG", "INFO")
-        os.environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
-        os.environ.setdefault("NCCL_DEBUG_FILE", str(debug_file))
+    return parser
+
+
+def _nccl_debug_file(backend: str) -> Path | None:
+    """The file NCCL will write its INFO lines to (set in its environment), or None with gloo."""
+    if backend != "nccl":
+        return None
+    # NCCL reads these when it initialises, i.e. at the first collective
+    debug_file = Path(tempfile.gettempdir()) / f"brorl_nccl_{os.getpid()}.log"
+    os.environ.setdefault("NCCL_DEBUG", "INFO")
+    os.environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
+    os.environ.setdefault("NCCL_DEBUG_FILE", str(debug_file))
+    return debug_file
+
+
+def _timed_all_reduce(backend: str, mb: int, world: int) -> tuple[int, float, bool]:
+    """The bytes all-reduced, the seconds of one all-reduce after a warm-up, and whether it summed every rank's ones."""
     import torch
     import torch.distributed as dist
 
-    rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
-    nodes = int(os.environ.get("SLURM_STEP_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
-    address = master_address()
-    dist.init_process_group(a.backend, init_method=f"tcp://{address}:{a.port}", rank=rank, world_size=world)
     device = "cpu"
-    if a.backend == "nccl":
+    if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("SLURM_LOCALID", 0)))
         device = "cuda"
-    x = torch.ones(a.mb * 2**20 // 4, dtype=torch.float32, device=device)
+    x = torch.ones(mb * 2**20 // 4, dtype=torch.float32, device=device)
     dist.all_reduce(x)  # warm-up: the communicators are built here
     x.fill_(1.0)
     if device == "cuda":
@@ -167,13 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    summed = bool((x == world).all())
-    transport = None
-    if debug_file is not None and debug_file.is_file():
-        transport = nccl_transport(debug_file.read_text(errors="replace"))
+    return x.numel() * 4, seconds, bool((x == world).all())
+
+
+def _ray_reach(rank: int, world: int, worker_ports: tuple[int, int], head_port: int) -> list[list[dict] | None]:
+    """Every rank's reach results (from each node's first rank to every other node's Ray ports; [] elsewhere)."""
+    import torch.distributed as dist
+
     # Ray's ports: the first rank of each node listens, every node's first rank connects to every other node's
     local_first = int(os.environ.get("SLURM_LOCALID", 0)) == 0
-    sockets, ports = listen_ports(rank == 0, tuple(a.ray_worker_ports), a.ray_head_port) if local_first else ([], {})
+    sockets, ports = listen_ports(rank == 0, worker_ports, head_port) if local_first else ([], {})
     listening = [None] * world
     dist.all_gather_object(listening, {"address": own_address(), "ports": ports} if local_first else None)
     reached = []
@@ -186,6 +196,37 @@ def main(argv: list[str] | None = None) -> int:
     dist.all_gather_object(gathered, reached)
     for sock in sockets:
         sock.close()
+    return gathered
+
+
+def _report(result: dict, out: Path | None) -> None:
+    """Nothing: prints rank 0's result (and a warning where NCCL crosses the nodes over sockets), writes it to `out`."""
+    print(("ok " if result["ok"] else "FAILED ") + json.dumps(result), flush=True)
+    if result["nccl_transport"] == "Socket" and result["nodes"] > 1:
+        print(
+            "warning: NCCL crosses the nodes over sockets, not InfiniBand: check NCCL_IB_HCA / NCCL_SOCKET_IFNAME "
+            "and the host's libibverbs (docs/cluster.md#prerequisites)",
+            flush=True,
+        )
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    debug_file = _nccl_debug_file(a.backend)
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
+    nodes = int(os.environ.get("SLURM_STEP_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
+    address = master_address()
+    dist.init_process_group(a.backend, init_method=f"tcp://{address}:{a.port}", rank=rank, world_size=world)
+    nbytes, seconds, summed = _timed_all_reduce(a.backend, a.mb, world)
+    transport = None
+    if debug_file is not None and debug_file.is_file():
+        transport = nccl_transport(debug_file.read_text(errors="replace"))
+    gathered = _ray_reach(rank, world, tuple(a.ray_worker_ports), a.ray_head_port)
     dist.destroy_process_group()
     problems = ray_port_problems([entry for part in gathered for entry in part or []])
     ok = summed and not problems
@@ -204,18 +245,9 @@ def main(argv: list[str] | None = None) -> int:
             "master": address,
             "mib": a.mb,
             "seconds": seconds,
-            "bus_bandwidth_gbs": bus_bandwidth_gbs(x.numel() * 4, seconds, world),
+            "bus_bandwidth_gbs": bus_bandwidth_gbs(nbytes, seconds, world),
         }
-        print(("ok " if ok else "FAILED ") + json.dumps(result), flush=True)
-        if transport == "Socket" and nodes > 1:
-            print(
-                "warning: NCCL crosses the nodes over sockets, not InfiniBand: check NCCL_IB_HCA / NCCL_SOCKET_IFNAME "
-                "and the host's libibverbs (docs/cluster.md#prerequisites)",
-                flush=True,
-            )
-        if a.out:
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            a.out.write_text(json.dumps(result, indent=2) + "\n")
+        _report(result, a.out)
     return 0 if ok else 1
 
 

@@ -112,7 +112,8 @@ def analyse(frame: pd.DataFrame, *, seed: int, resamples: int, samples: int) -> 
     return {"units": units, "results": results, "seconds_instance_means": t1 - t0, "seconds_tests": t2 - t1}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of `python -m brorl.ops.speed.stats`."""
     ap = argparse.ArgumentParser(prog="python -m brorl.ops.speed.stats", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="JSON report")
     ap.add_argument("--seed", type=int, default=0)
@@ -123,41 +124,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's instance counts (tests)")
     ap.add_argument("--max-seconds", type=float, default=30.0)
     ap.add_argument("--max-mib", type=float, default=2048.0)
-    args = ap.parse_args(argv)
+    return ap
 
-    g0 = time.perf_counter()
-    frame, true_delta = generate(
-        seed=args.seed, samples=args.samples, checkpoints=args.checkpoints, effect=args.effect, scale=args.scale
-    )
-    g1 = time.perf_counter()
-    out = analyse(frame, seed=args.seed + 1, resamples=args.resamples, samples=args.samples)
+
+def _checkpoint_record(res: dict, truth: float) -> dict:
+    """One checkpoint's line of the report: the pooled test against the true delta, benchmark rejections, families."""
+    pooled = res["rows"][0]
+    bench_rows = [r for r in res["rows"] if r["level"] == "benchmark"]
+    return {
+        "checkpoint": res["checkpoint"],
+        "true_delta": float(truth),
+        "delta": pooled["delta"],
+        "t": pooled["t"],
+        "p": pooled["p"],
+        "sd_diff": pooled["sd_diff"],
+        "ci": [pooled["ci_low"], pooled["ci_high"]],
+        "ci_covers_truth": bool(pooled["ci_low"] <= truth <= pooled["ci_high"]),
+        "benchmarks_reject_raw": sum(r["reject"] for r in bench_rows),
+        "benchmarks_reject_holm": sum(r["reject_holm"] for r in bench_rows),
+        "families": {
+            r["group"]: {"delta": r["delta"], "p": r["p"], "p_holm": r["p_holm"]}
+            for r in res["rows"]
+            if r["level"] == "family"
+        },
+    }
+
+
+def _report(
+    args: argparse.Namespace, frame: pd.DataFrame, out: dict, true_delta: np.ndarray, generate_s: float, peak_mib: float
+) -> dict:
+    """The JSON report: sizes, seconds per stage, peak RSS against the targets, the machine, each checkpoint's test."""
     wall = out["seconds_instance_means"] + out["seconds_tests"]
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
-
-    per_ckpt = []
-    for res, truth in zip(out["results"], true_delta):
-        pooled = res["rows"][0]
-        bench_rows = [r for r in res["rows"] if r["level"] == "benchmark"]
-        per_ckpt.append(
-            {
-                "checkpoint": res["checkpoint"],
-                "true_delta": float(truth),
-                "delta": pooled["delta"],
-                "t": pooled["t"],
-                "p": pooled["p"],
-                "sd_diff": pooled["sd_diff"],
-                "ci": [pooled["ci_low"], pooled["ci_high"]],
-                "ci_covers_truth": bool(pooled["ci_low"] <= truth <= pooled["ci_high"]),
-                "benchmarks_reject_raw": sum(r["reject"] for r in bench_rows),
-                "benchmarks_reject_holm": sum(r["reject_holm"] for r in bench_rows),
-                "families": {
-                    r["group"]: {"delta": r["delta"], "p": r["p"], "p_holm": r["p_holm"]}
-                    for r in res["rows"]
-                    if r["level"] == "family"
-                },
-            }
-        )
-    report = {
+    per_ckpt = [_checkpoint_record(res, truth) for res, truth in zip(out["results"], true_delta)]
+    return {
         "sizes": {
             "instances": int(out["units"].shape[0] // (2 * args.checkpoints)),
             "samples_per_instance": args.samples,
@@ -168,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             "bootstrap_resamples": args.resamples,
         },
         "seconds": {
-            "generate_untimed": g1 - g0,
+            "generate_untimed": generate_s,
             "instance_means": out["seconds_instance_means"],
             "tests_and_bootstrap": out["seconds_tests"],
             "analysis_wall": wall,
@@ -186,6 +185,21 @@ def main(argv: list[str] | None = None) -> int:
         "effect": args.effect,
         "per_checkpoint": per_ckpt,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    g0 = time.perf_counter()
+    frame, true_delta = generate(
+        seed=args.seed, samples=args.samples, checkpoints=args.checkpoints, effect=args.effect, scale=args.scale
+    )
+    g1 = time.perf_counter()
+    out = analyse(frame, seed=args.seed + 1, resamples=args.resamples, samples=args.samples)
+    wall = out["seconds_instance_means"] + out["seconds_tests"]
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+    report = _report(args, frame, out, true_delta, g1 - g0, peak_mib)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,11 @@ from . import state as run_state
 from .advantages import advantages, keep_groups, token_rms
 from .prompts import PromptStream, derived_seed
 from .step_outcome import StepOutcome
+
+if TYPE_CHECKING:
+    import torch
+
+    from .trainer import PolicyTrainer
 
 
 class TrainingError(RuntimeError):
@@ -86,7 +91,7 @@ class EmbeddedRun:
         from brorl.benchmarks.records import read_records
 
         from .rollout import RolloutEngine
-        from .trainer import LossSettings, PolicyTrainer, load_causal_lm
+        from .trainer import load_causal_lm
 
         torch.set_num_threads(self.train["embedded"]["threads"])
         from brorl.models.verify import verify_model_dir
@@ -107,11 +112,28 @@ class EmbeddedRun:
         items = read_records(self.train_data)
         lengths = [len(ids) for ids in self.engine.engine.prompt_token_ids([i["prompt"] for i in items])]
         items, self.dropped_prompts = usable_items(items, lengths, self.prompt_max_len)
-        opt = self.train["optimizer"]
         policy = load_causal_lm(str(self.start_model))
         reference = load_causal_lm(str(self.start_model)) if self.train["kl"]["coef"] > 0 else None
+        self.trainer = self._new_trainer(policy, reference)
+        self.wall_s, self.ref_step = 0.0, 0
+        self.stream = PromptStream(items, self.plan.seed)
+        if committed:
+            self._restore(committed, items, policy)
+        if segment.reset_reference and committed == segment.first_step - 1 and self.ref_step != committed:
+            self._reset_reference(committed, policy)
+        if reference is not None and self.ref_step:
+            reference.load_state_dict(torch.load(run_state.reference_path(self.run_dir, self.ref_step)))
+        metrics_io.truncate_after(self.metrics_path, committed)
+        step_prompts.truncate_after(self.prompts_path, committed)
+        return committed
+
+    def _new_trainer(self, policy: torch.nn.Module, reference: torch.nn.Module | None) -> PolicyTrainer:
+        """A trainer of `policy` against `reference`: the arm's lr, the config's optimizer, loss and micro-batches."""
+        from .trainer import LossSettings, PolicyTrainer
+
+        opt = self.train["optimizer"]
         loss = LossSettings.from_config(self.train)
-        self.trainer = PolicyTrainer(
+        return PolicyTrainer(
             policy,
             reference,
             loss,
@@ -122,36 +144,33 @@ class EmbeddedRun:
             grad_clip=self.train["grad_clip"],
             micro_batch_size=self.train["embedded"]["micro_batch_size"],
         )
-        self.wall_s, self.ref_step = 0.0, 0
-        self.stream = PromptStream(items, self.plan.seed)
-        if committed:
-            saved = run_state.load_state(self.run_dir, committed)
-            policy.load_state_dict(saved["policy"])
-            groups = len(saved["optimizer"]["param_groups"])
-            if groups != len(self.trainer.optimizer.param_groups):
-                raise CheckpointError(
-                    f"{self.run_dir}: its optimizer state has {groups} parameter group(s); this version has "
-                    f"{len(self.trainer.optimizer.param_groups)} (biases and norms exempt from weight decay, as "
-                    "OpenRLHF): retrain the arm (delete its results/train/<arm>/run)"
-                )
-            self.trainer.optimizer.load_state_dict(saved["optimizer"])
-            self.stream = PromptStream.restore(items, self.plan.seed, saved["cursor"])
-            self.wall_s, self.ref_step = saved["wall_s"], saved["ref_step"]
-            self.engine.load_weights(policy.state_dict().items())
-        if segment.reset_reference and committed == segment.first_step - 1 and self.ref_step != committed:
-            # ProRLv2 reset: the reference becomes the policy the segment starts from
-            self.ref_step = committed
-            if not run_state.reference_path(self.run_dir, committed).exists():
-                run_state.save_reference(self.run_dir, committed, policy.state_dict())
-            if not self.train["reference_reset"]["keep_optimizer"]:
-                self.trainer.optimizer = type(self.trainer.optimizer)(
-                    policy.parameters(), **self.trainer.optimizer.defaults
-                )
-        if reference is not None and self.ref_step:
-            reference.load_state_dict(torch.load(run_state.reference_path(self.run_dir, self.ref_step)))
-        metrics_io.truncate_after(self.metrics_path, committed)
-        step_prompts.truncate_after(self.prompts_path, committed)
-        return committed
+
+    def _restore(self, committed: int, items: list[dict], policy: torch.nn.Module) -> None:
+        """Resume from the full state saved at step `committed`: policy, optimizer, prompt cursor, clocks, vLLM."""
+        saved = run_state.load_state(self.run_dir, committed)
+        policy.load_state_dict(saved["policy"])
+        groups = len(saved["optimizer"]["param_groups"])
+        if groups != len(self.trainer.optimizer.param_groups):
+            raise CheckpointError(
+                f"{self.run_dir}: its optimizer state has {groups} parameter group(s); this version has "
+                f"{len(self.trainer.optimizer.param_groups)} (biases and norms exempt from weight decay, as "
+                "OpenRLHF): retrain the arm (delete its results/train/<arm>/run)"
+            )
+        self.trainer.optimizer.load_state_dict(saved["optimizer"])
+        self.stream = PromptStream.restore(items, self.plan.seed, saved["cursor"])
+        self.wall_s, self.ref_step = saved["wall_s"], saved["ref_step"]
+        self.engine.load_weights(policy.state_dict().items())
+
+    def _reset_reference(self, committed: int, policy: torch.nn.Module) -> None:
+        """ProRLv2 reset: the reference becomes the policy the segment starts from (a fresh optimizer without
+        training.reference_reset.keep_optimizer)."""
+        self.ref_step = committed
+        if not run_state.reference_path(self.run_dir, committed).exists():
+            run_state.save_reference(self.run_dir, committed, policy.state_dict())
+        if not self.train["reference_reset"]["keep_optimizer"]:
+            self.trainer.optimizer = type(self.trainer.optimizer)(
+                policy.parameters(), **self.trainer.optimizer.defaults
+            )
 
     # ---------------------------------------------------------------------------------------------- one step
     def _scoring_pool(self):

@@ -123,6 +123,30 @@ class PolicyTrainer:
             out[rows, : part.input_ids.shape[1] - 1] = self._logprobs(model, part)[0]
         return out
 
+    @torch.no_grad()
+    def _add_stats(
+        self,
+        sums: dict[str, float],
+        mismatch: dict[str, float],
+        part: TokenBatch,
+        logits: torch.Tensor,
+        clip_ratio: torch.Tensor | float,
+        vllm_kl: torch.Tensor | float | None,
+        is_filter_ratio: torch.Tensor | float | None,
+    ) -> bool:
+        """Whether PolicyLoss corrected this micro-batch (it returned a vllm_kl); adds the micro-batch's tokens, and
+        its entropy, clip ratio and mismatch weighted by them, to `sums` and `mismatch`."""
+        entropy = self.fns.compute_entropy(logits.detach())
+        part_tokens = float(part.action_mask.sum())
+        sums["entropy"] += float((entropy * part.action_mask).sum())
+        sums["clip_ratio"] += float(clip_ratio) * part_tokens
+        corrected = vllm_kl is not None
+        if corrected:
+            mismatch["vllm_kl"] += float(vllm_kl) * part_tokens
+            mismatch["is_filter_ratio"] += float(is_filter_ratio) * part_tokens
+        sums["tokens"] += part_tokens
+        return corrected
+
     def update(
         self,
         batch: TokenBatch,
@@ -163,16 +187,8 @@ class PolicyTrainer:
                     )
                     sums["kl"] += float((kl.detach() * part.action_mask).sum())
                 loss.backward()
-                with torch.no_grad():
-                    entropy = fns.compute_entropy(logits.detach())
-                    part_tokens = float(part.action_mask.sum())
-                    sums["entropy"] += float((entropy * part.action_mask).sum())
-                    sums["clip_ratio"] += float(clip_ratio) * part_tokens
-                    if vllm_kl is not None:
-                        corrected = True
-                        mismatch["vllm_kl"] += float(vllm_kl) * part_tokens
-                        mismatch["is_filter_ratio"] += float(is_filter_ratio) * part_tokens
-                    sums["tokens"] += part_tokens
+                if self._add_stats(sums, mismatch, part, logits, clip_ratio, vllm_kl, is_filter_ratio):
+                    corrected = True
             norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.grad_clip)
             sums["grad_norm"] = float(norm)  # the last update's, as OpenRLHF logs it
             self.optimizer.step()

@@ -33,6 +33,19 @@ def sft_examples(tokenizer, items: list[dict]) -> list[tuple[list[int], list[int
     return examples
 
 
+def _sft_batch(batch: list[tuple[list[int], list[int]]], pad: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input ids, attention mask, labels) of `batch`, padded on the right; labels on the answer tokens only."""
+    width = max(len(p) + len(a) for p, a in batch)
+    ids = torch.full((len(batch), width), pad)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    labels = torch.full((len(batch), width), -100)
+    for i, (p, a) in enumerate(batch):
+        ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+        mask[i, : len(p) + len(a)] = 1
+        labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+    return ids, mask, labels
+
+
 def warm_start(
     model_dir: Path,
     items: list[dict],
@@ -59,15 +72,7 @@ def warm_start(
     pad = tokenizer.pad_token_id or 0
     losses = []
     for _ in tqdm(range(steps), desc="warm start", unit="step", disable=not progress):
-        batch = rng.sample(examples, min(batch_size, len(examples)))
-        width = max(len(p) + len(a) for p, a in batch)
-        ids = torch.full((len(batch), width), pad)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        labels = torch.full((len(batch), width), -100)
-        for i, (p, a) in enumerate(batch):
-            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-            mask[i, : len(p) + len(a)] = 1
-            labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+        ids, mask, labels = _sft_batch(rng.sample(examples, min(batch_size, len(examples))), pad)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()

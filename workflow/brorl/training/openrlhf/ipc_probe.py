@@ -244,6 +244,21 @@ def _receive(box: queue.Queue, timeout: float, who: str, err) -> dict:
     return msg
 
 
+def _child_env(work: Path, alloc_conf: str, user: int | None) -> tuple[dict, dict]:
+    """(environment, Popen's uid-drop arguments) of a case's children: only the case's allocator setting applies;
+    with `user`, they run as that uid with a home of their own in `work`."""
+    # torch >= 2.9 also reads PYTORCH_ALLOC_CONF: drop both so that only the case's setting applies
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
+    env |= {"PYTORCH_CUDA_ALLOC_CONF": alloc_conf} if alloc_conf else {}
+    drop: dict = {}
+    if user is not None:
+        (work / "home").mkdir()
+        os.chown(work / "home", user, user)
+        env["HOME"] = str(work / "home")
+        drop = {"user": user, "group": user, "extra_groups": []}  # setgroups, setgid, setuid before exec
+    return env, drop
+
+
 def run_case(alloc_conf: str, toggle: bool, user: int | None, device: str, timeout: float) -> dict:
     """One exporter and one importer, siblings under this process; the case's result with both identities."""
     case = {"alloc_conf": alloc_conf, "toggle": toggle, "user": user, "device": device, "launcher_pid": os.getpid()}
@@ -255,15 +270,7 @@ def run_case(alloc_conf: str, toggle: bool, user: int | None, device: str, timeo
     script = work / "ipc_probe.py"
     shutil.copyfile(__file__, script)
     script.chmod(0o644)
-    # torch >= 2.9 also reads PYTORCH_ALLOC_CONF: drop both so that only the case's setting applies
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
-    env |= {"PYTORCH_CUDA_ALLOC_CONF": alloc_conf} if alloc_conf else {}
-    drop: dict = {}
-    if user is not None:
-        (work / "home").mkdir()
-        os.chown(work / "home", user, user)
-        env["HOME"] = str(work / "home")
-        drop = {"user": user, "group": user, "extra_groups": []}  # setgroups, setgid, setuid before exec
+    env, drop = _child_env(work, alloc_conf, user)
     procs, errs, answered = [], [], False
     try:
         for role in ("exporter", "importer"):

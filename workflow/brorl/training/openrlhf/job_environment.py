@@ -1,26 +1,10 @@
-"""What a training job's environment must give before its Ray cluster starts (checks, each returning the problem in
-words or None): an interpreter for the code verifier that can judge modern programs, and no container around the
-launcher, which drives Slurm."""
+"""What a training job's environment must give before its Ray cluster starts (a check returning the problem in words
+or None): no container around the launcher, which drives Slurm. The code verifier's interpreter is checked by
+brorl.scoring.sandbox.sandbox_python_problem."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
-
-
-def sandbox_python_problem(python: str, minimum: tuple[int, int] = (3, 8)) -> str | None:
-    """Why the code verifier's interpreter (brorl.scoring.sandbox.Limits.python, the node's system Python) cannot
-    judge modern solutions, or None: an old system Python would score every such program 0 without a trace."""
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
-        )
-        version = tuple(int(x) for x in out.stdout.split())
-    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
-        return f"{python} does not run ({error})"
-    if version < minimum:
-        return f"{python} is Python {'.'.join(map(str, version))}, older than {'.'.join(map(str, minimum))}"
-    return None
 
 
 def container_problem(env: Mapping[str, str]) -> str | None:

@@ -265,6 +265,129 @@ def step_prompts_of(
     return out
 
 
+@dataclass(frozen=True)
+class _SampleCounts:
+    """One step's prompts and samples: trained on (after dynamic sampling) and generated."""
+
+    samples: int
+    prompts: int
+    generated_prompts: int
+    generated_samples: int
+
+
+def _sample_counts(scalars: Mapping[str, float], n: int, dynamic_sampling: bool) -> _SampleCounts:
+    """The step's trained and generated prompts and samples (generated from the logged dynamic-sampling pass rate)."""
+    samples = int(round(scalars["rollout/num_samples"]))
+    prompts = samples // n
+    rate = _get(scalars, "dynamic_filtering_pass_rate")
+    generated_prompts = int(round(samples * 100.0 / rate)) if dynamic_sampling and rate else prompts
+    return _SampleCounts(samples, prompts, generated_prompts, generated_prompts * n)
+
+
+@dataclass(frozen=True)
+class _StepEntries:
+    """The entries of each log that fall in one step's interval: reward calls, partition seconds, the ranks' peak GPU
+    memory, RMS advantages, vLLM preemptions and dynamic-sampling waves."""
+
+    calls: list[RewardCall]
+    partition: list[float]
+    peaks: list[float]
+    rms: list[float]
+    preemptions: list[int]
+    refill: list[dict]
+
+
+@dataclass(frozen=True)
+class _RewardStats:
+    """One step's reward errors and timeouts, mean reward and score, mean response length and truncated fraction
+    (each None where the logs cannot tell)."""
+
+    errors: int | None
+    timeouts: int | None
+    mean: float | None
+    score_mean: float | None
+    response_len: float | None
+    truncated: float | None
+
+
+def _reward_stats(
+    scalars: Mapping[str, float], calls: list[RewardCall], logged: bool, generated_samples: int, dynamic_sampling: bool
+) -> _RewardStats:
+    """The step's reward stats over every generated sample: OpenRLHF's, or our reward log's with dynamic sampling."""
+    errors = [e for c in calls for e in c.errors]
+    reward_errors = reward_timeouts = None
+    if logged and len(errors) == generated_samples:  # the log is complete for this step
+        reward_errors = sum(e is not None and e != TRUNCATED for e in errors)
+        reward_timeouts = sum(bool(e) and e.startswith("timeout") for e in errors)
+    reward_mean = score_mean = response_len = truncated = None
+    if not dynamic_sampling:  # OpenRLHF's rollout stats are over every generated sample
+        reward_mean, score_mean = _get(scalars, "rollout/reward_mean"), _get(scalars, "score")
+        response_len, truncated = _get(scalars, "rollout/response_length_mean"), _get(scalars, "rollout/truncated_rate")
+    elif reward_errors is not None:
+        rewards = [r for c in calls for r in c.rewards]
+        scores = [x for c in calls for x in c.scores]
+        reward_mean, score_mean = sum(rewards) / len(rewards), sum(scores) / len(scores)
+    return _RewardStats(reward_errors, reward_timeouts, reward_mean, score_mean, response_len, truncated)
+
+
+def _step_record(
+    log: StepLog,
+    step: int,
+    segment: int,
+    launch: int,
+    wall_s: float,
+    previous_wall: float,
+    counts: _SampleCounts,
+    rewards: _RewardStats,
+    entries: _StepEntries,
+) -> dict[str, Any]:
+    """The metrics.jsonl record of one step, `launch` its launch's number in the segment."""
+    s = log.scalars
+    gen_s = _get(s, "timing/generation")
+    step_s = _get(s, "timing/step_total")
+    return {
+        "step": step,
+        "segment": segment,
+        "launch": launch,
+        "wall_s": wall_s,
+        "step_s": step_s,
+        "overhead_s": wall_s - previous_wall - (step_s or 0.0),
+        "prompts": counts.prompts,
+        "samples": counts.samples,
+        "generated_prompts": counts.generated_prompts,
+        "generated_samples": counts.generated_samples,
+        "dynamic_sampling_pass_rate": counts.samples / counts.generated_samples,
+        "reward_mean": rewards.mean,
+        "score_mean": rewards.score_mean,
+        "reward_errors": rewards.errors,
+        "reward_timeouts": rewards.timeouts,
+        "kl": _get(s, "kl"),
+        "vllm_kl": _get(s, "vllm_kl"),  # OpenRLHF's own mismatch metrics (PolicyLoss, token-weighted per step)
+        "is_filter_ratio": _get(s, "is_filter_ratio"),
+        "entropy": _get(s, "entropy_loss"),
+        "response_len_mean": rewards.response_len,
+        "truncated_frac": rewards.truncated,
+        # both over the update's samples, whether or not dynamic sampling dropped groups (the smoke verdict's
+        # truncation row compares them): vLLM's finish reason, and the reward's stop-token rule
+        "trained_truncated_frac": _get(s, "rollout/truncated_rate"),
+        "trained_zeroed_frac": _get(s, "truncated_zeroed"),
+        "gen_samples_per_s": counts.generated_samples / gen_s if gen_s else None,
+        "lr": _get(s, "actor_lr"),
+        "adv_rms": entries.rms[-1] if entries.rms else None,
+        "grad_norm": _get(s, "actor_grad_norm"),  # OpenRLHF keeps the step's last update's (ppo_actor.py:250)
+        "refill": entries.refill[-1]["refill"] if entries.refill else None,
+        "waves": entries.refill[-1]["waves"] if entries.refill else None,
+        "gen_s": gen_s,
+        "reward_s": None,  # rewards are computed inside generation (not timed apart)
+        "logprob_s": _get(s, "timing/make_experience"),
+        "partition_s": sum(entries.partition) if entries.partition else None,
+        "update_s": _get(s, "timing/ppo_train"),
+        "reload_s": _get(s, "timing/broadcast"),
+        "gpu_mem_peak_gib": max(entries.peaks) if entries.peaks else None,
+        "vllm_preemptions": sum(entries.preemptions) if entries.preemptions else None,
+    }
+
+
 def to_records(
     logs: list[StepLog],
     *,
@@ -294,79 +417,26 @@ def to_records(
     records = []
     previous_wall = wall_s_before
     for log, start in zip(logs, step_starts(logs, launches)):
-        s = log.scalars
-        samples = int(round(s["rollout/num_samples"]))
-        prompts = samples // n
-        rate = _get(s, "dynamic_filtering_pass_rate")
-        generated_prompts = int(round(samples * 100.0 / rate)) if dynamic_sampling and rate else prompts
-        generated_samples = generated_prompts * n
-        launch = launch_of(launches, log.wall_time)
-        window = [c for c in reward_calls or [] if start < c.time <= log.wall_time]
-        errors = [e for c in window for e in c.errors]
-        partition = [sec for t, sec in partition_calls or [] if start < t <= log.wall_time]
-        peaks = [gib for t, gib in gpu_memory or [] if start < t <= log.wall_time]
-        rms = [value for t, value in advantage_rms or [] if start < t <= log.wall_time]
-        # vLLM stamps whole seconds: a line of the step's last second belongs to it
-        preemptions = [n for t, n in engine_lines or [] if start < t <= log.wall_time + 1]
-        refill = [e for e in refills or [] if start < float(e["t"]) <= log.wall_time]
-        if refill and refill[-1].get("short"):
-            print(shortfall_warning(log.step + offset, refill[-1]["kept"], refill[-1]["target"], refill[-1]["short"]))
-        reward_errors = reward_timeouts = None
-        if reward_calls is not None and len(errors) == generated_samples:  # the log is complete for this step
-            reward_errors = sum(e is not None and e != TRUNCATED for e in errors)
-            reward_timeouts = sum(bool(e) and e.startswith("timeout") for e in errors)
-        reward_mean = score_mean = response_len = truncated = None
-        if not dynamic_sampling:  # OpenRLHF's rollout stats are over every generated sample
-            reward_mean, score_mean = _get(s, "rollout/reward_mean"), _get(s, "score")
-            response_len, truncated = _get(s, "rollout/response_length_mean"), _get(s, "rollout/truncated_rate")
-        elif reward_errors is not None:
-            rewards = [r for c in window for r in c.rewards]
-            scores = [x for c in window for x in c.scores]
-            reward_mean, score_mean = sum(rewards) / len(rewards), sum(scores) / len(scores)
-        gen_s = _get(s, "timing/generation")
-        step_s = _get(s, "timing/step_total")
-        wall_s = arm_wall_before(launches, launch) + (log.wall_time - launch.start)
-        record = {
-            "step": log.step + offset,
-            "segment": segment,
-            "launch": launch_number(launches, launch),
-            "wall_s": wall_s,
-            "step_s": step_s,
-            "overhead_s": wall_s - previous_wall - (step_s or 0.0),
-            "prompts": prompts,
-            "samples": samples,
-            "generated_prompts": generated_prompts,
-            "generated_samples": generated_samples,
-            "dynamic_sampling_pass_rate": samples / generated_samples,
-            "reward_mean": reward_mean,
-            "score_mean": score_mean,
-            "reward_errors": reward_errors,
-            "reward_timeouts": reward_timeouts,
-            "kl": _get(s, "kl"),
-            "vllm_kl": _get(s, "vllm_kl"),  # OpenRLHF's own mismatch metrics (PolicyLoss, token-weighted per step)
-            "is_filter_ratio": _get(s, "is_filter_ratio"),
-            "entropy": _get(s, "entropy_loss"),
-            "response_len_mean": response_len,
-            "truncated_frac": truncated,
-            # both over the update's samples, whether or not dynamic sampling dropped groups (the smoke verdict's
-            # truncation row compares them): vLLM's finish reason, and the reward's stop-token rule
-            "trained_truncated_frac": _get(s, "rollout/truncated_rate"),
-            "trained_zeroed_frac": _get(s, "truncated_zeroed"),
-            "gen_samples_per_s": generated_samples / gen_s if gen_s else None,
-            "lr": _get(s, "actor_lr"),
-            "adv_rms": rms[-1] if rms else None,
-            "grad_norm": _get(s, "actor_grad_norm"),  # OpenRLHF keeps the step's last update's (ppo_actor.py:250)
-            "refill": refill[-1]["refill"] if refill else None,
-            "waves": refill[-1]["waves"] if refill else None,
-            "gen_s": gen_s,
-            "reward_s": None,  # rewards are computed inside generation (not timed apart)
-            "logprob_s": _get(s, "timing/make_experience"),
-            "partition_s": sum(partition) if partition else None,
-            "update_s": _get(s, "timing/ppo_train"),
-            "reload_s": _get(s, "timing/broadcast"),
-            "gpu_mem_peak_gib": max(peaks) if peaks else None,
-            "vllm_preemptions": sum(preemptions) if preemptions else None,
-        }
+        end = log.wall_time
+        counts = _sample_counts(log.scalars, n, dynamic_sampling)
+        launch = launch_of(launches, end)
+        entries = _StepEntries(
+            calls=[c for c in reward_calls or [] if start < c.time <= end],
+            partition=[sec for t, sec in partition_calls or [] if start < t <= end],
+            peaks=[gib for t, gib in gpu_memory or [] if start < t <= end],
+            rms=[value for t, value in advantage_rms or [] if start < t <= end],
+            # vLLM stamps whole seconds: a line of the step's last second belongs to it
+            preemptions=[n for t, n in engine_lines or [] if start < t <= end + 1],
+            refill=[e for e in refills or [] if start < float(e["t"]) <= end],
+        )
+        if entries.refill and entries.refill[-1].get("short"):
+            last = entries.refill[-1]
+            print(shortfall_warning(log.step + offset, last["kept"], last["target"], last["short"]))
+        logged = reward_calls is not None
+        rewards = _reward_stats(log.scalars, entries.calls, logged, counts.generated_samples, dynamic_sampling)
+        wall_s = arm_wall_before(launches, launch) + (end - launch.start)
+        number = launch_number(launches, launch)
+        record = _step_record(log, log.step + offset, segment, number, wall_s, previous_wall, counts, rewards, entries)
         assert set(record) == set(FIELDS), set(record) ^ set(FIELDS)
         previous_wall = wall_s
         records.append(record)

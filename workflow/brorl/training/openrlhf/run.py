@@ -24,7 +24,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,24 +33,25 @@ from ..metrics import append_metrics, read_metrics, truncate_after
 from ..recipe import ArmPlan, recipe_fingerprint
 from ..run_folder import atomic_json, check_fingerprint
 from ..segments import CheckpointError, SegmentJob
-from ..stop import LAUNCH_ENV, Stopped
 from ..tracking import run_name
-from .checkpoint import CheckpointStateError, hf_export_problem, keep_up_to, latest_global_step, prune_exports, repair
+from .checkpoint import CheckpointStateError, Repair, hf_export_problem, keep_up_to, prune_exports, repair
 from .command import MODULE, ClusterPaths, openrlhf_flags, run_layout
 from .dataset import TrainDataError, chat_prompt_tokens, reward_text, write_openrlhf_dataset
-from .drills import HOLD_ENV, DrillWatch, pending_drills, read_fired
-from .job_environment import container_problem, sandbox_python_problem
+from .drills import read_fired
+from .job_environment import container_problem
 from .launch import (
     LAUNCHER,
     REWARD_SCRIPT,
     ClusterRunError,
+    SegmentRun,
     Terminated,
-    launch,
-    launch_env,
+    launch_until_saved,
+    prepare_launch,
     read_launches,
-    record_launch,
 )
 from .logs import (
+    Launch,
+    StepLog,
     engine_stats,
     kv_cache_tokens,
     read_hook_entries,
@@ -62,7 +62,6 @@ from .logs import (
     to_records,
 )
 from .parse import OpenRLHFArgError, parse_argv
-from .stop_watch import STOP_STATUS, StopWatch
 from .validate import ClusterConfigError, validate_cluster_config
 
 
@@ -140,62 +139,63 @@ def ensure_prompts(config: Mapping[str, Any], plan: ArmPlan, paths: ClusterPaths
     return json.loads(summary_path.read_text())
 
 
-def run_segment(
-    config: Mapping[str, Any],
-    job: SegmentJob,
-    *,
-    python: str = sys.executable,
-    launcher: Path = LAUNCHER,
-    reward_script: Path = REWARD_SCRIPT,
-) -> tuple[list[dict], dict]:
-    """Train segment `job.index` of `job.plan` on the cluster; returns (its metrics records, manifest extras)."""
-    plan, segment_index, segment, arm = job.plan, job.index, job.segment, job.plan.name
-    validate_cluster_config(config, [plan])
+def _prepare_run(config: Mapping[str, Any], job: SegmentJob, reward_script: Path) -> SegmentRun:
+    """The segment's run, once the config, the container, the run folder's recipe and the context allow it."""
+    validate_cluster_config(config, [job.plan])
     container = container_problem(os.environ)
     if container:
         raise ClusterRunError(container)
-    layout = run_layout(config, plan, segment_index)
+    layout = run_layout(config, job.plan, job.index)
     paths = ClusterPaths(
         job.start_model.resolve(), job.train_data.resolve(), job.out_dir.resolve(), Path(reward_script).resolve()
     )
-    context, cluster = config["context"], config["training"]["cluster"]
-    first_global, last_global = segment.first_step - 1 - layout.offset, segment.last_step - layout.offset
+    context = config["context"]
     paths.openrlhf_dir.mkdir(parents=True, exist_ok=True)
-    check_fingerprint(paths.openrlhf_dir, recipe_fingerprint(config, arm))  # never resume another recipe's state
+    # never resume another recipe's state
+    check_fingerprint(paths.openrlhf_dir, recipe_fingerprint(config, job.plan.name))
 
     reference = paths.start_model if layout.reference_step is None else paths.export(layout.reference_step)
     _check_context(reference, context["prompt_max_len"] + context["train_max_len"])
-    ckpt = paths.ckpt_dir(layout.run_index)
-    ranks = cluster["nodes"] * cluster["gpus_per_node"]
+    return SegmentRun(config, job, layout, paths, reference)
+
+
+def _repair_checkpoint(run: SegmentRun) -> Repair:
+    """What checkpoint repair did to the run's ckpt folder, once it holds the state the segment resumes from."""
+    plan, segment = run.job.plan, run.job.segment
     fixed = repair(
-        ckpt,
-        ranks,
-        _needs_export(plan, segment.steps, segment.last_step, layout.offset),
-        fresh_allowed=first_global == 0,
+        run.ckpt,
+        run.ranks,
+        _needs_export(plan, segment.steps, segment.last_step, run.layout.offset),
+        fresh_allowed=run.first_global == 0,
     )
     if fixed.removed or fixed.latest_rewritten:
         print(
             f"checkpoint repair: resume from global step {fixed.resume_step}; removed {list(fixed.removed)}", flush=True
         )
     latest = fixed.resume_step
-    if first_global > 0 and (latest is None or latest < first_global):
+    if run.first_global > 0 and (latest is None or latest < run.first_global):
         raise ClusterRunError(
-            f"segment {segment_index} of {arm!r} resumes from step {segment.first_step - 1}, but "
-            f"{ckpt} holds {'no full state' if latest is None else f'global step {latest}'}; "
+            f"segment {run.job.index} of {plan.name!r} resumes from step {segment.first_step - 1}, but "
+            f"{run.ckpt} holds {'no full state' if latest is None else f'global step {latest}'}; "
             "run the previous segment first"
         )
+    return fixed
 
-    metrics_path = paths.out_dir / "run" / "metrics.jsonl"  # live; finish_training publishes the complete file
-    before = truncate_after(metrics_path, segment.first_step - 1) if metrics_path.exists() else []
-    prompts_path = metrics_path.with_name(step_prompts.FILE)  # each step's own prompts (the in-batch probe)
-    step_prompts.truncate_after(prompts_path, segment.first_step - 1)
-    if [r["step"] for r in before] != list(range(1, segment.first_step)):
-        raise ClusterRunError(f"{metrics_path}: steps 1..{segment.first_step - 1} must precede segment {segment_index}")
 
-    summary = ensure_prompts(config, plan, paths)  # written by the CPU job prepare_prompts in a workflow run
-    _check_prompt_supply(summary, before, plan, segment.first_step)
+def _metrics_before(run: SegmentRun) -> list[dict]:
+    """The metrics records of the steps before the segment (the live files cut after them)."""
+    first_step = run.job.segment.first_step
+    before = truncate_after(run.metrics_path, first_step - 1) if run.metrics_path.exists() else []
+    step_prompts.truncate_after(run.prompts_path, first_step - 1)
+    if [r["step"] for r in before] != list(range(1, first_step)):
+        raise ClusterRunError(f"{run.metrics_path}: steps 1..{first_step - 1} must precede segment {run.job.index}")
+    return before
+
+
+def _check_code_rewards(summary: dict, cluster: Mapping[str, Any]) -> None:
+    """Refuse (ClusterRunError) code rewards the compute nodes cannot run: no sandbox Python, or no isolation."""
     if "code" in summary.get("scorers", []):  # the compute nodes run code rewards with their system Python
-        from brorl.scoring.sandbox import Limits, isolation_mode, isolation_problem
+        from brorl.scoring.sandbox import Limits, isolation_mode, isolation_problem, sandbox_python_problem
 
         problem = sandbox_python_problem(Limits().python)
         if problem:
@@ -209,6 +209,9 @@ def run_segment(
         if isolation:
             raise ClusterRunError(isolation)
 
+
+def _reward_text(reference: Path) -> dict:
+    """reward_text(reference), printed: what the reward strips and whether the chat template opens <think>."""
     try:  # what the reward strips (special tokens, vLLM's stop ids) and whether the template opened <think>
         text = reward_text(reference)
     except ValueError as error:  # a stop id the truncation rule cannot see: refused before any launch
@@ -219,102 +222,32 @@ def run_segment(
     print(
         f"chat template of {reference}: {style}; stripped from the end of decoded responses: {text['special_tokens']}"
     )
-    flags = openrlhf_flags(config, plan, segment_index, paths, job.tracking)
-    parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
-    argv = [python, "-m", MODULE, *flags]
-    launches_path = paths.openrlhf_dir / "launches.json"
-    drills_path = paths.openrlhf_dir / "drills.json"  # the fault drills fired so far (drills.py)
-    if latest is None or latest < last_global:
-        for folder in (paths.logs_dir, paths.reward_log_dir, paths.tensorboard_dir):
-            folder.mkdir(parents=True, exist_ok=True)
-        env = launch_env(config, layout, paths, os.environ, job.ray_emulated, job.tracking, text["special_tokens"])
-        attempt = 1 + sum(1 for run in read_launches(launches_path, paths.logs_dir) if run.segment == segment_index)
-        logs = f"segment{segment_index:03d}-{attempt}"
-        env[LAUNCH_ENV] = f"{arm}-{logs}-{os.getpid()}"  # every process of this launch: what a drill kills
-        pending = pending_drills(cluster["drills"], segment.steps, layout.offset, read_fired(drills_path))
-        hold = [d for d in pending if d.kind == "kill_in_save"]
-        if hold:
-            env[HOLD_ENV] = f"{hold[0].global_step}:{cluster['drills']['save_hold_s']}"
-        stops = (
-            StopWatch(job.stop, paths.stop_request, paths.step_log_dir, env[LAUNCH_ENV], latest or 0)
-            if job.stop is not None
-            else None
-        )
-        watch = (
-            DrillWatch(pending, ckpt, drills_path, segment_index, logs, env[LAUNCH_ENV], cluster["nodes"], job.stop)
-            if pending
-            else None
-        )
-        single_host = cluster["device"] == "cpu" and not (
-            os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")
-        )
-        command = [
-            str(launcher),
-            "--logs",
-            str(paths.logs_dir / logs),
-            "--nodes",
-            str(cluster["nodes"]),
-            *(["--single-host"] if single_host else []),
-            "--",
-            *argv,
-        ]
-        entry = {"segment": segment_index, "logs": logs, "start": time.time(), "end": None, "status": None}
-        record_launch(launches_path, entry)
-        print("launching:", " ".join(command), flush=True)
-        status = "failed"
-        try:
-            status = launch(
-                command,
-                env,
-                paths,
-                ckpt,
-                last_global,
-                cluster["poll_seconds"],
-                cluster["watchdog_minutes"] * 60,
-                watch,
-                stops,
-            )
-        except ClusterRunError:
-            status = "watchdog"
-            raise
-        except Terminated:
-            status = "terminated"  # the job was cancelled or hit its time limit; the launch was stopped
-            raise
-        finally:
-            record_launch(launches_path, {**entry, "end": time.time(), "status": status})
-        latest = latest_global_step(ckpt)
-        if status == STOP_STATUS:
-            saved = stops.answered["global_step"]  # the hook records it once OpenRLHF's save returned on every rank
-            raise Stopped(
-                f"{arm} stopped after step {saved + layout.offset} (global step {saved}, saved for the stop"
-                f"{'' if not stops.answered['forced'] else ' outside the save interval'}) on {job.stop.reason}; "
-                "the retry resumes from it"
-            )
-        if latest is None or latest < last_global:
-            raise ClusterRunError(
-                f"OpenRLHF stopped ({status}) at global step {latest}, before the segment's "
-                f"last step {last_global}; logs: {paths.logs_dir}; rerun to resume"
-            )
-    overshoot = keep_up_to(ckpt, last_global, ranks)  # the next segment starts from exactly this step
-    if overshoot:
-        print(f"removed what OpenRLHF saved after the segment's last step: {overshoot}", flush=True)
+    return text
 
+
+def _link_exports(run: SegmentRun) -> list[int]:
+    """The pruned exports' global steps, once every export the segment needs is whole and linked into run/exports."""
+    plan, segment, paths = run.job.plan, run.job.segment, run.paths
     needed = sorted({s for s in plan.saved_steps if s in segment.steps} | {segment.last_step})
     for step in needed:
-        source = ckpt / f"global_step{step - layout.offset}_hf"
+        source = run.ckpt / f"global_step{step - run.layout.offset}_hf"
         problem = hf_export_problem(source)
         if problem and not (paths.export(step) / "config.json").is_file():
             raise CheckpointError(f"OpenRLHF's HF export of step {step} is not whole: {problem}")
         if not problem:
             _link_tree(source, paths.export(step))
-    pruned = prune_exports(ckpt, keep=set())  # linked above where needed; the rest are 3.5 GB each at paper scale
+    return prune_exports(run.ckpt, keep=set())  # linked above where needed; the rest are 3.5 GB each at paper scale
 
+
+def _segment_logs(run: SegmentRun, summary: dict) -> list[StepLog]:
+    """The segment's logged steps in order, each a whole step (refused where one is missing or partial)."""
+    plan, paths = run.job.plan, run.paths
     # this segment's own folder (OpenRLHF writes <tensorboard_dir>/<run name>/): the previous segment's job may have
     # logged a step past its end before it was stopped, which belongs to that segment's reference and optimizer
     # state, never to this one's step of the same number
-    segment_tb = paths.tensorboard_dir / run_name(arm, segment_index)
+    segment_tb = paths.tensorboard_dir / run_name(plan.name, run.job.index)
     logs_by_step = read_tensorboard(segment_tb)
-    wanted = list(range(first_global + 1, last_global + 1))
+    wanted = list(range(run.first_global + 1, run.last_global + 1))
     missing = [g for g in wanted if g not in logs_by_step]
     if missing:
         raise ClusterRunError(f"{segment_tb}: no logged metrics for global steps {missing}")
@@ -325,62 +258,132 @@ def run_segment(
             f"reached the end of {paths.dataset} ({summary['prompts']} prompts); this run cannot be "
             "counted: retrain the arm with a lower training.cluster.pass_rate_floor"
         )
-    launches = read_launches(launches_path, paths.logs_dir)
-    segment_start = min(run.start for run in launches if run.segment == segment_index)
+    return [logs_by_step[g] for g in wanted]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launches:
+    """The arm's launches, when the segment's first one started, and each of the segment's launches' entry in
+    launches.json with its launcher log (engine stats, KV-cache sizes)."""
+
+    runs: list[Launch]
+    segment_start: float
+    logs: list[tuple[dict, str]]
+
+
+def _read_launches(run: SegmentRun) -> _Launches:
+    """The arm's launches and the segment's launcher logs, as launches.json records them."""
+    paths, index = run.paths, run.job.index
+    launches = read_launches(run.launches_path, paths.logs_dir)
+    segment_start = min(launched.start for launched in launches if launched.segment == index)
     launch_logs = [  # this segment's launches and their launcher logs (engine stats, KV-cache sizes)
         (entry, log.read_text(errors="replace") if log.is_file() else "")
-        for entry in json.loads(launches_path.read_text())
-        if entry["segment"] == segment_index
+        for entry in json.loads(run.launches_path.read_text())
+        if entry["segment"] == index
         for log in [paths.logs_dir / entry["logs"] / "launcher.log"]
     ]
-    reward_calls = read_reward_log(paths.reward_log_dir, since=segment_start)
+    return _Launches(launches, segment_start, launch_logs)
+
+
+def _write_records(run: SegmentRun, logs: list[StepLog], before: list[dict], launches: _Launches) -> list[dict]:
+    """The segment's metrics records, appended to the live metrics.jsonl (and its steps' prompts written)."""
+    paths, since = run.paths, launches.segment_start
+    reward_calls = read_reward_log(paths.reward_log_dir, since=since)
     records = to_records(
-        [logs_by_step[g] for g in wanted],
-        offset=layout.offset,
-        segment=segment_index,
-        n=plan.n,
-        dynamic_sampling=config["training"]["dynamic_sampling"]["enabled"],
+        logs,
+        offset=run.layout.offset,
+        segment=run.job.index,
+        n=run.job.plan.n,
+        dynamic_sampling=run.config["training"]["dynamic_sampling"]["enabled"],
         wall_s_before=before[-1]["wall_s"] if before else 0.0,
-        launches=launches,
+        launches=launches.runs,
         reward_calls=reward_calls,
-        partition_calls=read_hook_log(paths.partition_log_dir, "seconds", since=segment_start),
-        gpu_memory=read_hook_log(paths.gpu_memory_log_dir, "peak_gib", since=segment_start),
-        advantage_rms=read_hook_log(paths.advantage_log_dir, "adv_rms", since=segment_start),
-        refills=read_hook_entries(paths.refill_log_dir, since=segment_start),
-        engine_lines=[line for entry, text in launch_logs for line in engine_stats(text, entry["start"])],
+        partition_calls=read_hook_log(paths.partition_log_dir, "seconds", since=since),
+        gpu_memory=read_hook_log(paths.gpu_memory_log_dir, "peak_gib", since=since),
+        advantage_rms=read_hook_log(paths.advantage_log_dir, "adv_rms", since=since),
+        refills=read_hook_entries(paths.refill_log_dir, since=since),
+        engine_lines=[line for entry, text in launches.logs for line in engine_stats(text, entry["start"])],
     )
-    step_prompts.write_steps(
-        prompts_path, step_prompts_of([logs_by_step[g] for g in wanted], launches, reward_calls, layout.offset)
-    )
+    step_prompts.write_steps(run.prompts_path, step_prompts_of(logs, launches.runs, reward_calls, run.layout.offset))
     for record in records:
-        append_metrics(metrics_path, record)
-    read_metrics(metrics_path)  # each step exactly once
-    this = [run for run in launches if run.segment == segment_index]
+        append_metrics(run.metrics_path, record)
+    read_metrics(run.metrics_path)  # each step exactly once
+    return records
+
+
+def _manifest_extra(
+    run: SegmentRun,
+    launches: _Launches,
+    *,
+    argv: list[str],
+    summary: dict,
+    text: dict,
+    fixed: Repair,
+    overshoot: list[str],
+    pruned: list[int],
+) -> dict:
+    """The segment manifest's extra fields of this engine."""
+    paths, index, since = run.paths, run.job.index, launches.segment_start
+    this = [launched for launched in launches.runs if launched.segment == index]
     # each launch's vLLM KV-cache sizes (tokens per engine): how many of the step's sequences fit at once
-    kv_cache = {entry["logs"]: kv_cache_tokens(text) for entry, text in launch_logs}
-    syncs = read_hook_entries(paths.ipc_log_dir, since=segment_start)
-    extra = {
+    kv_cache = {entry["logs"]: kv_cache_tokens(log) for entry, log in launches.logs}
+    syncs = read_hook_entries(paths.ipc_log_dir, since=since)
+    return {
         "engine": "cluster",
-        "device": cluster["device"],
+        "device": run.cluster["device"],
         # the weight syncs of this segment, and those run with expandable segments switched off (ipc_hook; GPU only)
         "weight_syncs": len(syncs),
         "weight_syncs_legacy_segments": sum(bool(e.get("legacy_segments")) for e in syncs),
         # the scheduler limits each rollout engine reported once started (scheduler_hook): vllm_scheduler's values
         "vllm_scheduler": [
             {k: v for k, v in entry.items() if k != "t"}
-            for entry in read_hook_entries(paths.scheduler_log_dir, since=segment_start)
+            for entry in read_hook_entries(paths.scheduler_log_dir, since=since)
         ],
         "openrlhf_command": argv,
-        "layout": dataclasses.asdict(layout),
+        "layout": dataclasses.asdict(run.layout),
         "dataset": {k: v for k, v in summary.items() if k != "too_long_ids"},
-        "launches": [dataclasses.asdict(run) for run in this],
+        "launches": [dataclasses.asdict(launched) for launched in this],
         "reward_text": text,
         "vllm_kv_cache_tokens": kv_cache,
         "checkpoint_repair": dataclasses.asdict(fixed),
-        "drills": [d for d in read_fired(drills_path) if d["segment"] == segment_index],
+        "drills": [d for d in read_fired(run.drills_path) if d["segment"] == index],
         # the steps the trainer saved for a stop request before the time limit (stop_hook), each ending a launch
-        "stops": [e for e in read_hook_entries(paths.step_log_dir, since=segment_start) if e["stop"]],
+        "stops": [e for e in read_hook_entries(paths.step_log_dir, since=since) if e["stop"]],
         "removed_after_last_step": overshoot,
         "pruned_exports": pruned,
     }
+
+
+def run_segment(
+    config: Mapping[str, Any],
+    job: SegmentJob,
+    *,
+    python: str = sys.executable,
+    launcher: Path = LAUNCHER,
+    reward_script: Path = REWARD_SCRIPT,
+) -> tuple[list[dict], dict]:
+    """Train segment `job.index` of `job.plan` on the cluster; returns (its metrics records, manifest extras)."""
+    run = _prepare_run(config, job, reward_script)
+    fixed = _repair_checkpoint(run)
+    before = _metrics_before(run)
+    summary = ensure_prompts(config, job.plan, run.paths)  # written by the CPU job prepare_prompts in a workflow run
+    _check_prompt_supply(summary, before, job.plan, job.segment.first_step)
+    _check_code_rewards(summary, run.cluster)
+    text = _reward_text(run.reference)
+    flags = openrlhf_flags(config, job.plan, job.index, run.paths, job.tracking)
+    parse_argv(flags)  # OpenRLHF's own parser and assertions, here, before the allocation does anything
+    argv = [python, "-m", MODULE, *flags]
+    latest = fixed.resume_step
+    if latest is None or latest < run.last_global:
+        launch_until_saved(run, prepare_launch(run, argv, latest, text["special_tokens"], launcher))
+    overshoot = keep_up_to(run.ckpt, run.last_global, run.ranks)  # the next segment starts from exactly this step
+    if overshoot:
+        print(f"removed what OpenRLHF saved after the segment's last step: {overshoot}", flush=True)
+    pruned = _link_exports(run)
+    logs = _segment_logs(run, summary)
+    launches = _read_launches(run)
+    records = _write_records(run, logs, before, launches)
+    extra = _manifest_extra(
+        run, launches, argv=argv, summary=summary, text=text, fixed=fixed, overshoot=overshoot, pruned=pruned
+    )
     return records, extra

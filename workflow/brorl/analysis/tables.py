@@ -1,15 +1,21 @@
-"""Tables 1 and 3-5 with the paper's value beside the reproduced one and their difference (pure: frames in, frames out).
+"""Tables 1 and 3-5 with the paper's value beside the reproduced one and their difference (pure: frames in, frames out),
+and SUMMARY.md's section on the checkpoints of evaluation.models, which compares their gains with the paper's rows.
 
-Rows are checkpoints (listed by checkpoint_rows.py): the start checkpoint (arm base), every report step of every
-enabled arm, every checkpoint of evaluation.models (e.g. a released model, beside the paper row it names), and every
-checkpoint of the paper's Table 1 that this configuration has no row for (marked NOT_RUN, never dropped). A
-reproduced row is paired with a paper row when its arm plays the paper row's role (analysis.comparison: control =
-ProRL, treatment = BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns. Values are
-pass@1 in percent.
+Rows are checkpoints (listed by brorl.analysis.paper.checkpoint_rows): the start checkpoint (arm base), every
+report step of every enabled arm, every checkpoint of evaluation.models (e.g. a released model, beside the paper row
+it names), and every checkpoint of the paper's Table 1 that this configuration has no row for (marked NOT_RUN, never
+dropped). A reproduced row is paired with a paper row when its arm plays the paper row's role (analysis.comparison:
+control = ProRL, treatment = BroRL) at the same continued step; other rows show NOT_GIVEN in the paper columns.
+Values are pass@1 in percent.
 
 Every reproduced pass@1 column ``X`` has ``X se`` (its standard error, points) and ``X n`` (problems x samples)
-beside it when the input frames carry them (trajectories.py); ``display`` writes ``62.10 ± 0.80`` and drops the se
-column. The paper's values are shown as published (it gives no errors).
+beside it when the input frames carry them (brorl.analysis.checkpoints); ``display`` writes ``62.10 ± 0.80`` and drops
+the se column. The paper's values are shown as published (it gives no errors).
+
+SUMMARY.md's section on the checkpoints of evaluation.models (a released model, one's own): each against the start
+checkpoint by the paired test, how many steps it was trained for as far as its model card says (`make pin` records
+the sentence), and, for one that names a paper row, its gain over the start beside that row's gain over the paper's
+Baseline: the released weights' step count is not the row's, so their gains are compared, not their levels.
 """
 
 from __future__ import annotations
@@ -21,7 +27,6 @@ import pandas as pd
 
 from ..reporting.tables import plus_minus
 from ..stats.agreement import NO_NOISE, agreement
-from .checkpoint_rows import Checkpoint
 from .paper import (
     BY_GAIN,
     FAMILY_LABELS,
@@ -29,8 +34,10 @@ from .paper import (
     NOT_GIVEN,
     NOT_RUN,
     TINY_SCALE,
+    Checkpoint,
     checkpoint_key,
     column_mean,
+    load_paper,
     partial_text,
 )
 
@@ -195,36 +202,49 @@ def table1(
             OURS: _ours(cp),
             "continued steps": _steps_text(cp, start_step, paper),
         }
-        for label, frame, column, key in (
-            (SAMPLES, samples, "samples_k", "samples_k"),
-            ("time (h)", hours, "hours", "time_h"),
-        ):
-            if cp.continued == 0 or cp.model:  # the start checkpoint and models were not trained here
-                row[label], row[f"{label}, paper"], row[f"{label} diff"] = (NOT_APPLICABLE,) * 3
-            else:
-                repro = _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN
-                _triple(row, label, repro, p.get(key), TINY_SCALE if tiny else None)
-
-        def withheld(fam: str, cp: Checkpoint = cp) -> str | None:
-            if tiny:
-                return TINY_SCALE
-            return BY_GAIN if _by_gain(cp) else _partial(family, cp.arm, cp.step, fam, paper)
-
-        for fam in ("math", "code"):
-            repro = _percent(_value(family, cp.arm, cp.step, "pass1", family=fam))
-            _triple(row, FAMILY_LABELS[fam], repro, p.get(fam), withheld(fam))
-            _with_error(row, FAMILY_LABELS[fam], family, cp.arm, cp.step, "se", family=fam)
-        category = column_mean(paper, "reasoning_gym", cp.paper_key) if cp.paper_key else None
-        rg_withheld = withheld("reasoning_gym")
-        _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category, rg_withheld)
-        _with_error(row, RG_CATEGORY, rg, cp.arm, cp.step, "category_mean_se")
-        repro = _percent(_value(rg, cp.arm, cp.step, "task_mean"))
-        _triple(row, RG_TASK, repro, p.get("reasoning_gym"), rg_withheld)
-        _with_error(row, RG_TASK, rg, cp.arm, cp.step, "task_mean_se")
-        row[RG_ITEM] = _percent(_value(rg, cp.arm, cp.step, "item_mean"))
-        _with_error(row, RG_ITEM, rg, cp.arm, cp.step, "item_mean_se")
+        _cost_cells(row, cp, p, samples, hours, tiny)
+        _family_cells(row, cp, p, paper, family, rg, tiny)
         out.append(row)
     return pd.DataFrame(out)
+
+
+def _cost_cells(row: dict, cp: Checkpoint, p: Mapping, samples: pd.DataFrame, hours: pd.DataFrame, tiny: bool) -> None:
+    """Fills one Table 1 row's generated samples and training hours, each reproduced / paper / difference."""
+    for label, frame, column, key in (
+        (SAMPLES, samples, "samples_k", "samples_k"),
+        ("time (h)", hours, "hours", "time_h"),
+    ):
+        if cp.continued == 0 or cp.model:  # the start checkpoint and models were not trained here
+            row[label], row[f"{label}, paper"], row[f"{label} diff"] = (NOT_APPLICABLE,) * 3
+        else:
+            repro = _value(frame, cp.arm, cp.step, column) if cp.evaluated else NOT_RUN
+            _triple(row, label, repro, p.get(key), TINY_SCALE if tiny else None)
+
+
+def _family_cells(
+    row: dict, cp: Checkpoint, p: Mapping, paper: Mapping, family: pd.DataFrame, rg: pd.DataFrame, tiny: bool
+) -> None:
+    """Fills one Table 1 row's pass@1 cells with their errors: Math, Code and both Reasoning Gym averages beside the
+    paper's (the difference withheld where it would compare unlike things), and the item mean."""
+
+    def withheld(fam: str, cp: Checkpoint = cp) -> str | None:
+        if tiny:
+            return TINY_SCALE
+        return BY_GAIN if _by_gain(cp) else _partial(family, cp.arm, cp.step, fam, paper)
+
+    for fam in ("math", "code"):
+        repro = _percent(_value(family, cp.arm, cp.step, "pass1", family=fam))
+        _triple(row, FAMILY_LABELS[fam], repro, p.get(fam), withheld(fam))
+        _with_error(row, FAMILY_LABELS[fam], family, cp.arm, cp.step, "se", family=fam)
+    category = column_mean(paper, "reasoning_gym", cp.paper_key) if cp.paper_key else None
+    rg_withheld = withheld("reasoning_gym")
+    _triple(row, RG_CATEGORY, _percent(_value(rg, cp.arm, cp.step, "category_mean")), category, rg_withheld)
+    _with_error(row, RG_CATEGORY, rg, cp.arm, cp.step, "category_mean_se")
+    repro = _percent(_value(rg, cp.arm, cp.step, "task_mean"))
+    _triple(row, RG_TASK, repro, p.get("reasoning_gym"), rg_withheld)
+    _with_error(row, RG_TASK, rg, cp.arm, cp.step, "task_mean_se")
+    row[RG_ITEM] = _percent(_value(rg, cp.arm, cp.step, "item_mean"))
+    _with_error(row, RG_ITEM, rg, cp.arm, cp.step, "item_mean_se")
 
 
 def benchmark_table(
@@ -361,3 +381,49 @@ def table1_long(shown: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(out)
+
+
+# an evaluation-only run without the start checkpoint (`make evaluate` without BASE=1): nothing to compare with
+START_LEFT_OUT = (
+    "{names}: no change against the start checkpoint is shown, because this run does not evaluate it "
+    "(`evaluation.steps.include_start: false`, what `make evaluate` sets unless `BASE=1`). The pass@1 of each family "
+    "is in Table 1 and of each benchmark in Tables 3-5; `make evaluate ... BASE=1` adds the start checkpoint and this "
+    "paired test."
+)
+# Table 1 column -> the paper's Table 1 field it is compared with (Reasoning Gym: the paper's printed average)
+GAIN_COLUMNS = {"Math": "math", "Code": "code", RG_TASK: "reasoning_gym"}
+
+
+def paper_gain(paper_row: str) -> tuple[str, dict[str, float]]:
+    """(the row's name, its points over the paper's Baseline per GAIN_COLUMNS column)."""
+    rows = {checkpoint_key(r["role"], r["continued_steps"]): r for r in load_paper()["table1"]}
+    row, base = rows[paper_row], rows[checkpoint_key("base", 0)]
+    name = f"{row['method']} N={row['n']} +{row['continued_steps']}"
+    return name, {c: row[f] - base[f] for c, f in GAIN_COLUMNS.items()}
+
+
+def _points(gain: Mapping[str, float]) -> str:
+    return ", ".join(f"{c} {v:+.2f}" for c, v in gain.items())
+
+
+def model_lines(spec: Mapping, table1: pd.DataFrame, compared: list[str]) -> list[str]:
+    """The section's lines: `compared` (summary._versus_start of significance.json's models, or nothing when the
+    start is not evaluated), then per model its steps note and, with a paper row, the gains side by side."""
+    models = spec.get("models") or []
+    if not spec["evaluation"].get("include_start", True):
+        return [START_LEFT_OUT.format(names=", ".join(f"`{m['name']}`" for m in models))] + [
+            f"- `{m['name']}`: {m.get('steps_note') or 'steps: not known'}." for m in models
+        ]
+    lines = list(compared)
+    for m in models:
+        line = f"- `{m['name']}`: {m.get('steps_note') or 'steps: not known'}."
+        if m.get("paper_row"):
+            name, theirs = paper_gain(m["paper_row"])
+            ours = gains_over_start(table1, m["name"], GAIN_COLUMNS)[1]
+            line += (
+                f" Its gain over the start here: {_points(ours) if ours else NOT_RUN}; the paper's {name} over its "
+                f"Baseline: {_points(theirs)} (gains compared, not levels: the released weights are not known to be "
+                "that row's step)."
+            )
+        lines.append(line)
+    return lines
