@@ -62,27 +62,25 @@ def preempted(r: dict) -> bool:
     return bool((r.get("preemptions") or {}).get("total"))
 
 
+def _row_without_value(quantity: str, setting: str, paper: object, marker: str, note: str) -> dict:
+    """A Table 2 row whose reproduced value is missing or withheld (``marker`` says which, ``note`` why)."""
+    return {
+        "quantity": quantity,
+        "setting": setting,
+        "paper": paper,
+        "reproduced": marker,
+        "difference": "-",
+        "note": note,
+    }
+
+
 def _ratio_row(quantity: str, setting: str, paper: object, num: dict | None, den: dict | None, missing: str) -> dict:
     """samples/s of ``num`` over ``den``; withheld when either is missing or not steady enough."""
     if num is None or den is None:
-        return {
-            "quantity": quantity,
-            "setting": setting,
-            "paper": paper,
-            "reproduced": NOT_AVAILABLE,
-            "difference": "-",
-            "note": missing,
-        }
+        return _row_without_value(quantity, setting, paper, NOT_AVAILABLE, missing)
     noisy = [f"{r['name']}: {r['variability']['reason']}" for r in (num, den) if not r["variability"]["trusted"]]
     if noisy:
-        return {
-            "quantity": quantity,
-            "setting": setting,
-            "paper": paper,
-            "reproduced": NOT_REPORTED,
-            "difference": "-",
-            "note": "ratio withheld, " + "; ".join(noisy),
-        }
+        return _row_without_value(quantity, setting, paper, NOT_REPORTED, "ratio withheld, " + "; ".join(noisy))
     flagged = [r["name"] for r in (num, den) if preempted(r)]
     ratio = num["samples_per_s"]["median"] / den["samples_per_s"]["median"]
     return {
@@ -167,14 +165,8 @@ def _standalone_row(
     paper = PAPER["samples_per_s"][role] / gpus
     quantity = f"standalone generation throughput, {share} (samples/s)"
     if rec is None:
-        return {
-            "quantity": quantity,
-            "setting": setting,
-            "paper": paper,
-            "reproduced": NOT_AVAILABLE,
-            "difference": "-",
-            "note": f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it to throughput.layouts",
-        }, None
+        note = f"layout {prompts} x {n} ({_pc(main_pc)}) not measured: add it to throughput.layouts"
+        return _row_without_value(quantity, setting, paper, NOT_AVAILABLE, note), None
     median = rec["samples_per_s"]["median"]
     return {
         "quantity": quantity,
