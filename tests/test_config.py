@@ -597,7 +597,10 @@ def test_the_embedded_engine_refuses_an_arms_own_estimator_it_cannot_train_and_t
         tiny["arms"][0]["advantage_estimator"] = estimator
         validate_config(tiny)
     tiny["arms"][0]["advantage_estimator"] = "reinforce"
-    with pytest.raises(ConfigError, match=r"'arms\[0\].advantage_estimator': 'reinforce' is not implemented"):
+    name = tiny["arms"][0]["name"]
+    with pytest.raises(
+        ConfigError, match=rf"'arms\[0\].advantage_estimator' \(arm '{name}'\): 'reinforce' is not impl"
+    ):
         validate_config(tiny)
     tiny["arms"][0]["enabled"] = False  # an arm that is not trained is not refused
     validate_config(tiny)

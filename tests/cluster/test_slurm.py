@@ -133,7 +133,7 @@ def paper_dry_run(tmp_path: Path, targets: list[str], site: dict | None = None, 
     return counts, resources
 
 
-# GPUs per generation job (brorl.ops.plan.evaluation.job_gpus from estimates.yaml's priors: 16 samples x 8,192 tokens
+# GPUs per generation job (brorl.evaluation.job_sizes.job_gpus from estimates.yaml's priors: 16 samples x 8,192 tokens
 # at 4,672 tokens/s per GPU, the fewest of 1/2/4/8 within an hour), the sizes `make plan` prints
 PAPER_GENERATION_GPUS = {
     **dict.fromkeys(["aime24", "aime25", "amc", "codeforces"], "1"),

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from brorl.benchmarks.problems import benchmark_problems
 from brorl.config import load_yaml_config
+from brorl.evaluation.job_sizes import EvalPrior, Measured, evaluation_costs, job_gpus, size_gpus, summary
 from brorl.ops.plan.estimate import Resources
-from brorl.ops.plan.evaluation import EvalPrior, Measured, evaluation_costs, job_gpus, size_gpus, summary
 from brorl.ops.plan.pricing import evaluation_model
-from brorl.ops.plan.problems import benchmark_problems
 from brorl.ops.plan.profile import ProfileError, read_estimates
 from helpers import CONFIG
 

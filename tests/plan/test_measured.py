@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from brorl.benchmarks.problems import benchmark_problems
 from brorl.config import load_yaml_config
 from brorl.ops.plan.estimate import Estimates, Resources, plan_rows
 from brorl.ops.plan.measured import (
@@ -20,7 +21,6 @@ from brorl.ops.plan.measured import (
     train_scale_mismatch,
 )
 from brorl.ops.plan.pricing import evaluation_model, measured_prices
-from brorl.ops.plan.problems import benchmark_problems
 from brorl.ops.plan.profile import read_estimates
 from brorl.training.metrics import FIELDS
 from helpers import CONFIG, TINY

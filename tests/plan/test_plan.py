@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 from brorl.config import load_yaml_config
+from brorl.evaluation.job_sizes import BenchmarkCost
 from brorl.ops.plan.cli import sized_resources
 from brorl.ops.plan.estimate import Estimates, Resources, plan_rows, totals, training_hours, wall_clock_hours
-from brorl.ops.plan.evaluation import BenchmarkCost
 from brorl.ops.plan.job_counts import config_job_counts
 from brorl.ops.plan.profile import ProfileError, job_resources, read_estimates, read_profile
 from brorl.training.job_shape import train_job_resources

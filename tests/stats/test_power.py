@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from brorl.benchmarks.problems import benchmark_problems
 from brorl.config import ConfigError, load_yaml_config
 from brorl.ops.plan.power import power_lines, power_verdict
-from brorl.ops.plan.problems import benchmark_problems
 from brorl.stats import power as P
 from helpers import CONFIG, ROOT, TINY
 

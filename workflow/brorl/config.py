@@ -26,6 +26,7 @@ from .models import config_checks as models
 from .probe import config_checks as probe
 from .simulation import config_checks as simulation
 from .training import config_checks as training
+from .training.estimators import NAMES as ESTIMATOR_NAMES
 from .training.recipe import training_engine
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
@@ -42,9 +43,14 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
-    """Return the config schema as a dict."""
+    """Return the config schema as a dict, with the advantage estimators' choices filled in from their one list."""
     with open(path, encoding="utf-8") as f:
-        return load_yaml(f)
+        schema = load_yaml(f)
+    defs = schema.get("$defs", {})
+    if "estimator" in defs:
+        defs["estimator"]["enum"] = list(ESTIMATOR_NAMES)
+        defs["estimator_or_null"]["enum"] = [*ESTIMATOR_NAMES, None]
+    return schema
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -250,6 +256,7 @@ _CHECKS = (
     models.check_lengths,
     models.check_embedded_model,
     training.check_embedded_engine,
+    training.check_cluster_estimators,
     _unique_entries,
     analysis.check_analysis,
     analysis.check_decision,

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats.tests import holm, paired_one_tailed
+from ..training.estimators import ESTIMATORS
 from .checkpoints import SelectionError, select_checkpoints
 from .paper import NOT_RUN
 from .significance import compare_checkpoints
@@ -44,10 +45,10 @@ from .tasks import change_verdicts
 
 # what the table's note says of every run: the analysis cannot see seeds it was not given, nor change the loss
 NOTE = (
-    'One seed per arm: a row\'s test is over problems and samples, not over training runs. "dr_grpo" is OpenRLHF '
-    "0.11.2's estimator of that name (reward minus the group mean, no std division) trained with this run's "
-    "token-mean loss, not Dr. GRPO's constant-normaliser loss. Step size = lr x RMS advantage (token-weighted), "
-    "mean over the steps up to the compared checkpoint; the verdict reads Holm's p over the rows."
+    "One seed per arm: a row's test is over problems and samples, not over training runs. "
+    + "".join(f'"{e.name}" is {e.caveat}. ' for e in ESTIMATORS if e.caveat)
+    + "Step size = lr x RMS advantage (token-weighted), mean over the steps up to the compared checkpoint; the "
+    "verdict reads Holm's p over the rows."
 )
 
 COLUMNS = [

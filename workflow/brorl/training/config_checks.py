@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import string
 
-from .recipe import EMBEDDED_ESTIMATORS, training_engine
+from .estimators import engine_problem
+from .recipe import training_engine
 
 
 def check_arms(cfg: dict) -> list[str]:
@@ -85,17 +86,7 @@ def check_embedded_engine(cfg: dict) -> list[str]:
         for key, (value, only) in unsupported.items()
         if value != only
     ]
-    estimators = [("training.advantage_estimator", train["advantage_estimator"])] + [
-        (f"arms[{i}].advantage_estimator", a["advantage_estimator"])
-        for i, a in enumerate(cfg["arms"])
-        if a.get("enabled", True) and a.get("advantage_estimator")
-    ]
-    problems += [
-        f"config key '{key}': {value!r} is not implemented by the embedded engine (it trains {EMBEDDED_ESTIMATORS}); "
-        "use training.engine: cluster (OpenRLHF) for it"
-        for key, value in estimators
-        if value not in EMBEDDED_ESTIMATORS
-    ]
+    problems += estimator_problems(cfg, "embedded")
     if not train["kl"]["use_loss"] and train["kl"]["coef"]:
         problems.append(
             "config key 'training.kl.use_loss': false (KL folded into the reward, OpenRLHF's default) is not "
@@ -103,6 +94,26 @@ def check_embedded_engine(cfg: dict) -> list[str]:
             "cluster"
         )
     return problems
+
+
+def estimator_problems(cfg: dict, engine: str) -> list[str]:
+    """The advantage estimators `engine` cannot train (brorl.training.estimators): training.advantage_estimator, and
+    each enabled arm's own, named with the arm."""
+    train = cfg["training"]
+    found = [engine_problem(train["advantage_estimator"], engine, "training.advantage_estimator")]
+    found += [
+        engine_problem(a["advantage_estimator"], engine, f"arms[{i}].advantage_estimator", a.get("name"))
+        for i, a in enumerate(cfg["arms"])
+        if a.get("enabled", True) and a.get("advantage_estimator")
+    ]
+    return [p for p in found if p]
+
+
+def check_cluster_estimators(cfg: dict) -> list[str]:
+    """Under the cluster engine, an estimator without an OpenRLHF name is refused, naming the arm and the engine."""
+    if training_engine(cfg) != "cluster" or not any(a.get("enabled", True) for a in cfg["arms"]):
+        return []
+    return estimator_problems(cfg, "cluster")
 
 
 def check_logging(cfg: dict) -> list[str]:

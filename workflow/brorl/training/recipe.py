@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .estimators import EMBEDDED
+
 
 class RecipeError(ValueError):
     """A config whose training recipe cannot be built (names the arm and key)."""
@@ -36,9 +38,9 @@ class Segment:
         return range(self.first_step, self.last_step + 1)
 
 
-# The advantage estimators (OpenRLHF names) both engines implement; the embedded engine refuses the others by name
+# The advantage estimators the embedded engine trains (brorl.training.estimators): it refuses the others by name
 # (brorl.config) and computes these in brorl.training.embedded.advantages, equal to OpenRLHF's own
-EMBEDDED_ESTIMATORS = ("reinforce_baseline", "group_norm", "rloo", "dr_grpo")
+EMBEDDED_ESTIMATORS = EMBEDDED
 
 
 @dataclass(frozen=True)

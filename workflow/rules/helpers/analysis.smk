@@ -4,7 +4,7 @@ import json
 from brorl.analysis.config_checks import decision_active, decision_missing
 from brorl.hub.checkpoint_identity import steps_note
 from brorl.ops.plan.power import design_record, power_verdict
-from brorl.ops.plan.problems import ProblemCountError, benchmark_problems
+from brorl.benchmarks.problems import ProblemCountError, benchmark_problems
 from brorl.training.recipe import enabled_arms
 
 ANALYSIS = config["analysis"]

@@ -95,15 +95,15 @@ def generation_sizing():
 
 def generation_job_gpus():
     """GPUs of one generation job per benchmark, and the size of a job without one (the `gpu` resource of
-    generate_samples). On the cluster engine, one job per benchmark: the plan's size (brorl.ops.plan.evaluation.job_gpus:
+    generate_samples). On the cluster engine, one job per benchmark: the plan's size (brorl.evaluation.job_sizes.job_gpus:
     the fewest of 1/2/4/8 that finish within estimates.yaml's target hour, capped at training.cluster.gpus_per_node);
     a benchmark the plan cannot count gets a node. One GPU for the embedded engine's CPU generation and where one
     engine serves a checkpoint's every benchmark. A site forces one size for every job with `gpu:` under
     generate_samples in its profile (set-resources override the rule)."""
     if config["engine"] == "embedded" or EVAL["one_engine_per_checkpoint"]:
         return {}, 1
-    from brorl.ops.plan.evaluation import job_gpus
-    from brorl.ops.plan.problems import ProblemCountError, benchmark_problems
+    from brorl.evaluation.job_sizes import job_gpus
+    from brorl.benchmarks.problems import ProblemCountError, benchmark_problems
 
     prior, node = generation_sizing()
     try:

@@ -163,7 +163,7 @@ def probe_job_gpus():
     same number); 1 on the embedded engine."""
     if config["engine"] == "embedded":
         return 1
-    from brorl.ops.plan.evaluation import job_gpus
+    from brorl.evaluation.job_sizes import job_gpus
 
     prior, node = generation_sizing()
     sizes = job_gpus({"probe": PROBE["problems"]}, int(PROBE["samples"]), prior, node)

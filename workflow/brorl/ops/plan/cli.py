@@ -5,7 +5,7 @@ Job counts (brorl.ops.plan.job_counts): a dry run of the workflow (``snakemake -
 cluster needed); where the config implies jobs the DAG does not list yet (training, evaluation of trained
 checkpoints, throughput), the plan counts those too and says so. Hours per job: measured where ``--measured DIR``
 names a run at the planned scale (brorl.ops.plan.measured), the evaluation cost model for generation
-(brorl.ops.plan.evaluation), profiles/slurm/estimates.yaml otherwise; the column `source` says which.
+(brorl.evaluation.job_sizes), profiles/slurm/estimates.yaml otherwise; the column `source` says which.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...benchmarks.problems import ProblemCountError, benchmark_problems
 from ...cli import run_command
 from ...config import ConfigError, load_yaml_config
+from ...evaluation.job_sizes import BenchmarkCost
 from ...training.job_shape import profile_shape_problem, train_job_resources
 from ..run.submission import Submissions, submissions
 from .estimate import CostRow, Estimates, Priced, Resources, plan_rows, totals, training_disk_gb, wall_clock_hours
-from .evaluation import BenchmarkCost
 from .job_counts import ROOT, DagError, absolute_folders, config_job_counts, dag_job_counts, jobs_per_rule
 from .measured import MeasuredError, MeasuredRun, read_measured
 from .power import power_lines
@@ -41,7 +42,6 @@ from .pricing import (
     render_evaluation,
     scoring_price,
 )
-from .problems import ProblemCountError, benchmark_problems
 from .profile import ProfileError, checkpoint_sizes, job_resources, read_estimates, read_profile, rule_resources
 from .record import PlanCosts, PlanInputs, TrainingChecks, plan_record
 from .throughput import bench_price, checked_bench_jobs, size_lines

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .evaluation import EvalPrior
+from ...evaluation.job_sizes import EvalPrior
 
 # Which stage a rule belongs to (rules not listed are "analysis").
 STAGES: dict[str, str] = {
@@ -76,7 +76,7 @@ class Estimates:
     default_rule_hours: float = 0.1
     hf_export_gb: float = 0.0  # one HF export of the start model (bf16 weights + tokenizer)
     full_state_gb: float = 0.0  # one DeepSpeed full state (weights + fp32 master copy + Adam moments)
-    evaluation: EvalPrior | None = None  # priors of the evaluation cost model (brorl.ops.plan.evaluation)
+    evaluation: EvalPrior | None = None  # priors of the evaluation cost model (brorl.evaluation.job_sizes)
 
     def hours_of(self, rule: str) -> float:
         return float(self.rule_hours.get(rule, self.default_rule_hours))

@@ -7,8 +7,8 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
+from ...evaluation.job_sizes import BenchmarkCost, EvalPrior, Measured, evaluation_costs, summary
 from .estimate import Estimates, Priced, Resources
-from .evaluation import BenchmarkCost, EvalPrior, Measured, evaluation_costs, summary
 from .measured import MeasuredRun, measured_mean_tokens, measured_tokens_per_s
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
+from ...evaluation.job_sizes import EvalPrior
 from .estimate import Estimates, Resources
-from .evaluation import EvalPrior
 
 
 class ProfileError(ValueError):

@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ...evaluation.job_sizes import BenchmarkCost, EvalPrior
 from ..run.submission import Submissions
 from .estimate import CostRow, Estimates, Priced, Resources, totals
-from .evaluation import BenchmarkCost, EvalPrior
 from .measured import MeasuredRun
 from .throughput import BenchJob
 from .walltime import Overrun

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...evaluation.job_sizes import EvalPrior
 from .estimate import Priced
-from .evaluation import EvalPrior
 
 RULE_RUNTIME_MIN = 720  # bench_throughput's own runtime (workflow/rules/throughput.smk), where a profile sets none
 

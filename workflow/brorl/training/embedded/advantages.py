@@ -1,5 +1,6 @@
 """Dynamic sampling and the group advantage estimators of OpenRLHF 0.11.2 (experience_maker.py): REINFORCE++-baseline
-(ProRLv2's `reinforce_baseline`), GRPO's `group_norm`, `rloo` and `dr_grpo`. Pure numpy.
+(ProRLv2's `reinforce_baseline`), GRPO's `group_norm`, `rloo` and `dr_grpo`, each a baseline function named by its row
+of brorl.training.estimators. Pure numpy.
 
 Shapes: groups of N samples of one prompt, arrays of shape (G, N).
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..recipe import EMBEDDED_ESTIMATORS
+from ..estimators import BY_NAME, EMBEDDED
 
 VAR_FLOOR = 1e-8  # OpenRLHF clamps the batch variance here before its rsqrt
 GROUP_STD_EPS = 1e-9  # group_norm divides by the group's std plus this (OpenRLHF)
@@ -33,9 +34,8 @@ def reinforce_baseline(rewards: np.ndarray, lengths: np.ndarray, std_norm: bool 
     carries the sample's value, gamma = 1), the token-weighted mean is subtracted and the result divided by the
     token-weighted std (variance floored at 1e-8), as experience_maker.py does; std_norm=False skips the division.
     """
-    _check_groups(rewards)
     # OpenRLHF still removes the token-weighted mean without std_norm (rstd = 1)
-    return batch_normalise(rewards - rewards.mean(axis=1, keepdims=True), lengths, std_norm)
+    return batch_normalise(group_mean(rewards), lengths, std_norm)
 
 
 def _check_groups(rewards: np.ndarray) -> None:
@@ -58,11 +58,15 @@ def rloo(rewards: np.ndarray) -> np.ndarray:
     return rewards - (rewards.sum(axis=1, keepdims=True) - rewards) / (n - 1)
 
 
-def dr_grpo(rewards: np.ndarray) -> np.ndarray:
-    """(G, N) Dr. GRPO advantages as OpenRLHF 0.11.2 computes them: reward minus group mean, neither divided by the
-    group std nor normalised over the batch (its loss is the run's loss_aggregation, unchanged)."""
+def group_mean(rewards: np.ndarray) -> np.ndarray:
+    """(G, N) each reward minus its group's mean: the baseline of reinforce_baseline (then normalised over the batch)
+    and of Dr. GRPO as OpenRLHF 0.11.2 computes it (neither divided by the group std nor normalised over the batch;
+    its loss is the run's loss_aggregation, unchanged)."""
     _check_groups(rewards)
     return rewards - rewards.mean(axis=1, keepdims=True)
+
+
+dr_grpo = group_mean  # OpenRLHF's dr_grpo advantages are the group-mean baseline alone
 
 
 def batch_normalise(adv: np.ndarray, lengths: np.ndarray, std_norm: bool = True) -> np.ndarray:
@@ -86,14 +90,14 @@ def token_rms(adv: np.ndarray, lengths: np.ndarray) -> float:
 def advantages(
     estimator: str, rewards: np.ndarray, lengths: np.ndarray, std_norm: bool = True, batch_norm: str = "native"
 ) -> np.ndarray:
-    """(G, N) per-sample advantages of `estimator` (an OpenRLHF name in EMBEDDED_ESTIMATORS); every response token
-    carries its sample's value (gamma = 1, one reward at the end). batch_norm "native": as OpenRLHF, only
-    reinforce_baseline is normalised over the batch (``std_norm`` applies to it); "every_estimator": the same
-    normalisation follows every estimator's baseline (training.advantage_batch_norm)."""
-    if estimator == "reinforce_baseline":
-        return reinforce_baseline(rewards, lengths, std_norm)
-    by_group = {"group_norm": group_norm, "rloo": rloo, "dr_grpo": dr_grpo}
-    if estimator not in by_group:
-        raise ValueError(f"advantage estimator {estimator!r} is not one of {EMBEDDED_ESTIMATORS}")
-    adv = by_group[estimator](rewards)
-    return batch_normalise(adv, lengths, std_norm) if batch_norm == "every_estimator" else adv
+    """(G, N) per-sample advantages of `estimator` (a name of brorl.training.estimators the embedded engine trains):
+    its baseline function, then the normalisation over the batch's response tokens where OpenRLHF applies it
+    (batch_norm "native") or after every estimator (batch_norm "every_estimator"); ``std_norm`` applies to it.
+    Every response token carries its sample's value (gamma = 1, one reward at the end)."""
+    if estimator not in EMBEDDED:
+        raise ValueError(f"advantage estimator {estimator!r} is not one of {EMBEDDED}")
+    row = BY_NAME[estimator]
+    adv = globals()[row.embedded](rewards)
+    if row.batch_normalised or batch_norm == "every_estimator":
+        return batch_normalise(adv, lengths, std_norm)
+    return adv

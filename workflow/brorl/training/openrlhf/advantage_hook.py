@@ -19,10 +19,12 @@ import os
 import time
 from types import ModuleType
 
+from ..estimators import OPENRLHF_BATCH_NORMALISED
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
-NORMALISED_BY_OPENRLHF = ("gae", "reinforce", "reinforce_baseline")  # experience_maker.py:325
+# experience_maker.py:325 normalises these (and gae, which needs a critic: not an estimator of this project)
+NORMALISED_BY_OPENRLHF = OPENRLHF_BATCH_NORMALISED
 MODES = ("native", "every_estimator")
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..estimators import BY_NAME, OPENRLHF_GROUP
 from ..recipe import ArmPlan, RecipeError
 from ..tracking import KEY_ENV, Tracking, run_name
 
@@ -33,7 +34,7 @@ MODULE = "openrlhf.cli.train_ppo_ray"
 # OpenRLHF trains the prompts left at the end of an episode as a partial step, so no episode may end inside the run.
 # A segment is stopped by step count (brorl.training.openrlhf.run); the constant lr schedule ignores the horizon.
 NUM_EPISODES = 1
-GROUP_ESTIMATORS = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo")  # OpenRLHF asserts N > 1 for these
+GROUP_ESTIMATORS = OPENRLHF_GROUP  # OpenRLHF asserts N > 1 for these (brorl.training.estimators)
 # The CPU rehearsal (training.cluster.device = cpu) changes the command in exactly these flags; docs/rehearsal.md
 # says for each what it replaces and why it leaves the rehearsed algorithm alone.
 GPU_ONLY_FLAGS = ("--vllm.enable_sleep",)  # vLLM refuses sleep mode on CPU ("not supported on current platform")
@@ -225,7 +226,7 @@ def openrlhf_flags(
         *_flag("rollout.temperature", float(train["rollout_temperature"])),
         *_flag("rollout.top_p", float(train["rollout_top_p"])),
         # algorithm
-        *_flag("algo.advantage.estimator", plan.advantage_estimator),
+        *_flag("algo.advantage.estimator", BY_NAME[plan.advantage_estimator].openrlhf),
         *_flag("algo.advantage.gamma", 1.0),
         *([] if train["advantage_std_norm"] else ["--algo.advantage.no_std_norm"]),
         *_flag("actor.policy_loss_type", train["algorithm"]),

@@ -1,8 +1,9 @@
-"""The evaluation cost model of the plan (docs/design.md#the-evaluation-cost-model). Pure: no I/O.
+"""The size of each GPU generation job and the evaluation cost model the plan prices with it
+(docs/design.md#the-evaluation-cost-model). Pure: no I/O.
 
 GPU-hours of one (checkpoint, benchmark) = problems x samples per problem x mean response tokens / (generated
 tokens per second per GPU), plus a start-up overhead (vLLM start, model load) for every GPU of the job. Mean
-response tokens and tokens/s are measured where a run at the planned scale exists (brorl.ops.plan.measured), else
+response tokens and tokens/s are measured where a run at the planned scale exists (brorl.ops.plan.measured, in the ops wing), else
 priors (EvalPrior, profiles/slurm/estimates.yaml `evaluation:`). The job size is decided here, from the priors
 only, so that the size generate_samples asks Slurm for (workflow/rules/helpers/evaluate.smk) and the size the plan
 prices are the same number: the fewest GPUs (a power of two, at most one node) that finish the job's generation

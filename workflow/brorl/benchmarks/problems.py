@@ -14,7 +14,7 @@ class ProblemCountError(ValueError):
 def benchmark_problems(config: Mapping[str, Any], registry: Mapping[str, Any] | None = None) -> dict[str, int]:
     """Problems of every benchmark of evaluation.benchmarks, in the config's order (`registry`: one already loaded)."""
     if registry is None:
-        from ...benchmarks.registry import load_registry
+        from .registry import load_registry
 
         registry = load_registry()
     evaluation = config["evaluation"]
