@@ -29,61 +29,34 @@ config (training.dynamic_sampling.refill); the others change none. It does these
   * while a `kill_in_save` drill is pending (training.cluster.drills), holds that step's save open so the segment
     runner's kill lands inside it (brorl.training.openrlhf.drill_hook).
 
-It also offers `after_import(name, patch)`, which the CPU rehearsal's device layer (workflow/rehearsal) uses to
-register its patches on the same import hook.
+The import hook is workflow/scripts/driver_site/brorl_after_import.py (the driver-side patches use it too); its
+`after_import(name, patch)` is offered here as well, for the CPU rehearsal's device layer (workflow/rehearsal) to
+register its patches on the same hook.
 """
 
 from __future__ import annotations
 
-import importlib.abc
+import importlib.util
 import os
 import sys
-from collections.abc import Callable
-
-_PATCHES: dict[str, list[Callable]] = {}
 
 
-def after_import(name: str, patch: Callable) -> None:
-    """Call patch(module) right after module `name` executes (at once if it is already imported)."""
-    if name in sys.modules:
-        patch(sys.modules[name])
-        return
-    _PATCHES.setdefault(name, []).append(patch)
+def _after_import_module():
+    """workflow/scripts/driver_site/brorl_after_import.py, the one import hook of the project's patches: the module
+    already imported (a .pth file of the environment imports it), else loaded by its path under its own name, so
+    that every later import of it in this process is the same module."""
+    name = "brorl_after_import"
+    if name not in sys.modules:
+        here = os.path.dirname(os.path.abspath(__file__))
+        path = os.path.join(os.path.dirname(here), "driver_site", f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """The module's own loader, with the registered patches applied after it executes."""
-
-    def __init__(self, loader, patches: list[Callable]) -> None:
-        self._loader, self._patches = loader, patches
-
-    def __getattr__(self, attribute):  # get_resource_reader, is_package, get_data, ...: the real loader's
-        return getattr(self._loader, attribute)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        for patch in self._patches:
-            patch(module)
-
-
-class _PatchingFinder(importlib.abc.MetaPathFinder):
-    """Finds a patched module with the normal machinery, then wraps its loader."""
-
-    def find_spec(self, fullname, path, target=None):
-        patches = _PATCHES.pop(fullname, None)
-        if not patches:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader, patches)
-                return spec
-        return None
+after_import = _after_import_module().after_import
 
 
 def _seed_torch(torch) -> None:
@@ -96,8 +69,6 @@ def _partition(experience_maker) -> None:
     install_from_env(experience_maker)
 
 
-if not any(isinstance(finder, _PatchingFinder) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _PatchingFinder())
 if os.environ.get("BRORL_TORCH_SEED", "").lstrip("-").isdigit():
     after_import("torch", _seed_torch)
 
