@@ -60,6 +60,7 @@ BY_NAME = {e.name: e for e in ESTIMATORS}
 NAMES = tuple(BY_NAME)
 EMBEDDED = tuple(e.name for e in ESTIMATORS if e.embedded)  # what the embedded engine trains
 OPENRLHF_GROUP = tuple(e.openrlhf for e in ESTIMATORS if e.openrlhf and e.group)  # OpenRLHF asserts N > 1 for these
+# experience_maker.py:325 normalises these over the batch (and gae, which needs a critic: not an estimator here)
 OPENRLHF_BATCH_NORMALISED = tuple(e.openrlhf for e in ESTIMATORS if e.openrlhf and e.batch_normalised)
 
 

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .estimators import EMBEDDED
-
 
 class RecipeError(ValueError):
     """A config whose training recipe cannot be built (names the arm and key)."""
@@ -36,11 +34,6 @@ class Segment:
     @property
     def steps(self) -> range:
         return range(self.first_step, self.last_step + 1)
-
-
-# The advantage estimators the embedded engine trains (brorl.training.estimators): it refuses the others by name
-# (brorl.config) and computes these in brorl.training.embedded.advantages, equal to OpenRLHF's own
-EMBEDDED_ESTIMATORS = EMBEDDED
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,6 @@ from ..estimators import OPENRLHF_BATCH_NORMALISED
 from .logs import append_hook_entry
 
 MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
-# experience_maker.py:325 normalises these (and gae, which needs a critic: not an estimator of this project)
-NORMALISED_BY_OPENRLHF = OPENRLHF_BATCH_NORMALISED
 MODES = ("native", "every_estimator")
 
 
@@ -63,7 +61,7 @@ def install(module: ModuleType, mode: str, log_dir: str | None) -> None:
     def compute_advantages_and_returns(self, experiences, *args, **kwargs):
         experiences = original(self, experiences, *args, **kwargs)
         advantage = self.strategy.args.algo.advantage
-        if mode == "every_estimator" and advantage.estimator not in NORMALISED_BY_OPENRLHF and experiences:
+        if mode == "every_estimator" and advantage.estimator not in OPENRLHF_BATCH_NORMALISED and experiences:
             normalise(experiences, not advantage.no_std_norm)
         if log_dir and experiences:
             append_hook_entry(log_dir, {"t": time.time(), "adv_rms": token_rms(experiences)})

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..estimators import BY_NAME, OPENRLHF_GROUP
+from ..estimators import BY_NAME
 from ..recipe import ArmPlan, RecipeError
 from ..tracking import KEY_ENV, Tracking, run_name
 
@@ -34,7 +34,6 @@ MODULE = "openrlhf.cli.train_ppo_ray"
 # OpenRLHF trains the prompts left at the end of an episode as a partial step, so no episode may end inside the run.
 # A segment is stopped by step count (brorl.training.openrlhf.run); the constant lr schedule ignores the horizon.
 NUM_EPISODES = 1
-GROUP_ESTIMATORS = OPENRLHF_GROUP  # OpenRLHF asserts N > 1 for these (brorl.training.estimators)
 # The CPU rehearsal (training.cluster.device = cpu) changes the command in exactly these flags; docs/rehearsal.md
 # says for each what it replaces and why it leaves the rehearsed algorithm alone.
 GPU_ONLY_FLAGS = ("--vllm.enable_sleep",)  # vLLM refuses sleep mode on CPU ("not supported on current platform")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..estimators import OPENRLHF_GROUP
 from ..recipe import ArmPlan, RecipeError, arm_plan
-from .command import GROUP_ESTIMATORS
 from .drills import drill_problems
 
 
@@ -105,7 +105,7 @@ def plan_problems(config: Mapping[str, Any], plan: ArmPlan) -> list[str]:
     key = _arm_key(config, name)
     gpus = cluster["nodes"] * cluster["gpus_per_node"]  # data-parallel actor ranks (no ring/DS tensor parallel)
     problems = []
-    if plan.n < 2 and plan.advantage_estimator in GROUP_ESTIMATORS:  # train_ppo_ray.py post-parse assertion
+    if plan.n < 2 and plan.advantage_estimator in OPENRLHF_GROUP:  # train_ppo_ray.py post-parse assertion
         problems.append(
             f"config key '{key}.n': {plan.advantage_estimator} needs N > 1 (a group baseline of one "
             "sample makes every advantage 0); OpenRLHF asserts n_samples_per_prompt > 1"
