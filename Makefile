@@ -147,24 +147,24 @@ PLAN_ARGS ?=
 plan: setup
 	$(VENV)/bin/python -m brorl.ops.plan $(PLAN_ARGS)
 
-# The cluster commands, run by the driver environment (.venv-slurm: Snakemake + the slurm executor plugin) with the
-# engine environment (.venv) first on PATH for the jobs' `python -m brorl...`; SUBMIT_ARGS adds options (presets).
+# Shortcuts for the cluster commands, typed as `snakemake --profile slurm ...` with the driver environment active
+# (.venv-slurm: Snakemake + the slurm executor plugin). Here the engines of .venv are first on PATH for the jobs'
+# `python -m brorl...`; SUBMIT_ARGS adds options (presets). The workflow itself checks the site against sinfo, the
+# software route of a submission, and ends a dry run with one line per rule (brorl.ops.run.driver).
 SUBMIT_ARGS ?=
 ## Every job of the paper with its sbatch resources, without submitting anything (no cluster needed); it ends with one
 ## line per rule and the run's warnings again.
-SITE_CHECK = $(VENV)/bin/python -m brorl.ops.plan.site --
 dry-run: setup slurm-env
-	$(SITE_CHECK) $(SUBMIT_ARGS)
-	set -o pipefail; $(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS) 2>&1 | $(VENV)/bin/python -m brorl.ops.plan.dry_run
-	@$(VENV)/bin/python -m brorl.ops.run.software_route --describe -- $(SUBMIT_ARGS)
+	$(SLURM_VENV)/bin/snakemake --profile slurm -n $(SUBMIT_ARGS)
 ## Submit the paper to SLURM (from the repository root, on a login node; docs/cluster.md). Refused, with the fix, while
 ## its GPU jobs would run vLLM's CPU build or Snakemake would build the training environment here (SUBMIT_ARGS='--sdm conda').
-ROUTE_CHECK = $(VENV)/bin/python -m brorl.ops.run.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
 submit: setup slurm-env
-	$(SITE_CHECK) $(SUBMIT_ARGS)
-	$(ROUTE_CHECK) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm $(SUBMIT_ARGS)
 
+# The driver job checks the site and route before its sbatch (the job itself runs the same checks only once it
+# starts, perhaps hours later)
+SITE_CHECK = $(VENV)/bin/python -m brorl.ops.plan.site --
+ROUTE_CHECK = $(VENV)/bin/python -m brorl.ops.run.software_route --check --snakemake $(SLURM_VENV)/bin/snakemake -- --profile slurm
 ## The driver itself as a chain of CPU jobs, each submitting the next before its time limit (instead of tmux on the
 ## login node): DRIVER_PARTITION= (default: the profile's cpu partition), DRIVER_TIME= (default 3 days), SUBMIT_ARGS.
 ## docs/cluster.md#the-driver-as-a-slurm-job
@@ -203,8 +203,6 @@ evaluate: setup
 ## two forced kills resumed, then results/smoke/verdict.json and a table of every GPU path (docs/cluster.md#the-gpu-smoke-run).
 SMOKE := workflow/presets/gpu_smoke.yaml
 smoke: setup slurm-env
-	$(SITE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
-	$(ROUTE_CHECK) --configfile $(SMOKE) $(SUBMIT_ARGS)
 	$(SLURM_VENV)/bin/snakemake --profile slurm --configfile $(SMOKE) $(SUBMIT_ARGS); status=$$?; \
 	  case " $(SUBMIT_ARGS) " in *" -n "*|*" --dry-run "*) exit $$status ;; esac; \
 	  $(VENV)/bin/python -m brorl.ops.smoke --configfile $(SMOKE)

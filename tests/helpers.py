@@ -88,7 +88,11 @@ CI_SITE = {
     "BRORL_SLURM_GPU_NODE_MEM_MB": "64000",
     "BRORL_SLURM_GPUS_PER_NODE": "1",  # one vLLM CPU engine per generation job on a 2-core host
     "BRORL_SLURM_RAY_EMULATED": "auto",  # the emulated nodes share this host (production: 0)
+    "BRORL_SLURM_CPU_ENGINES": "1",  # their GPU jobs run vLLM's CPU build on purpose (production: refused)
 }
+# The paper's production settings on the emulated nodes: their sizes, 8 GPUs per node as the paper's; where the
+# local Slurm answers sinfo, every request of the paper is checked against it and fits (vLLM's CPU build refused)
+PAPER_ON_CI = {k: v for k, v in CI_SITE.items() if k != "BRORL_SLURM_CPU_ENGINES"} | {"BRORL_SLURM_GPUS_PER_NODE": "8"}
 
 
 def slurm_up() -> str | None:

@@ -408,6 +408,14 @@ BAD = [
         "does not match the pattern",
     ),
     ("bad-engine", lambda c: _set(c, ["engine"], "slurm"), "'engine'", "not an allowed value 'slurm'"),
+    # N changed in one place: the arm's name and Table 2's layouts still say the old N
+    ("n-but-not-its-name", lambda c: _set(c, ["arms", 1, "n"], 256), "'arms[1].n'", "'brorl_n512' says N = 512"),
+    (
+        "n-without-its-layout",
+        lambda c: _set(c, ["throughput", "layouts"], [{"prompts": 8, "n": 16}]),
+        "'throughput.layouts'",
+        "no layout has n = 512, the N of brorl_n512 (analysis.comparison.treatment)",
+    ),
     ("report-step-too-late", _report_late, "'arms[1].report_steps'", "exceed(s) continued_steps"),
     (
         "mini-batches-do-not-divide",
@@ -634,10 +642,10 @@ def test_the_first_arm_must_be_an_enabled_arm(tmp_path):
 
 
 def test_openrlhfs_batch_arithmetic_is_checked_with_the_config(tmp_path):
-    """An arm of N = 24 x 100 prompts: 2,400 samples in 8 mini-batches of 300, not a multiple of 64 GPUs, which
+    """An arm of N = 16 x 150 prompts: 2,400 samples in 8 mini-batches of 300, not a multiple of 64 GPUs, which
     DeepSpeed refuses inside the 64-GPU job; the config is refused when it is read (dry run, plan, submission)."""
     path = tmp_path / "bad_arm.yaml"
-    arms = [{"name": "prorl_n16", "n": 24, "prompts_per_step": 100, "continued_steps": 10}]
+    arms = [{"name": "prorl_n16", "n": 16, "prompts_per_step": 150, "continued_steps": 10}]
     arms.append({"name": "brorl_n512", "n": 512, "prompts_per_step": 128, "continued_steps": 191})
     path.write_text(yaml.safe_dump({"arms": arms, "analysis": {"n_sweep": {"arms": [], "controls": []}}}))
     with pytest.raises(ConfigError, match=r"prorl_n16's mini-batch of 300 samples \(2400 / 8\) is not a multiple"):

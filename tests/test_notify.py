@@ -74,14 +74,18 @@ def test_failed_jobs_come_from_snakemakes_events_with_wildcards_logs_and_slurm_i
     assert units.logs == () and units.message == "" and units.wildcards == ""
 
 
-def test_the_rerun_hint_is_a_command_that_works():
-    """The slurm profile's runs are rerun with `make submit` (a bare `snakemake` is .venv's, without the slurm
-    executor plugin: "invalid choice: 'slurm'"); others with the Snakemake that ran them."""
+def test_the_rerun_hint_is_a_command_that_works(tmp_path, monkeypatch):
+    """The same Snakemake and arguments, by its bare name where the PATH finds that one (the driver environment
+    active: `snakemake --profile slurm ...`), else by its path; `python -m snakemake` where it ran that way."""
     argv = ["/r/.venv-slurm/bin/snakemake", "--profile", "slurm", "--sdm", "conda", "--configfile", "a b.yaml"]
-    assert (
-        notify.rerun_command(argv, "/py") == """make submit SUBMIT_ARGS='--sdm conda --configfile '"'"'a b.yaml'"'"''"""
-    )
-    assert notify.rerun_command(argv[:3], "/py") == "make submit"
+    expected = "/r/.venv-slurm/bin/snakemake --profile slurm --sdm conda --configfile 'a b.yaml'"
+    assert notify.rerun_command(argv, "/py") == expected
+    active = tmp_path / "bin" / "snakemake"
+    active.parent.mkdir()
+    active.write_text("#!/bin/sh\n")
+    active.chmod(0o755)
+    monkeypatch.setenv("PATH", str(active.parent))
+    assert notify.rerun_command([str(active), *argv[1:3]], "/py") == "snakemake --profile slurm"
     assert notify.rerun_command(["/r/.venv/bin/snakemake", "--cores", "1"], "/py") == "/r/.venv/bin/snakemake --cores 1"
     main = "/r/lib/python3.11/site-packages/snakemake/__main__.py"
     assert notify.rerun_command([main, "-n"], "/r/bin/python") == "/r/bin/python -m snakemake -n"

@@ -25,6 +25,7 @@ from helpers import (
     CI_SITE,
     DRIVER,
     DRIVER_SNAKEMAKE,
+    PAPER_ON_CI,
     ROOT,
     SHORT_WARM_START,
     TINY,
@@ -179,8 +180,8 @@ def test_a_profile_that_sets_other_training_nodes_is_refused_before_any_job(tmp_
     config = (site / "config.yaml").read_text()
     (site / "config.yaml").write_text(config.replace("  train_ppo:\n", "  train_ppo:\n    nodes: 8\n", 1))
     for profile, env, words in (
-        (site, {}, "sets train_ppo's nodes to 8, but training.cluster.nodes makes it 1"),
-        ("slurm", {"BRORL_SLURM_GPUS_PER_NODE": "4"}, "asks 4 GPUs per training node (train_ppo's gres gpu:h100:4)"),
+        (site, PAPER_ON_CI, "sets train_ppo's nodes to 8, but training.cluster.nodes makes it 1"),
+        ("slurm", PAPER_ON_CI | {"BRORL_SLURM_GPUS_PER_NODE": "4"}, "asks 4 GPUs per training node (train_ppo's gres"),
     ):
         proc = subprocess.run(
             [str(DRIVER), "-m", "snakemake", "--profile", str(profile), "-n", "--directory", str(tmp_path / "work")]
@@ -618,10 +619,12 @@ def test_a_table2_job_that_cannot_finish_in_its_last_attempt_stops_the_run_befor
     attempt, 2 retries): the dry run prints each job's size; the run stops at its start, naming the job and the
     runtime, and submits nothing."""
     whole_step = tmp_path / "whole_step.yaml"
-    whole_step.write_text("throughput:\n  layouts: [{prompts: 128, n: 512}]\n")
+    whole_step.write_text("throughput:\n  layouts: [{prompts: 8, n: 16}, {prompts: 128, n: 512}]\n")
     args = ["--profile", "slurm", "--directory", str(tmp_path / "work"), "--configfile"]
     args += ["workflow/presets/one_node.yaml", str(whole_step)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    # the emulated nodes' sizes, so the site check passes and the run reaches its start
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | CI_SITE
+    env["BRORL_SLURM_GPUS_PER_NODE"] = "8"
     dry = subprocess.run(
         [str(DRIVER), "-m", "snakemake", "-n", *args], cwd=ROOT, capture_output=True, text=True, env=env
     )

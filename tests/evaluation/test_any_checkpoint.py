@@ -23,7 +23,10 @@ START = load_yaml_config(ROOT / "config.yaml")["base_model"]
 
 
 def make(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")}
+    """`make ARGS` with the production site settings on the emulated nodes' sizes (checked where sinfo answers)."""
+    from helpers import PAPER_ON_CI
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRORL_SLURM_")} | PAPER_ON_CI
     return subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
 
 

@@ -8,18 +8,25 @@ fields of `plan_values` (tests/plan/test_plan.py): `{paper.gpu_hours:,.0f}` is t
 
 from __future__ import annotations
 
-# (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), step16k (step_16k), probe (the paper config
-# with probe.enabled, priced by brorl.ops.plan.pricing.probe_price: the probe is off in every shipped preset), seg (the
+# (page, quote); the presets: paper (config.yaml), one_node, released, smoke (gpu_smoke), step16k (step_16k), decision,
+# probe (the paper config with probe.enabled, priced by brorl.ops.plan.pricing.probe_price: the probe is off in every shipped preset), seg (the
 # longest training job of an arm priced by the plan's step model, as its walltime check does)
 QUOTES: list[tuple[str, str]] = [
     # the README's price table
     (
         "README.md",
-        "| the paper (`config.yaml`) | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes |",
+        "| the paper (`config.yaml`) | {paper.jobs:,} | {paper.gpu_hours:,.0f} | {paper.days:.1f} days on 8 GPU nodes "
+        "| {paper.settles} (power {paper.power}) |",
     ),
     (
         "README.md",
-        "(`workflow/presets/one_node.yaml`) | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days on the node |",
+        "(`workflow/presets/one_node.yaml`) | {one_node.jobs:,} | {one_node.gpu_hours:,.0f} | {one_node.days:.1f} days "
+        "on the node | {one_node.settles} (power {one_node.power}) |",
+    ),
+    (
+        "README.md",
+        "(`workflow/presets/decision.yaml`) | {decision.jobs:,} | {decision.gpu_hours:,.0f} | {decision.days:.1f} days "
+        "on the node | two necessary conditions, yes; the headline, {decision.settles} |",
     ),
     (
         "README.md",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,6 +105,7 @@ PRESETS = {
     "released": (["workflow/presets/released.yaml"], {}),
     "smoke": (["workflow/presets/gpu_smoke.yaml"], {}),
     "step16k": (["workflow/presets/step_16k.yaml"], {}),
+    "decision": (["workflow/presets/decision.yaml"], {}),
 }
 
 
@@ -168,8 +170,10 @@ def test_the_one_step_16k_preset_is_one_paper_shaped_brorl_job_and_nothing_evalu
     assert "generate_samples" not in rows and "throughput" not in " ".join(rows)
 
 
-def plan_values(record: dict) -> SimpleNamespace:
-    """The numbers of one plan record that the docs quote (the placeholders of tests/plan/doc_quotes.py)."""
+def plan_values(record: dict, stdout: str = "") -> SimpleNamespace:
+    """The numbers of one plan record that the docs quote (the placeholders of tests/plan/doc_quotes.py); `power`
+    and `can`: the printed verdict's power at seed sd 0.3 and whether the run "can" or "cannot" settle the claim."""
+    verdict = re.search(r"power (\S+) at seed sd 0.3 .*?: this run (can|cannot) support or falsify", stdout)
     rows = {r["name"]: r for r in record["rows"]}
     model = record["evaluation_model"]
     wall = record["wall_clock_hours"]
@@ -197,6 +201,9 @@ def plan_values(record: dict) -> SimpleNamespace:
         problems=sum(b["problems"] for b in model["benchmarks"]),
         samples_m=sum(b["samples"] * (b["checkpoints"] + b["start_extra_draws"]) for b in model["benchmarks"]) / 1e6,
         tokens_b=model["tokens"] / 1e9,
+        power=verdict[1] if verdict else "none",
+        can=verdict[2] if verdict else "none",
+        settles={"can": "yes", "cannot": "no"}.get(verdict[2] if verdict else "", "none"),
     )
 
 
@@ -242,7 +249,7 @@ def folded(text: str) -> str:
 
 @pytest.mark.workflow
 def test_every_plan_number_the_docs_quote_is_the_plans_output(tmp_path, preset_plans):
-    values = {name: plan_values(record) for name, (_, record) in preset_plans.items()}
+    values = {name: plan_values(record, proc.stdout) for name, (proc, record) in preset_plans.items()}
     values["probe"] = probe_values(values["paper"].gpu_hours, tmp_path / "probe.yaml")
     values["seg"] = segment_values(
         load_yaml_config(CONFIG), load_yaml_config(CONFIG, ROOT / "workflow/presets/one_node.yaml")
@@ -344,7 +351,7 @@ def test_table2_jobs_are_sized_by_their_work_and_one_that_cannot_finish_is_refus
     assert one_engine[0].tokens == jobs[0].tokens + jobs[1].tokens
     # the plan refuses before building the DAG; the shipped config's jobs are priced by their work
     whole_step = tmp_path / "whole_step.yaml"
-    whole_step.write_text("throughput:\n  layouts: [{prompts: 128, n: 512}]\n")
+    whole_step.write_text("throughput:\n  layouts: [{prompts: 8, n: 16}, {prompts: 128, n: 512}]\n")
     proc = subprocess.run(
         [sys.executable, "-m", "brorl.ops.plan", "--configfile", str(whole_step)],
         cwd=ROOT,

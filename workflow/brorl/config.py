@@ -25,6 +25,7 @@ from .evaluation import config_checks as evaluation
 from .models import config_checks as models
 from .probe import config_checks as probe
 from .simulation import config_checks as simulation
+from .throughput import config_checks as throughput
 from .training import config_checks as training
 from .training.estimators import NAMES as ESTIMATOR_NAMES
 from .training.recipe import training_engine
@@ -257,6 +258,7 @@ _CHECKS = (
     models.check_embedded_model,
     training.check_embedded_engine,
     training.check_cluster_estimators,
+    throughput.check_layouts,
     _unique_entries,
     analysis.check_analysis,
     analysis.check_decision,

@@ -6,6 +6,7 @@ import re
 from brorl.benchmarks.registry import load_registry
 from brorl.models.folders import staged_base_model
 from brorl.ops.run.submission import GROUPS as SUBMISSION_GROUPS, driver_rules
+from brorl.ops.run.driver import warn as driver_warning
 from brorl.generation.vllm_scheduler import ENV as SCHEDULER_ENV, scheduler_json
 
 SIM = config["simulation"]

@@ -7,9 +7,17 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
+from brorl.ops.run import driver as _driver
 from brorl.ops.run import notify as _notify
 
 _job_events = _notify.JobEvents.install()
+
+# `snakemake --profile slurm` as typed: the site against sinfo (-n too), the software route (a submission), and the
+# end of a dry run (one line per rule, the route, the warnings again); main process only (brorl.ops.run.driver).
+try:
+    _driver.start(config, workflow.is_main_process)
+except _driver.DriverError as _err:
+    raise WorkflowError(str(_err)) from None
 
 
 def _rerun_command():

@@ -22,7 +22,7 @@ if [[ -x .venv-slurm/bin/python ]] && bash workflow/scripts/local_slurm.sh owned
   echo "rehearsal: through the local Slurm (train_ppo on 2 emulated nodes x 2 GPUs)"
   # the emulated nodes' size (profiles/ci/config.yaml); one Slurm node per Ray node, on one host
   export BRORL_SLURM_GPU_NODE_CPUS=16 BRORL_SLURM_GPU_NODE_MEM_MB=64000 BRORL_SLURM_GPUS_PER_NODE=2 \
-    BRORL_SLURM_RAY_EMULATED=auto
+    BRORL_SLURM_RAY_EMULATED=auto BRORL_SLURM_CPU_ENGINES=1
   .venv-slurm/bin/python -m snakemake "${targets[@]}" --profile slurm --profile profiles/ci "${configs[@]}" --retries 1 "$@"
 else
   echo "rehearsal: no Slurm here, the launcher starts both Ray nodes on this machine (--single-host)"

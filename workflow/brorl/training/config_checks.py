@@ -3,6 +3,7 @@ plain-words line per offending key and imports nothing from brorl.config."""
 
 from __future__ import annotations
 
+import re
 import string
 
 from .estimators import engine_problem
@@ -36,6 +37,12 @@ def _check_arm(i: int, arm: dict, train: dict) -> list[str]:
         problems.append(
             f"config key 'arms[{i}]': n x prompts_per_step = {samples} samples is not divisible by "
             f"training.mini_batches_per_step = {mb}"
+        )
+    named = re.search(r"_n(\d+)(?=_|$)", str(arm.get("name", "")))
+    if named and int(named[1]) != arm["n"]:
+        problems.append(
+            f"config key 'arms[{i}].n': {arm['n']}, but the arm's name {arm['name']!r} says N = {named[1]}: rename "
+            "the arm with its N (its run folder results/train/<name> is named after it, so a renamed arm is a new run)"
         )
     if train["dynamic_sampling"]["enabled"] and arm["n"] < 2:
         problems.append(

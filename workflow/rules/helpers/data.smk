@@ -78,13 +78,13 @@ def benchmark_data(wildcards):
 # jobs would download such a source (pin_gate_problem, called by onstart in hooks.smk), unless allow_unpinned.
 UNPINNED = unpinned_of_run(config, BENCHMARKS)
 if UNPINNED:
-    print(f"warning: {UNPINNED}", file=sys.stderr)
+    driver_warning(UNPINNED)
 # and whether the start pin is the model the paper starts from, where `make pin` recorded both weights (the lock is
 # read once here: its identity records serve the analysis spec too, helpers/analysis.smk)
 PIN_LOCK = read_lock_data(Path(workflow.basedir) / LOCK_NAME)
 START_IDENTITY = start_identity_problem(config, PIN_LOCK)
 if START_IDENTITY:
-    print(f"warning: {START_IDENTITY}", file=sys.stderr)
+    driver_warning(START_IDENTITY)
 
 
 def pin_gate_problem(workflow):

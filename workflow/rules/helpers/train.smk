@@ -65,7 +65,7 @@ operational_env(OPERATIONS_ENV, json.dumps(_OPERATIONS, sort_keys=True))
 # (-n and make plan stay usable); onstart (hooks.smk) stops a run whose jobs would train.
 SMOKE_GATE = smoke_gate_problem(config) if TRAINED_ARMS else ""
 if SMOKE_GATE:
-    print(f"warning: {SMOKE_GATE}", file=sys.stderr)
+    driver_warning(SMOKE_GATE)
 
 
 def checkpoint_stop(workflow):
@@ -94,7 +94,7 @@ BROKEN_CHECKPOINTS = [
     if (problem := quick_problem(Path(f"results/train/{arm}/step{step}")))
 ]
 if BROKEN_CHECKPOINTS:
-    print(f"warning: {checkpoint_advice(BROKEN_CHECKPOINTS)}", file=sys.stderr)
+    driver_warning(checkpoint_advice(BROKEN_CHECKPOINTS))
 
 
 def smoke_gate_stop(workflow):

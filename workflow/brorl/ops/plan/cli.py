@@ -177,9 +177,9 @@ def _warn_site(profile_dir: Path, config: dict) -> None:
     from .site import check as check_site
 
     site_problems, site_line = check_site(profile_dir, config)
-    if site_problems:  # `make dry-run` and `make submit` refuse these; the plan stays usable and says so
+    if site_problems:  # `snakemake --profile slurm` refuses these, -n too; the plan stays usable and says so
         print(
-            "warning: the site cannot run these jobs as the profile asks (make dry-run and make submit refuse):\n  - "
+            "warning: the site cannot run these jobs as the profile asks (`snakemake --profile slurm` refuses them, -n too):\n  - "
             + "\n  - ".join(site_problems)
             + "\n",
             file=sys.stderr,

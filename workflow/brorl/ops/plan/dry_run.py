@@ -1,78 +1,43 @@
-"""`make dry-run`'s ending: Snakemake's dry run of the paper prints some 30,000 lines, with its actionable warnings
-(unpinned hub sources, no smoke verdict) among the first ten. Its output passes through unchanged, then one line per
-rule (jobs and the sbatch resources they ask for) and the warnings again. Pure, except `main` (stdin to stdout).
-
-    snakemake --profile slurm -n ... 2>&1 | python -m brorl.ops.plan.dry_run
+"""The end of a dry run of the slurm profile: Snakemake prints some 30,000 lines for the paper, with the run's
+actionable warnings (unpinned hub sources, no smoke verdict) among the first ten. After them come one line per rule
+(its jobs and the sbatch resources they ask for), the software route, and the warnings again. Pure: the jobs come
+from Snakemake's log events (brorl.ops.run.driver), the warnings from the workflow.
 """
 
 from __future__ import annotations
 
-import re
-import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 # the requests sbatch gets, in this order (the rest of Snakemake's resources are its own bookkeeping)
 SBATCH_KEYS = ("slurm_partition", "nodes", "tasks", "gres", "gpu", "cpus_per_task", "cpus_per_gpu", "mem_mb", "runtime")
-JOB = re.compile(r"^ *(?:local)?rule (\w+):$")  # indented: a member of a group job
-GROUP = re.compile(r"^\[[^]]*\] Group job (\w+) ")
 
 
-def rule_resources(lines: Iterable[str]) -> dict[str, Counter]:
-    """rule -> Counter of its jobs' sbatch requests (each a "k=v, ..." string), in the order the rules appear."""
+def request(resources: Mapping[str, Any]) -> str:
+    """One job's sbatch requests as "k=v, ..." ("(none)" for a job that asks for none)."""
+    return ", ".join(f"{k}={resources[k]}" for k in SBATCH_KEYS if k in resources) or "(none)"
+
+
+def rule_requests(jobs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Counter]:
+    """rule -> Counter of its jobs' requests, in the order the rules first appear."""
     out: dict[str, Counter] = {}
-    rule = None
-    for line in lines:
-        match = JOB.match(line)
-        if match:
-            rule = match[1]
-            out.setdefault(rule, Counter())
-        elif rule and line.lstrip().startswith("resources: "):
-            pairs = dict(kv.split("=", 1) for kv in line.lstrip().removeprefix("resources: ").split(", ") if "=" in kv)
-            out[rule][", ".join(f"{k}={pairs[k]}" for k in SBATCH_KEYS if k in pairs) or "(none)"] += 1
-            rule = None
+    for rule, resources in jobs:
+        out.setdefault(rule, Counter())[request(resources)] += 1
     return out
 
 
-def warnings(lines: Iterable[str]) -> list[str]:
-    """The `warning:` lines of the output and the `  - ` lines that continue them."""
-    out, inside = [], False
-    for line in lines:
-        if line.startswith("warning:"):
-            out.append(line)
-            inside = True
-        elif inside and line.startswith("  - "):
-            out.append(line)
-        else:
-            inside = False
-    return out
-
-
-def summary(lines: list[str]) -> list[str]:
+def summary(
+    jobs: Iterable[tuple[str, Mapping[str, Any]]], groups: Mapping[str, int], warnings: list[str], software: str
+) -> list[str]:
     """The lines printed after the dry run's own output."""
-    per_rule = rule_resources(lines)
     out = ["", "per rule: jobs, and the sbatch resources they ask for"]
-    for rule, sizes in per_rule.items():
-        jobs = sum(sizes.values())
-        requests = "; ".join(f"{request}" + (f" ({n} jobs)" if len(sizes) > 1 else "") for request, n in sizes.items())
-        out.append(f"  {rule}: {jobs} job(s): {requests}")
-    groups = Counter(m[1] for m in map(GROUP.match, lines) if m)
+    for rule, sizes in rule_requests(jobs).items():
+        requests = "; ".join(f"{text}" + (f" ({n} jobs)" if len(sizes) > 1 else "") for text, n in sizes.items())
+        out.append(f"  {rule}: {sum(sizes.values())} job(s): {requests}")
     for group, n in groups.items():  # their members' requests merge: runtimes add up (brorl.ops.run.submission)
         out.append(f"  group {group}: {n} group job(s), one sbatch each for the member jobs above")
-    found = warnings(lines)
-    if found:
-        out += ["", "warnings (repeated from the top of the output):", *found]
+    out += ["", software]
+    if warnings:
+        out += ["", "warnings (repeated from the top of the output):", *(f"warning: {w}" for w in warnings)]
     return out
-
-
-def main() -> int:
-    lines = []
-    for line in sys.stdin:
-        sys.stdout.write(line)
-        lines.append(line.rstrip("\n"))
-    print("\n".join(summary(lines)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The site, checked before the first sbatch where `sinfo` answers (`make plan`, `make dry-run`, `make submit`): both
+"""The site, checked before the first sbatch where `sinfo` answers (`make plan`, `snakemake --profile slurm`): both
 partitions of the profile exist, and each rule's request fits its partition (nodes against the partition's nodes and
 MaxNodes, MaxTime, memory, CPUs and GRES per node), with the preflight's partition-limit code. Without `sinfo` (a
 laptop, the CI's dry runs) nothing is checked and the output says so; BRORL_SITE_CHECK=0 turns it off.

@@ -111,16 +111,14 @@ def _log_line(log: str | Sequence[str] | None) -> str:
 
 
 def rerun_command(argv: Sequence[str], python: str) -> str:
-    """The command that reruns this run as it was started: `make submit SUBMIT_ARGS=...` for a run of the slurm
-    profile (the `snakemake` on PATH, .venv's, has no slurm executor plugin), else the same Snakemake executable
-    with the same arguments (`python -m snakemake` where it was started that way)."""
+    """The command that reruns this run as it was started: the same Snakemake with the same arguments, by its bare
+    name where the PATH finds that one (`snakemake --profile slurm ...`), `python -m snakemake` where it was
+    started that way."""
     head = [python, "-m", "snakemake"] if argv[0].endswith("__main__.py") else [argv[0]]
-    args = list(argv[1:])
-    for i in range(len(args) - 1):
-        if args[i] == "--profile" and args[i + 1] == "slurm":
-            rest = args[:i] + args[i + 2 :]
-            return f"make submit SUBMIT_ARGS={shlex.quote(shlex.join(rest))}" if rest else "make submit"
-    return shlex.join([*head, *args])
+    name = Path(argv[0]).name
+    if head == [argv[0]] and shutil.which(name) and Path(shutil.which(name)).resolve() == Path(argv[0]).resolve():
+        head = [name]
+    return shlex.join([*head, *argv[1:]])
 
 
 def start_message(workdir: str, command: str, log: str | Sequence[str] | None) -> str:

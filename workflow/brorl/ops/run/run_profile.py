@@ -96,7 +96,7 @@ def report(argv: list[str] | None = None) -> int:
     results = workdir_of(extra, cwd) / "results"
     if not (results / "SUMMARY.md").is_file():
         print(
-            f"make report: no finished run under {results} (make demo, make submit or make evaluate first; "
+            f"make report: no finished run under {results} (make demo, snakemake --profile slurm or make evaluate first; "
             "SUBMIT_ARGS=--directory <folder> for a run elsewhere)",
             file=sys.stderr,
         )

@@ -12,6 +12,7 @@ A dry run (-n) is never refused: it runs no job, and `make dry-run` adds no depl
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,12 @@ from pathlib import Path
 from .run_profile import ROOT, is_dry_run, option_values, workdir_of
 
 TRAIN_ENV = "envs/train.yaml"
+# 1: the GPU jobs may run vLLM's CPU build (only the tests' local Slurm, whose emulated GPU nodes are CPUs)
+CPU_ENGINES = "BRORL_SLURM_CPU_ENGINES"
 BUILD_ENVS = (
-    "build them first on a compute node with CUDA 13.0 loaded: `.venv-slurm/bin/snakemake --profile slurm --sdm conda "
-    "--conda-create-envs-only` inside an interactive job (docs/gpu-software.md#two-ways-to-get-it)"
+    "build them first on a compute node with CUDA 13.0 loaded: `snakemake --profile slurm --sdm conda "
+    "--conda-create-envs-only` (the driver environment .venv-slurm active) inside an interactive job "
+    "(docs/gpu-software.md#two-ways-to-get-it)"
 )
 
 
@@ -70,20 +74,23 @@ def env_built(location: Path) -> bool:
     return location.with_suffix(".env_setup_done").is_file()
 
 
-def route_problem(args: list[str], snakemake: str, python: str = "python", cwd: Path = ROOT) -> str:
-    """Why these Snakemake arguments must not submit GPU jobs ("" when they may)."""
+def route_problem(
+    args: list[str], snakemake: str | list[str], python: str = "python", cwd: Path = ROOT, route: set[str] | None = None
+) -> str:
+    """Why these Snakemake arguments must not submit GPU jobs ("" when they may). `route`: the deployment methods
+    where the caller knows them (a profile can set them too), else read from `args`."""
     if is_dry_run(args):
         return ""
-    route = deployment(args)
-    if not route and is_cpu_vllm(python):
+    route = deployment(args) if route is None else route
+    if not route and is_cpu_vllm(python) and os.environ.get(CPU_ENGINES) != "1":
         return (
             "no software route is chosen and the `python` on PATH has vLLM's CPU build (the .venv of `make setup`): "
-            "every GPU job would import it and fail on its node. Choose one: SUBMIT_ARGS='--sdm conda' with the "
-            f"environments already built ({BUILD_ENVS}), or SUBMIT_ARGS='--sdm conda apptainer' with containers.gpu "
+            "every GPU job would import it and fail on its node. Choose one: --sdm conda with the "
+            f"environments already built ({BUILD_ENVS}), or --sdm conda apptainer with containers.gpu "
             "set to the image of envs/gpu/Dockerfile"
         )
     if "conda" in route:
-        cmd = [snakemake, "--list-conda-envs", *args]
+        cmd = [*([snakemake] if isinstance(snakemake, str) else snakemake), "--list-conda-envs", *args]
         listed = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
         if listed.returncode != 0:
             tail = (listed.stderr or listed.stdout).strip().splitlines()[-1:] or ["?"]
