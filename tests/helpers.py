@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's snakemake, snakefmt and shfmt; rules run `python -m brorl...` from it
 CONFIG = ROOT / "config.yaml"
 TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
+# the extension presets: each adds its arms (extra_arms.<preset>) to config.yaml's two; all four combine
+EXTENSIONS = [
+    ROOT / "workflow" / "presets" / f"{n}.yaml" for n in ("n_sweep", "algorithms", "lr_ablation", "n_sweep_prompts")
+]
 # Subprocesses import the checkout's package, installed or not.
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
 
@@ -172,14 +176,12 @@ def r1_style_tokenizer():
     return tokenizer
 
 
-def paper_config() -> dict:
-    """config.yaml with the schema's defaults filled in, as the Snakefile sees it."""
-    import yaml
-    from brorl.config import validate_config
+def paper_config(*presets: Path) -> dict:
+    """config.yaml (with these presets merged over it) with the schema's defaults filled in, as the Snakefile sees
+    it."""
+    from brorl.config import load_yaml_config
 
-    config = yaml.safe_load(CONFIG.read_text())
-    validate_config(config)
-    return config
+    return load_yaml_config(CONFIG, *presets)
 
 
 @contextmanager

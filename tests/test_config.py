@@ -15,6 +15,7 @@ from brorl.config import ConfigError, deep_merge, load_schema, load_yaml_config,
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config.yaml"
 TINY = ROOT / "workflow" / "presets" / "tiny.yaml"
+PRESETS = ROOT / "workflow" / "presets"
 
 
 def raw_config() -> dict:
@@ -90,11 +91,11 @@ def test_every_schema_property_has_description_and_default():
 
 def test_undocumented_finds_a_planted_gap():
     schema = load_schema()
-    del schema["$defs"]["optimizer"]["properties"]["eps"]["default"]
+    del schema["$defs"]["arm"]["properties"]["seed"]["default"]
     del schema["properties"]["simulation"]["properties"]["theory"]["properties"]["seed"]["description"]
     del schema["$defs"]["arm"]["properties"]["name"]["description"]  # its $ref target has one: still a gap
     assert set(undocumented(schema)) == {
-        "#.$defs.optimizer.eps: default",
+        "#.$defs.arm.seed: default",
         "#.$defs.arm.name: description",
         "#.properties.simulation.properties.theory.seed: description",
     }
@@ -135,15 +136,24 @@ def test_every_key_of_config_yaml_is_in_the_schema():
     assert not unknown, unknown
 
 
-def test_schema_defaults_equal_config_yaml():
-    """The schema's defaults are the paper values: filling an empty config gives config.yaml (arms aside)."""
-    defaults, paper = validate_config({}), load_yaml_config(CONFIG)
-    for cfg in (defaults, paper):
-        cfg["arms"] = [a for a in cfg["arms"] if a["name"] in ("prorl_n16", "brorl_n512")]
-        cfg["analysis"]["n_sweep"]["arms"], cfg["analysis"]["n_sweep"]["controls"] = [], []
-        for arm in cfg["arms"]:
-            arm.pop("description")
-    assert defaults == paper
+def test_each_default_lives_in_one_place():
+    """The schema file holds no default for a key config.yaml writes: config.yaml's value is that default
+    (brorl.config.load_schema reads it), so an empty config is config.yaml's experiment."""
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    twice = []
+
+    def walk(values: dict, node: dict, where: str) -> None:
+        node = resolve(node, schema)
+        for key, value in values.items():
+            sub = resolve(node["properties"][key], schema)
+            if isinstance(value, dict) and value:
+                walk(value, sub, f"{where}{key}.")
+            elif "default" in sub:
+                twice.append(f"{where}{key}")
+
+    walk(raw_config(), schema, "")
+    assert not twice, f"defaults in both config.yaml and the schema: {twice}"
+    assert validate_config({}) == load_yaml_config(CONFIG)
 
 
 # --------------------------------------------------------------------------------------------------- defaults
@@ -516,14 +526,10 @@ def test_a_benchmark_is_registered_by_its_yaml_alone(monkeypatch):
     assert "gsm8k" in validate_config(cfg)["evaluation"]["benchmarks"]
 
 
-def test_one_key_switches_on_the_n_sweep_and_its_controls():
-    sweep = raw_config()
-    assert [a["name"] for a in validate_config(copy.deepcopy(sweep))["arms"] if a["enabled"]] == [
-        "prorl_n16",
-        "brorl_n512",
-    ]
-    sweep["analysis"]["n_sweep"]["enabled"] = True
-    on = {a["name"]: a for a in validate_config(sweep)["arms"] if a["enabled"]}
+def test_config_yaml_is_the_papers_two_arms_and_the_n_sweep_preset_adds_its_own():
+    assert [a["name"] for a in validate_config(raw_config())["arms"]] == ["prorl_n16", "brorl_n512"]
+    sweep = load_yaml_config(CONFIG, PRESETS / "n_sweep.yaml")
+    on = {a["name"]: a for a in sweep["arms"] if a["enabled"]}
     assert set(on) == {
         "prorl_n16",
         "brorl_n512",
@@ -537,22 +543,42 @@ def test_one_key_switches_on_the_n_sweep_and_its_controls():
     assert {a["n"] * a["prompts_per_step"] for a in equal} == {65536}  # equal samples per step
     assert [a["n"] for a in equal] == [16, 64, 256, 512, 1024]
     bad = raw_config()
-    bad["analysis"]["n_sweep"] |= {"enabled": True, "controls": ["no_such_arm"]}
+    bad["analysis"] = {"n_sweep": {"enabled": True, "controls": ["no_such_arm"]}}
     with pytest.raises(ConfigError, match=r"'analysis.n_sweep.controls\[0\]': 'no_such_arm' is not the name"):
         validate_config(bad)
 
 
+def test_extension_presets_combine_and_a_pair_adding_the_same_arm_is_refused_naming_both(tmp_path):
+    from helpers import EXTENSIONS
+
+    names = [a["name"] for a in load_yaml_config(CONFIG, *EXTENSIONS)["arms"]]
+    assert len(names) == len(set(names)) == 19 and names[:2] == ["prorl_n16", "brorl_n512"]
+    again = yaml.safe_load((PRESETS / "lr_ablation.yaml").read_text())["extra_arms"]["lr_ablation"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"extra_arms": {"mine": again}}))
+    with pytest.raises(
+        ConfigError,
+        match=r"'extra_arms.mine\[0\]': arm 'brorl_n512_lr_const' is already added by "
+        r"extra_arms.lr_ablation: these two presets cannot be combined",
+    ):
+        load_yaml_config(CONFIG, PRESETS / "lr_ablation.yaml", mine)
+    again[0]["name"] = "brorl_n512"
+    mine.write_text(yaml.safe_dump({"extra_arms": {"mine": again}}))
+    with pytest.raises(ConfigError, match=r"'extra_arms.mine\[0\]': arm 'brorl_n512' is already added by arms"):
+        load_yaml_config(CONFIG, mine)
+
+
 def test_all_problems_are_reported_at_once():
     cfg = raw_config()
-    cfg["arms"][1]["n"] = -3
-    cfg["arms"][2]["name"] = "prorl_n16"
+    cfg["arms"][0]["n"] = -3
+    cfg["arms"][1]["name"] = "prorl_n16"
     cfg["simulation"]["correct"] = 200000
     cfg["evaluation"]["top_p"] = 2
     cfg["nonsense"] = True
     with pytest.raises(ConfigError) as info:
         validate_config(cfg)
     text = str(info.value)
-    for key in ("'arms[1].n'", "'arms[2].name'", "'simulation.correct'", "'evaluation.top_p'", "'nonsense'"):
+    for key in ("'arms[0].n'", "'arms[1].name'", "'simulation.correct'", "'evaluation.top_p'", "'nonsense'"):
         assert key in text, text
 
 

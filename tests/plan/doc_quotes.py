@@ -93,7 +93,7 @@ QUOTES: list[tuple[str, str]] = [
     ),
     (
         "docs/design.md",
-        "| `sweep_n1024` (131,072 samples/step) | {seg.steps[sweep_n1024]} | {seg.hours[sweep_n1024]:.1f} | "
+        "| `sweep_n1024` (131,072 samples/step, `n_sweep_prompts.yaml`) | {seg.steps[sweep_n1024]} | {seg.hours[sweep_n1024]:.1f} | "
         "{seg.jobs[sweep_n1024]} |",
     ),
     (

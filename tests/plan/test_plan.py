@@ -227,13 +227,14 @@ def probe_values(paper_gpu_hours: float, override: Path) -> SimpleNamespace:
 def segment_values(paper_config: dict, one_node_config: dict) -> SimpleNamespace:
     """Each arm's longest training job, priced by the plan's step model (brorl.ops.plan.walltime's check), with its
     steps and the arm's jobs; `one_node` is the one-node preset's ProRL arm on its one node."""
+    prompts_config = load_yaml_config(CONFIG, ROOT / "workflow/presets/n_sweep_prompts.yaml")
     from brorl.ops.plan.estimate import training_hours
 
     steps, hours, jobs = {}, {}, {}
     for key, config, arm, nodes in (
         ("prorl_n16", paper_config, "prorl_n16", 8),
         ("brorl_n512", paper_config, "brorl_n512", 8),
-        ("sweep_n1024", paper_config, "sweep_n1024", 8),  # an arm of config.yaml that no switch turns on
+        ("sweep_n1024", prompts_config, "sweep_n1024", 8),  # an arm of workflow/presets/n_sweep_prompts.yaml
         ("one_node", one_node_config, "prorl_n16", 1),
     ):
         plan = arm_plan(config, arm)
@@ -263,20 +264,16 @@ def test_every_plan_number_the_docs_quote_is_the_plans_output(tmp_path, preset_p
     assert not wrong, "quoted plan numbers differ from the plan (or the sentence changed):\n" + "\n".join(wrong)
 
 
-def test_the_n_sweep_switch_is_priced_arm_by_arm(tmp_path):
-    override = tmp_path / "sweep.yaml"
-    override.write_text("analysis: {n_sweep: {enabled: true}}\n")
-    counts, arms = config_job_counts(load_yaml_config(CONFIG, override))
+def test_the_n_sweep_preset_is_priced_arm_by_arm():
+    counts, arms = config_job_counts(load_yaml_config(CONFIG, ROOT / "workflow/presets/n_sweep.yaml"))
     sweep = {"control_n16_p4096", "sweep_eq_n64", "sweep_eq_n256", "sweep_eq_n1024", "control_n16_p128"}
     assert sweep | {"prorl_n16", "brorl_n512"} == set(arms)
     assert all(arms[name][0] == 65536 for name in sweep - {"control_n16_p128"})  # samples per step
     assert counts["train_ppo"] > config_job_counts(load_yaml_config(CONFIG))[0]["train_ppo"]
 
 
-def test_the_algorithms_switch_is_priced_arm_by_arm(tmp_path):
-    override = tmp_path / "algorithms.yaml"
-    override.write_text("analysis: {algorithms: {enabled: true}}\n")
-    config = load_yaml_config(CONFIG, override)
+def test_the_algorithms_preset_is_priced_arm_by_arm():
+    config = load_yaml_config(CONFIG, ROOT / "workflow/presets/algorithms.yaml")
     counts, arms = config_job_counts(config)
     pairs = {"grpo_n16", "grpo_n512", "rloo_n16", "rloo_n512", "drgrpo_n16", "drgrpo_n512"}
     assert pairs | {"prorl_n16", "brorl_n512"} == set(arms)

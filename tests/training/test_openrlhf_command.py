@@ -54,10 +54,12 @@ def _arms(cfg: dict) -> list[str]:
 
 @pytest.mark.parametrize("preset", [None, PRORL_V1], ids=["prorlv2_recipes", "recipe_prorl_v1"])
 def test_every_arm_and_segment_parses_in_openrlhf(preset):
-    config = load_yaml_config(ROOT / "config.yaml", *([preset] if preset else []))
+    from helpers import EXTENSIONS
+
+    config = load_yaml_config(ROOT / "config.yaml", *EXTENSIONS, *([preset] if preset else []))
     validate_config(config)
     train = config["training"]
-    assert len(_arms(config)) >= 10  # the two paper arms and the disabled extension arms
+    assert len(_arms(config)) == 19  # the two paper arms and the extension presets' 17
     validate_cluster_config(config, _arms(config))
     for arm in _arms(config):
         plan = arm_plan(config, arm)

@@ -24,7 +24,7 @@ from brorl.training.recipe import (
     saved_steps,
     scaled_lr,
 )
-from helpers import CONFIG, paper_config
+from helpers import CONFIG, ROOT, paper_config
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +51,8 @@ def test_lr_rules():
     assert lr_at(10, 1.0, 10, "cosine", 0) == pytest.approx(0.0)
 
 
-def test_arm_lr_rule_none_overrides(paper):
-    config = copy.deepcopy(paper)
+def test_arm_lr_rule_none_overrides():
+    config = paper_config(ROOT / "workflow" / "presets" / "lr_ablation.yaml")
     arm = next(a for a in config["arms"] if a["name"] == "brorl_n512_lr_const")
     assert arm_plan(config, arm["name"]).lr == config["training"]["lr0"]
 

@@ -31,6 +31,8 @@ from .training.estimators import NAMES as ESTIMATOR_NAMES
 from .training.recipe import training_engine
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+# the paper's values, which are also the defaults of the keys it writes (load_schema)
+CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
 
 
@@ -43,15 +45,33 @@ class ConfigError(ValueError):
         super().__init__(f"invalid config ({len(self.problems)} problem(s)):\n{lines}")
 
 
-def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
-    """Return the config schema as a dict, with the advantage estimators' choices filled in from their one list."""
+def load_schema(path: Path | str = SCHEMA_PATH, values: Path | str | None = CONFIG_PATH) -> dict:
+    """Return the config schema as a dict, with the advantage estimators' choices filled in from their one list and
+    the defaults of the keys config.yaml writes taken from it (`values`), so each default lives in one place."""
     with open(path, encoding="utf-8") as f:
         schema = load_yaml(f)
     defs = schema.get("$defs", {})
     if "estimator" in defs:
         defs["estimator"]["enum"] = list(ESTIMATOR_NAMES)
         defs["estimator_or_null"]["enum"] = [*ESTIMATOR_NAMES, None]
+    if values is not None and Path(values).is_file():
+        with open(values, encoding="utf-8") as f:
+            _written_defaults(schema, load_yaml(f) or {}, schema)
     return schema
+
+
+def _written_defaults(node: dict, values: dict, root: dict) -> None:
+    """Each value of `values` becomes the default of its property (a shared $ref is copied before it is changed)."""
+    properties = node.get("properties") or {}
+    for key, value in values.items():
+        if key not in properties:
+            continue  # an unknown key: the validation names it
+        if isinstance(value, dict) and value:
+            if "$ref" in properties[key]:
+                properties[key] = copy.deepcopy(_resolve(properties[key], root))
+            _written_defaults(properties[key], value, root)
+        else:
+            properties[key]["default"] = copy.deepcopy(value)
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -94,11 +114,13 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     if not isinstance(config, dict):
         raise ConfigError([f"the config must be a mapping of keys, not {type(config).__name__}"])
     _fill_defaults(config, schema, schema)
+    combined = training.append_extra_arms(config)
+    _fill_defaults(config, schema, schema)  # the appended arms' own defaults
     analysis.switch_on_sweep(config)
     training.expand_replicates(config)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: _key(e.absolute_path))
-    problems = [_describe(e) for e in errors] + _semantic_problems(config)
+    problems = combined + [_describe(e) for e in errors] + _semantic_problems(config)
     if not problems and training_engine(config) == "cluster":
         problems = training.cluster_problems(config)
     if problems:

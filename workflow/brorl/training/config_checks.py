@@ -158,6 +158,29 @@ def replicate_name(arm: str, index: int) -> str:
     return f"{arm}_r{index}"
 
 
+def append_extra_arms(cfg: dict) -> list[str]:
+    """Move the arms of ``extra_arms`` (extension presets, keyed by preset) to the end of ``arms``, in key order;
+    one line per arm that two of them (or ``arms`` and one of them) add. Idempotent: ``extra_arms`` is emptied."""
+    extra, arms = cfg.get("extra_arms"), cfg.get("arms")
+    if not isinstance(extra, dict) or not isinstance(arms, list):
+        return []  # the schema names a malformed value
+    added_by = {a.get("name"): "arms" for a in arms if isinstance(a, dict)}
+    problems = []
+    for key, group in extra.items():
+        for j, arm in enumerate(group if isinstance(group, list) else []):
+            name = arm.get("name") if isinstance(arm, dict) else None
+            if name in added_by:
+                problems.append(
+                    f"config key 'extra_arms.{key}[{j}]': arm {name!r} is already added by {added_by[name]}: "
+                    "these two presets cannot be combined (drop one of them, or rename the arm in one)"
+                )
+                continue
+            added_by[name] = f"extra_arms.{key}"
+            arms.append(arm)
+    cfg["extra_arms"] = {}
+    return problems
+
+
 def expand_replicates(cfg: dict) -> None:
     """Add, for each arm with ``replicates`` k >= 2, its replicates 1..k-1 as arms of their own (the arm's recipe, seed
     + 1000 i, ``replicate_of`` naming the arm), right after it; idempotent, so a job's recipe is not expanded twice.
