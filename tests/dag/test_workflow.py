@@ -97,11 +97,15 @@ def test_the_earlier_composite_recipe_preset_dry_runs_the_same_jobs(tmp_path):
 
 @pytest.mark.workflow
 def test_the_algorithm_generality_arms_dry_run_at_paper_scale(tmp_path):
-    """analysis.algorithms.enabled: every pair's arms train with their estimator (OpenRLHF's flag in the command)
-    and one compare_algorithms job writes the table."""
-    override = write_yaml(tmp_path / "algorithms.yaml", {"analysis": {"algorithms": {"enabled": True}}})
+    """workflow/presets/algorithms.yaml: every pair's arms train with their estimator (OpenRLHF's flag in the
+    command) and one compare_algorithms job writes the table; the switch without the preset's arms is refused,
+    naming the preset."""
+    switch = write_yaml(tmp_path / "switch.yaml", {"analysis": {"algorithms": {"enabled": True}}})
+    proc = snakemake("-n", "--directory", tmp_path / "switch", "--configfile", switch)
+    assert proc.returncode != 0 and "workflow/presets/algorithms.yaml adds the pairs' arms" in output_of(proc)
     paper = job_counts(snakemake("-n", "--directory", tmp_path / "paper"))
-    proc = snakemake("-n", "-p", "--directory", tmp_path / "on", "--configfile", override)
+    preset = ROOT / "workflow" / "presets" / "algorithms.yaml"
+    proc = snakemake("-n", "-p", "--directory", tmp_path / "on", "--configfile", preset)
     assert proc.returncode == 0, output_of(proc)
     counts, text = job_counts(proc), output_of(proc)
     assert counts["train_ppo"] == 4 * paper["train_ppo"] and counts["compare_algorithms"] == 1

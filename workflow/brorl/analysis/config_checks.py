@@ -39,7 +39,10 @@ def check_analysis(cfg: dict) -> list[str]:
             arm = arms.get(pair[role])
             key = f"analysis.algorithms.pairs[{j}].{role}"
             if arm is None:
-                problems.append(f"config key '{key}': {pair[role]!r} is not the name of an arm")
+                problems.append(
+                    f"config key '{key}': {pair[role]!r} is not the name of an arm "
+                    "(workflow/presets/algorithms.yaml adds the pairs' arms)"
+                )
             elif (arm.get("advantage_estimator") or cfg["training"]["advantage_estimator"]) != pair["estimator"]:
                 problems.append(
                     f"config key '{key}': arm {pair[role]!r} trains with "
@@ -57,7 +60,10 @@ def check_analysis(cfg: dict) -> list[str]:
             problems.append(f"config key 'analysis.n_sweep.controls[{j}]': {name!r} is not the name of an arm")
     for j, name in enumerate(sweep["arms"]):
         if name not in arms:
-            problems.append(f"config key 'analysis.n_sweep.arms[{j}]': {name!r} is not the name of an arm")
+            problems.append(
+                f"config key 'analysis.n_sweep.arms[{j}]': {name!r} is not the name of an arm "
+                "(workflow/presets/n_sweep.yaml adds the sweep's arms)"
+            )
         elif arms[name]["continued_steps"] < sweep["step"]:
             problems.append(
                 f"config key 'analysis.n_sweep.step': {sweep['step']} is beyond the continued_steps "
