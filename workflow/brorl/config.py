@@ -32,7 +32,6 @@ from .training.recipe import training_engine
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 # the paper's values, which are also the defaults of the keys it writes (load_schema)
-CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"
 
 
@@ -45,7 +44,7 @@ class ConfigError(ValueError):
         super().__init__(f"invalid config ({len(self.problems)} problem(s)):\n{lines}")
 
 
-def load_schema(path: Path | str = SCHEMA_PATH, values: Path | str | None = CONFIG_PATH) -> dict:
+def load_schema(path: Path | str = SCHEMA_PATH, values: Path | str | None = DEFAULT_CONFIG_PATH) -> dict:
     """Return the config schema as a dict, with the advantage estimators' choices filled in from their one list and
     the defaults of the keys config.yaml writes taken from it (`values`), so each default lives in one place."""
     with open(path, encoding="utf-8") as f:
@@ -115,7 +114,7 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
         raise ConfigError([f"the config must be a mapping of keys, not {type(config).__name__}"])
     _fill_defaults(config, schema, schema)
     combined = training.append_extra_arms(config)
-    _fill_defaults(config, schema, schema)  # the appended arms' own defaults
+    _fill_defaults(config.get("arms"), schema["properties"]["arms"], schema)  # the appended arms' own defaults
     analysis.switch_on_sweep(config)
     training.expand_replicates(config)
     validator = jsonschema.Draft202012Validator(schema)

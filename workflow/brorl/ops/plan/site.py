@@ -100,6 +100,11 @@ def site_problems(
     return problems
 
 
+def refusal(problems: list[str]) -> str:
+    """The message that stops a submission the site cannot run."""
+    return "not submitted: the site cannot run these jobs as the profile asks:\n  - " + "\n  - ".join(problems)
+
+
 def check(profile_dir: Path, config: Mapping[str, Any]) -> tuple[list[str] | None, str]:
     """(problems or None, one line saying what was checked) for this profile and config."""
     if os.environ.get("BRORL_SITE_CHECK", "1") == "0":
@@ -132,10 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if problems:
-        print(
-            "not submitted: the site cannot run these jobs as the profile asks:\n  - " + "\n  - ".join(problems),
-            file=sys.stderr,
-        )
+        print(refusal(problems), file=sys.stderr)
         return 2
     print(line)
     return 0

@@ -24,8 +24,10 @@ from typing import Any
 
 from ..plan import dry_run, site
 from . import software_route
+from .notify import JOB_INFO
+from .run_profile import ROOT
 
-ROOT = Path(__file__).resolve().parents[4]
+GROUP_INFO = "group_info"  # Snakemake's LogEvent.GROUP_INFO: a group job of the dry run (its members follow)
 # Snakemake options (argparse names) under which it reads the Snakefile without running or dry-running the jobs.
 NOT_A_RUN = (
     "lint",
@@ -57,8 +59,6 @@ NOT_A_RUN = (
     "delete_temp_output",
     "touch",
 )
-# what the rules' `python -m brorl...` commands import, when no software route gives them their own environment
-ENGINE_MODULES = ("pandas", "torch", "vllm")
 _WARNINGS: list[str] = []
 
 
@@ -111,34 +111,6 @@ def route_of(args: argparse.Namespace) -> set[str]:
     }
 
 
-def missing_engines(python: str = "python") -> list[str]:
-    """The ENGINE_MODULES that the `python` on PATH cannot import (all of them where there is no `python`)."""
-    import subprocess
-
-    code = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m) is None))"
-    try:
-        proc = subprocess.run([python, "-c", code, *ENGINE_MODULES], capture_output=True, text=True, timeout=60)
-    except OSError:
-        return list(ENGINE_MODULES)
-    return proc.stdout.split() if proc.returncode == 0 else list(ENGINE_MODULES)
-
-
-def engines_problem(route: set[str], python: str = "python") -> str:
-    """Why the jobs would fail without a route: the `python` on PATH lacks the engines ("" when it has them)."""
-    if route:
-        return ""
-    missing = missing_engines(python)
-    if not missing:
-        return ""
-    import shutil
-
-    return (
-        f"no software route is chosen, and the `python` on PATH ({shutil.which(python) or 'none'}) cannot import "
-        f"{', '.join(missing)}: every job would fail. Add --sdm conda (envs/*.yaml) or --sdm conda apptainer (the GPU "
-        "image), docs/gpu-software.md#two-ways-to-get-it, or put an environment with the engines first on PATH"
-    )
-
-
 def submission_args(argv: list[str], workdir: Path) -> list[str]:
     """The command's arguments with its working directory made absolute (a nested Snakemake starts elsewhere)."""
     out, skip = [], False
@@ -156,9 +128,7 @@ def check_site(args: argparse.Namespace, config: Mapping[str, Any]) -> None:
     """Refuse a request the site cannot grant, where `sinfo` answers; say what was checked."""
     problems, line = site.check(profile_dir(args), config)
     if problems:
-        raise DriverError(
-            "not submitted: the site cannot run these jobs as the profile asks:\n  - " + "\n  - ".join(problems)
-        )
+        raise DriverError(site.refusal(problems))
     print(line, file=sys.stderr)
 
 
@@ -166,7 +136,7 @@ def check_route(route: set[str]) -> None:
     """Refuse a submission whose jobs would run the wrong software (software_route), or none."""
     problem = software_route.route_problem(
         submission_args(sys.argv[1:], Path.cwd()), [sys.executable, "-m", "snakemake"], route=route
-    ) or engines_problem(route)
+    )
     if problem:
         raise DriverError(f"not submitted: {problem}")
 
@@ -181,11 +151,11 @@ class DryRunJobs(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         event = str(getattr(record, "event", ""))
-        if event == "job_info":
+        if event == JOB_INFO:
             resources = getattr(record, "resources", None)
             items = dict(resources.items()) if hasattr(resources, "items") else {}
             self.jobs.append((str(getattr(record, "rule_name", "?")), items))
-        elif event == "group_info":
+        elif event == GROUP_INFO:
             self.groups[str(getattr(record, "group_id", "?"))] += 1
 
     def print_summary(self, software: str) -> None:
@@ -208,7 +178,7 @@ def start(config: Mapping[str, Any], is_main_process: bool) -> None:
     if run_mode == "run":
         check_route(route)
         return
-    problem = engines_problem(route)
+    problem = software_route.engines_problem(route)
     if problem:
         warn(f"a submission would stop here: {problem}")
     jobs = DryRunJobs()

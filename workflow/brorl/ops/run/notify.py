@@ -116,7 +116,8 @@ def rerun_command(argv: Sequence[str], python: str) -> str:
     started that way."""
     head = [python, "-m", "snakemake"] if argv[0].endswith("__main__.py") else [argv[0]]
     name = Path(argv[0]).name
-    if head == [argv[0]] and shutil.which(name) and Path(shutil.which(name)).resolve() == Path(argv[0]).resolve():
+    found = shutil.which(name)
+    if head == [argv[0]] and found and Path(found).resolve() == Path(argv[0]).resolve():
         head = [name]
     return shlex.join([*head, *argv[1:]])
 

@@ -1,7 +1,8 @@
 """Which software a submission's GPU jobs run with (docs/gpu-software.md#two-ways-to-get-it), and a refusal before
 anything is submitted when that would be wrong: no route chosen while the `python` on PATH is vLLM's CPU build (the
-first GPU job would spend its allocation failing), or `--sdm conda` while envs/train.yaml's environment is not built
-(Snakemake would build it, flash-attn's hours-long compile included, on the login node).
+first GPU job would spend its allocation failing) or cannot import the engines at all (the driver environment alone),
+or `--sdm conda` while envs/train.yaml's environment is not built (Snakemake would build it, flash-attn's hours-long
+compile included, on the login node). The workflow runs the same check itself (brorl.ops.run.driver).
 
     python -m brorl.ops.run.software_route --check --snakemake SNAKEMAKE -- SNAKEMAKE_ARGS...   (exit 2 with the fix)
     python -m brorl.ops.run.software_route --describe -- SNAKEMAKE_ARGS...                     (one line: the route)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,8 @@ from pathlib import Path
 from .run_profile import ROOT, is_dry_run, option_values, workdir_of
 
 TRAIN_ENV = "envs/train.yaml"
+# what the rules' `python -m brorl...` commands import, when no software route gives them their own environment
+ENGINE_MODULES = ("pandas", "torch", "vllm")
 # 1: the GPU jobs may run vLLM's CPU build (only the tests' local Slurm, whose emulated GPU nodes are CPUs)
 CPU_ENGINES = "BRORL_SLURM_CPU_ENGINES"
 BUILD_ENVS = (
@@ -60,6 +64,28 @@ def is_cpu_vllm(python: str = "python") -> bool:
     return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
 
 
+def missing_engines(python: str = "python") -> list[str]:
+    """The ENGINE_MODULES that `python` cannot import (all of them where there is no such `python`)."""
+    code = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m) is None))"
+    try:
+        proc = subprocess.run([python, "-c", code, *ENGINE_MODULES], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return list(ENGINE_MODULES)
+    return proc.stdout.split() if proc.returncode == 0 else list(ENGINE_MODULES)
+
+
+def engines_problem(route: set[str], python: str = "python") -> str:
+    """Why the jobs would fail without a route: the `python` on PATH lacks the engines ("" when it has them)."""
+    missing = [] if route else missing_engines(python)
+    if not missing:
+        return ""
+    return (
+        f"no software route is chosen, and the `python` on PATH ({shutil.which(python) or 'none'}) cannot import "
+        f"{', '.join(missing)}: every job would fail. Add --sdm conda (envs/*.yaml) or --sdm conda apptainer (the GPU "
+        "image), docs/gpu-software.md#two-ways-to-get-it, or put an environment with the engines first on PATH"
+    )
+
+
 def train_env_location(listing: str) -> Path | None:
     """envs/train.yaml's folder in `snakemake --list-conda-envs` output (environment, container, location)."""
     for line in listing.splitlines():
@@ -89,6 +115,9 @@ def route_problem(
             f"environments already built ({BUILD_ENVS}), or --sdm conda apptainer with containers.gpu "
             "set to the image of envs/gpu/Dockerfile"
         )
+    missing = engines_problem(route, python)
+    if missing:
+        return missing
     if "conda" in route:
         cmd = [*([snakemake] if isinstance(snakemake, str) else snakemake), "--list-conda-envs", *args]
         listed = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
